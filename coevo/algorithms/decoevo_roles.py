@@ -1,0 +1,445 @@
+"""DecoEvo's roles: one frozen backbone, seven role-specific prompts.
+
+solver · rubric generator · criterion-level judge · solver-skill rewriter · structural
+auditor · near-tie contrastive auditor (two stages) · generator-skill rewriter.
+
+Every structured answer is decoded under a JSON Schema (`Sampling.json_schema`), which is
+what lets a 135M backbone return parseable output, and read leniently with
+`coevo.roles.parsing`. An answer that cannot be read becomes a result with `valid=False`
+and its raw text kept: it is counted by the loop and never raises.
+
+No role here ever receives a gold rubric: they take question *text* (see `blind`), and
+the gold-rubric grader lives apart (`coevo.roles.judges.GoldRubricJudge`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coevo.llm.base import ChatModel, user
+from coevo.prompts import Template, load_template
+from coevo.roles.judges import order_swapped
+from coevo.roles.parsing import extract_json_object, normalise_key, strip_reasoning
+from coevo.types import Criterion, Message, Rubric, Sample, Sampling
+
+#: Short free-text fields keep a 135M model's JSON cheap and inside max_tokens.
+def _text(limit: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": limit}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+def blind(sample: Sample) -> Sample:
+    """The question as optimisation roles may see it: no gold rubric, no reference."""
+    return Sample(id=sample.id, prompt=sample.prompt, genre=sample.genre)
+
+
+class _Role:
+    template_name: str
+
+    def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None, *,
+                 text_chars: int = 240):
+        """`text_chars` caps every free-text field of a JSON answer (criterion, rationale, ...)."""
+        self.model = model
+        self.sampling = sampling
+        self.template: Template = load_template(template or self.template_name)
+        self.text_chars = text_chars
+
+    def _ask(self, prompts: Sequence[str], schemas: Sequence[dict[str, Any] | None],
+             sampling: Sampling | None = None) -> list[str]:
+        """One answer per prompt; prompts sharing a schema go to the backend as one batch."""
+        groups: dict[str | None, list[int]] = {}
+        for i, schema in enumerate(schemas):
+            groups.setdefault(None if schema is None else json.dumps(schema), []).append(i)
+        answers = [""] * len(prompts)
+        for schema_text, rows in groups.items():
+            sampling = (sampling or self.sampling).model_copy(update={"json_schema": schema_text})
+            outputs = self.model.generate([user(prompts[i]) for i in rows], sampling, n=1)
+            for i, completions in zip(rows, outputs):
+                answers[i] = completions[0].text if completions else ""
+        return answers
+
+
+# -- solver --------------------------------------------------------------------------------
+class Solver(_Role):
+    """Answers a question with the solver skill in its prompt."""
+
+    template_name = "decoevo_solver"
+
+    def solve(self, questions: Sequence[Sample], skill: str, n: int = 1,
+              sampling: Sampling | None = None) -> list[list[str]]:
+        """`n` responses per question (n > 1: the outer loop's stochastic rollouts)."""
+        if not questions:
+            return []
+        prompts = [user(self.template.render(skill=skill, question=q.prompt)) for q in questions]
+        outputs = self.model.generate(prompts, sampling or self.sampling, n=n)
+        return [[strip_reasoning(c.text) for c in group] for group in outputs]
+
+
+# -- rubric generator -----------------------------------------------------------------------
+@dataclass
+class GeneratedRubric:
+    question_id: str
+    rubric: Rubric | None
+    raw: str = ""
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.rubric is not None
+
+
+class RubricGenerator(_Role):
+    """Question -> weighted, positively phrased criteria, following the generator skill."""
+
+    template_name = "decoevo_rubric_generator"
+    POINTS = (1, 2, 3, 4, 5)
+
+    def __init__(self, model: ChatModel, sampling: Sampling, *, min_criteria: int = 3,
+                 max_criteria: int = 6, template: str | None = None, text_chars: int = 240):
+        super().__init__(model, sampling, template, text_chars=text_chars)
+        if not 1 <= min_criteria <= max_criteria:
+            raise ValueError(f"need 1 <= min_criteria <= max_criteria, got {min_criteria}, {max_criteria}")
+        self.min_criteria, self.max_criteria = min_criteria, max_criteria
+
+    def schema(self) -> dict[str, Any]:
+        item = _object({"criterion": _text(self.text_chars), "points": {"enum": list(self.POINTS)}})
+        return _object({"criteria": {"type": "array", "items": item,
+                                     "minItems": self.min_criteria, "maxItems": self.max_criteria}})
+
+    def generate(self, questions: Sequence[Sample], skill: str) -> list[GeneratedRubric]:
+        prompts = [self.template.render(skill=skill, question=q.prompt, min_criteria=self.min_criteria,
+                                        max_criteria=self.max_criteria) for q in questions]
+        answers = self._ask(prompts, [self.schema()] * len(prompts))
+        return [self._parse(q.id, raw) for q, raw in zip(questions, answers)]
+
+    def _parse(self, question_id: str, raw: str) -> GeneratedRubric:
+        data = extract_json_object(raw, ["criteria"])
+        entries = data.get("criteria") if data else None
+        if not isinstance(entries, list):
+            return GeneratedRubric(question_id, None, raw, "no 'criteria' list in the answer")
+        criteria = []
+        for entry in entries[: self.max_criteria]:
+            if not isinstance(entry, dict):
+                continue
+            text = str(entry.get("criterion") or entry.get("description") or "").strip()
+            points = _number(entry.get("points", entry.get("weight")))
+            if not text or points is None or points <= 0:
+                continue  # a criterion without text or a positive weight cannot be graded
+            criteria.append(Criterion(name=f"c{len(criteria) + 1}", description=text,
+                                      weight=min(points, max(self.POINTS))))
+        if not criteria:
+            return GeneratedRubric(question_id, None, raw, "no readable criterion in the answer")
+        return GeneratedRubric(question_id, Rubric(criteria=criteria), raw)
+
+
+def rubric_block(rubric: Rubric) -> str:
+    return "\n".join(f"{c.name} ({c.weight:g} pt): {c.description}" for c in rubric.criteria)
+
+
+# -- criterion-level judge ------------------------------------------------------------------
+@dataclass
+class CriterionJudgment:
+    """Per criterion: satisfied or not, with a rationale; score = satisfied / total points."""
+
+    satisfied: dict[str, bool] = field(default_factory=dict)
+    rationales: dict[str, str] = field(default_factory=dict)
+    score: float | None = None
+    raw: str = ""
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.score is not None
+
+
+def rubric_score(rubric: Rubric, satisfied: dict[str, bool]) -> float:
+    """The paper's rubric score: points of satisfied criteria over total points."""
+    total = sum(c.weight for c in rubric.criteria)
+    return sum(c.weight for c in rubric.criteria if satisfied.get(c.name)) / total
+
+
+class CriterionJudge(_Role):
+    """Judges one response against every criterion of a generated rubric, in one call."""
+
+    template_name = "decoevo_judge"
+
+    def schema(self, rubric: Rubric) -> dict[str, Any]:
+        items = [_object({"id": {"const": c.name}, "rationale": _text(self.text_chars),
+                          "satisfied": {"type": "boolean"}}) for c in rubric.criteria]
+        n = len(items)
+        return _object({"verdicts": {"type": "array", "prefixItems": items, "minItems": n,
+                                     "maxItems": n}})
+
+    def judge(self, questions: Sequence[Sample], responses: Sequence[str],
+              rubrics: Sequence[Rubric | None]) -> list[CriterionJudgment]:
+        """One judgment per (question, response, rubric); a missing rubric is invalid."""
+        if not len(questions) == len(responses) == len(rubrics):
+            raise ValueError("questions, responses and rubrics must have the same length")
+        rows = [i for i, r in enumerate(rubrics) if r is not None]
+        prompts = [self.template.render(question=questions[i].prompt, response=responses[i],
+                                        criteria=rubric_block(rubrics[i])) for i in rows]
+        answers = self._ask(prompts, [self.schema(rubrics[i]) for i in rows])
+        out = [CriterionJudgment(error="no rubric for this question") for _ in questions]
+        for i, raw in zip(rows, answers):
+            out[i] = self._parse(raw, rubrics[i])
+        return out
+
+    def _parse(self, raw: str, rubric: Rubric) -> CriterionJudgment:
+        data = extract_json_object(raw, ["verdicts"])
+        entries = data.get("verdicts") if data else None
+        if not isinstance(entries, list):
+            return CriterionJudgment(raw=raw, error="no 'verdicts' list in the answer")
+        names = [c.name for c in rubric.criteria]
+        found: dict[str, dict[str, Any]] = {}
+        for position, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                continue
+            name = normalise_key(entry.get("id", "")) or (names[position] if position < len(names) else "")
+            if name in names and name not in found:
+                found[name] = entry
+        missing = [n for n in names if n not in found or _boolean(found[n].get("satisfied")) is None]
+        if missing:
+            return CriterionJudgment(raw=raw, error=f"no readable verdict for {', '.join(missing)}")
+        satisfied = {n: bool(_boolean(found[n]["satisfied"])) for n in names}
+        rationales = {n: str(found[n].get("rationale", "")) for n in names}
+        return CriterionJudgment(satisfied, rationales, rubric_score(rubric, satisfied), raw)
+
+
+# -- rewriters ------------------------------------------------------------------------------
+@dataclass
+class Rewrite:
+    text: str | None
+    note: str = ""
+    raw: str = ""
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.text is not None
+
+
+class _Rewriter(_Role):
+    note_key: str
+
+    def __init__(self, model: ChatModel, sampling: Sampling, *, max_words: int = 200,
+                 template: str | None = None, text_chars: int = 240):
+        super().__init__(model, sampling, template, text_chars=text_chars)
+        self.max_words = max_words
+
+    def _rewrite(self, prompt: str, seed: int | None = None) -> Rewrite:
+        # Characters, not words, bound the schema: ~7 characters a word with spaces.
+        schema = _object({self.note_key: _text(self.text_chars), "skill": _text(self.max_words * 7)})
+        sampling = self.sampling
+        if seed is not None and sampling.temperature > 0:
+            # A fresh draw per step: the same inputs at a later step (a small train set, a
+            # rejected edit) must not replay the very proposal the gate just refused.
+            sampling = sampling.model_copy(update={"seed": seed})
+        (raw,) = self._ask([prompt], [schema], sampling)
+        data = extract_json_object(raw, [self.note_key, "skill"])
+        text = data.get("skill") if data else None
+        if not isinstance(text, str) or not text.strip():
+            return Rewrite(None, raw=raw, error="no 'skill' text in the answer")
+        return Rewrite(text.strip(), str(data.get(self.note_key, "")), raw)
+
+
+class SolverRewriter(_Rewriter):
+    """Consolidates criterion-level failures into general solver rules."""
+
+    template_name = "decoevo_solver_rewriter"
+    note_key = "diagnosis"
+
+    def rewrite(self, skill: str, failures: Sequence[dict[str, str]], seed: int | None = None) -> Rewrite:
+        lines = [f"- task: {_clip(f['question'], 160)} | unmet: {f['criterion']} | "
+                 f"grader: {_clip(f['rationale'], 160)}" for f in failures]
+        return self._rewrite(self.template.render(skill=skill, failures="\n".join(lines),
+                                                  max_words=self.max_words), seed)
+
+
+class GeneratorRewriter(_Rewriter):
+    """Distils structural and contrastive audit records into general rubric principles."""
+
+    template_name = "decoevo_generator_rewriter"
+    note_key = "analysis"
+
+    def rewrite(self, skill: str, structural: Sequence["StructuralAudit"],
+                contrastive: Sequence["ContrastiveRecord"], seed: int | None = None) -> Rewrite:
+        s_lines = [f"- adequacy {a.adequacy:.1f}: {_clip(a.rationale, 200)} | repair: {_clip(a.repair, 200)}"
+                   for a in structural if a.valid]
+        c_lines = [f"- missed: {_clip(r.why_missed, 200)} | principle: {_clip(r.principle, 200)}"
+                   for r in contrastive]
+        return self._rewrite(self.template.render(
+            skill=skill, structural="\n".join(s_lines) or "(none)",
+            contrastive="\n".join(c_lines) or "(none)", max_words=self.max_words), seed)
+
+
+# -- structural auditor ---------------------------------------------------------------------
+@dataclass
+class StructuralAudit:
+    question_id: str
+    adequacy: float | None  # 0..1 (the 0-10 answer / 10)
+    rationale: str = ""
+    repair: str = ""
+    raw: str = ""
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.adequacy is not None
+
+
+class StructuralAuditor(_Role):
+    """Sees question, generated rubric and the family's audit spec: never a response or score."""
+
+    template_name = "decoevo_structural_auditor"
+    def __init__(self, model: ChatModel, sampling: Sampling, spec: str, template: str | None = None,
+                 text_chars: int = 240):
+        super().__init__(model, sampling, template, text_chars=text_chars)
+        self.spec = spec
+        self.schema = _object({"rationale": _text(text_chars), "adequacy": {"enum": list(range(11))},
+                               "repair": _text(text_chars)})
+
+    def audit(self, questions: Sequence[Sample], rubrics: Sequence[Rubric | None]) -> list[StructuralAudit]:
+        rows = [i for i, r in enumerate(rubrics) if r is not None]
+        prompts = [self.template.render(spec=self.spec, question=questions[i].prompt,
+                                        rubric=rubric_block(rubrics[i])) for i in rows]
+        answers = self._ask(prompts, [self.schema] * len(rows))
+        # A question whose rubric could not be read at all is covered by nothing.
+        out = [StructuralAudit(q.id, 0.0, "no readable rubric", "", error="no rubric") for q in questions]
+        for i, raw in zip(rows, answers):
+            data = extract_json_object(raw, ["adequacy", "rationale", "repair"]) or {}
+            value = _number(data.get("adequacy"))
+            if value is None or not 0 <= value <= 10:
+                out[i] = StructuralAudit(questions[i].id, None, raw=raw, error="no adequacy score 0-10")
+            else:
+                out[i] = StructuralAudit(questions[i].id, value / 10, str(data.get("rationale", "")),
+                                         str(data.get("repair", "")), raw)
+        return out
+
+
+# -- near-tie contrastive auditor -----------------------------------------------------------
+@dataclass
+class BlindVerdict:
+    """Stage 1: a preference formed from the question and two responses alone."""
+
+    preferred: int | None  # 0 or 1 (index into the pair in ORIGINAL order), None = equivalent
+    rationale: str = ""
+    shown_swapped: bool = False
+    conversation: list[Message] = field(default_factory=list)
+    valid: bool = True
+    error: str | None = None
+
+
+@dataclass
+class ContrastiveRecord:
+    """(x, y+, y-, blind rationale, why the rubric missed it, missing principle)."""
+
+    question_id: str
+    question: str
+    y_plus: str
+    y_minus: str
+    blind_rationale: str
+    why_missed: str = ""
+    principle: str = ""
+    gap: float = 0.0
+
+
+class ContrastiveAuditor(_Role):
+    """Two stages: blind preference first, then the rubric and its per-criterion breakdown."""
+
+    template_name = "decoevo_contrastive_blind"
+
+    def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None,
+                 explain_template: str | None = None, seed: int = 0, text_chars: int = 240):
+        super().__init__(model, sampling, template, text_chars=text_chars)
+        self.explain_template = load_template(explain_template or "decoevo_contrastive_rubric")
+        self.seed = seed
+        self.blind_schema = _object({"rationale": _text(text_chars),
+                                     "preference": {"enum": ["A", "B", "equivalent"]}})
+        self.explain_schema = _object({"why_missed": _text(text_chars), "principle": _text(text_chars)})
+
+    def blind_preferences(self, questions: Sequence[Sample],
+                          pairs: Sequence[tuple[str, str]]) -> list[BlindVerdict]:
+        """Stage 1. Receives ONLY the question and the two responses (order randomised)."""
+        swapped = [order_swapped(f"{q.id}|{a}|{b}", self.seed) for q, (a, b) in zip(questions, pairs)]
+        prompts = [self.template.render(question=q.prompt, response_a=b if s else a,
+                                        response_b=a if s else b)
+                   for q, (a, b), s in zip(questions, pairs, swapped)]
+        answers = self._ask(prompts, [self.blind_schema] * len(prompts))
+        out = []
+        for prompt, raw, s in zip(prompts, answers, swapped):
+            conversation = [*user(prompt), Message(role="assistant", content=raw)]
+            data = extract_json_object(raw, ["preference", "rationale"]) or {}
+            label = str(data.get("preference", "")).strip().strip(".").lower()
+            if label not in ("a", "b", "equivalent"):
+                out.append(BlindVerdict(None, conversation=conversation, valid=False,
+                                        error="no preference A / B / equivalent"))
+                continue
+            shown = None if label == "equivalent" else (0 if label == "a" else 1)
+            preferred = None if shown is None else (1 - shown if s else shown)
+            out.append(BlindVerdict(preferred, str(data.get("rationale", "")), s, conversation))
+        return out
+
+    def explain(self, verdicts: Sequence[BlindVerdict], breakdowns: Sequence[str],
+                scores: Sequence[tuple[float, float]]) -> list[tuple[str, str]]:
+        """Stage 2, continuing each stage-1 conversation: why the rubric missed the difference
+        and a missing principle. Only verdicts with a preference reach this stage."""
+        conversations = []
+        for v, breakdown, (sa, sb) in zip(verdicts, breakdowns, scores):
+            # Scores in the order the auditor was shown the responses (A, B).
+            shown_scores = (sb, sa) if v.shown_swapped else (sa, sb)
+            preferred_shown = v.preferred if not v.shown_swapped else 1 - (v.preferred or 0)
+            text = self.explain_template.render(
+                preferred="AB"[preferred_shown], breakdown=breakdown,
+                score_a=f"{shown_scores[0]:.2f}", score_b=f"{shown_scores[1]:.2f}")
+            conversations.append([*v.conversation, *user(text)])
+        if not conversations:
+            return []
+        sampling = self.sampling.model_copy(update={"json_schema": json.dumps(self.explain_schema)})
+        outputs = self.model.generate(conversations, sampling, n=1)
+        out = []
+        for group in outputs:
+            data = extract_json_object(group[0].text if group else "", ["why_missed", "principle"]) or {}
+            out.append((str(data.get("why_missed", "")), str(data.get("principle", ""))))
+        return out
+
+
+def breakdown_block(rubric: Rubric, first: CriterionJudgment, second: CriterionJudgment,
+                    swapped: bool) -> str:
+    """Per-criterion verdicts of both responses, labelled as the auditor saw them (A, B)."""
+    a, b = (second, first) if swapped else (first, second)
+    mark = {True: "met", False: "not met"}
+    return "\n".join(f"{c.name} ({c.weight:g} pt) {c.description} | A: {mark[a.satisfied.get(c.name, False)]}"
+                     f" | B: {mark[b.satisfied.get(c.name, False)]}" for c in rubric.criteria)
+
+
+# -- helpers --------------------------------------------------------------------------------
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(str(value).strip().split("/")[0])
+    except ValueError:
+        return None
+    return number if number == number and abs(number) != float("inf") else None
+
+
+def _boolean(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    return {"true": True, "yes": True, "met": True, "false": False, "no": False,
+            "not met": False}.get(text)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

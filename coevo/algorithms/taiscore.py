@@ -1,0 +1,621 @@
+"""TAIScore co-evolving critic–actor training (TAIScore paper §4, §5, Appendix D).
+
+Starting from (π_0, κ_0), over disjoint query shards S_0 … S_{T-1} (§4.4, App. C/D.3):
+
+    for t = 0 … T-1:
+        y0(x) ~ π_t(x)                              for x in S_t   on-policy initial responses
+        1. critic adaptation (§4.2), GRPO on grouped rollouts:
+               c_1..c_N ~ κ_t(x, y0)                   N critiques per y0 (T 0.8 / top-p 0.95)
+               y1_i = π_t(x, y0, c_i)                  the current actor revises (T 0.2)
+               r_i  = J(x, y0, c_i, y1_i)              raw judge score; TRL normalises per group
+           κ_{t+1} ← GRPO(κ_t)
+        2. actor update (§4.3, D.3), DPO on critique-guided revisions:
+               c ~ κ_{t+1}(x, y0), y1 = π_t(x, y0, c)  one candidate per query of the pool S_t
+               keep y1 ≻ y0 under a critique-blind pairwise judge (random order; ties, losses out)
+               D_t = M pairs sampled uniformly without replacement
+           π_{t+1} ← DPO(π_t; D_t), β = 0.1, reference = frozen copy of π_t
+        3. save (π_{t+1}, κ_{t+1}), log the round's metrics, evaluate on held-out prompts
+
+The paper's baselines are switches of this same loop (one `Plan` per condition): an
+off-the-shelf critic skips step 1; `reward: outcome_gain | critique_quality` swaps the
+judge behind r_i; `schedule: single_stage` runs one critic stage and one actor stage over
+all shards (M pairs per shard, concatenated); `tailored_to` (§5.4) trains the critic against
+another actor and uses it for this one. A `conditions:` list runs several on the same data.
+
+Every stage is resumable: generated data lands in the run store before training reads it,
+the glue resumes a killed GRPO/DPO stage from its last trainer checkpoint, and a finished
+stage is recorded with `store.finish_step` and only reloaded on `--resume`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
+from coevo.judging import rollout_judge
+from coevo.progress import map_batches
+from coevo.refine import Templates, load_data, refine
+from coevo.roles.actor import Actor
+from coevo.roles.critic import Critic
+from coevo.roles.judges import PairwiseJudge
+from coevo.store import RunStore
+from coevo.train.common import LoRASettings, TrainResult
+from coevo.train.dpo import DPOSettings
+from coevo.train.grpo import GRPOSettings
+from coevo.types import Judgment, PreferencePair, Rollout, Sample
+
+RewardName = Literal["taiscore", "outcome_gain", "critique_quality"]
+Schedule = Literal["coevolution", "single_stage"]
+
+# ─── config ──────────────────────────────────────────────────────────────────────────
+
+
+class ConditionSpec(StrictModel):
+    """One experimental condition: a preset name plus any overrides of the top-level loop."""
+
+    name: str
+    #: One of PRESETS; default: `name` when it names a preset, else the top-level settings.
+    preset: str | None = None
+    critic_training: Literal["grpo", "none"] | None = None
+    reward: RewardName | None = None
+    schedule: Schedule | None = None
+    #: Critic model spec for this condition (e.g. a bigger served model, off the shelf).
+    critic: str | None = None
+    #: §5.4 actor–critic matching: train the critic against this actor (any spec), then use
+    #: it to build the DPO pairs of `models.actor`.
+    tailored_to: str | None = None
+
+
+#: The paper's conditions (Table 1, Table 4) as presets of the one loop.
+PRESETS: dict[str, dict[str, Any]] = {
+    "off_the_shelf": {"critic_training": "none", "schedule": "single_stage"},
+    "outcome_gain": {"critic_training": "grpo", "reward": "outcome_gain", "schedule": "single_stage"},
+    "critique_quality": {"critic_training": "grpo", "reward": "critique_quality", "schedule": "single_stage"},
+    "taiscore": {"critic_training": "grpo", "reward": "taiscore", "schedule": "single_stage"},
+    "coevolution": {"critic_training": "grpo", "reward": "taiscore", "schedule": "coevolution"},
+    "matching": {"critic_training": "grpo", "reward": "taiscore", "schedule": "single_stage"},
+}
+
+
+class EvaluationConfig(StrictModel):
+    """Held-out evaluation after every round (and of the starting models as round 0)."""
+
+    #: Share of `data` held out by a seeded hash of the sample id (never trained on);
+    #: ignored when `data` names a separate held-out set.
+    holdout: float = Field(0.2, ge=0.0, lt=1.0)
+    #: Exactly this many held-out prompts (those with the lowest seeded hash), instead of a share.
+    prompts: int | None = Field(None, ge=1)
+    data: DataConfig | None = None
+    limit: int | None = Field(None, ge=1)
+    gold_rubric: bool = True      # S(π) under the gold rubrics (samples without rubrics skip it)
+    win_rate: bool = True         # pairwise win rate of π_t against π_0's responses
+    refinement: bool = True       # direct refinement utility of κ_t: S(y1), Δ = S(y1) − S(y0)
+
+
+class TaiScoreConfig(StrictModel):
+    """`algorithm: taiscore` — co-evolving critic (GRPO) and actor (DPO), Table 12 defaults."""
+
+    algorithm: Literal["taiscore"] = "taiscore"
+    data: DataConfig = DataConfig()
+    models: Models = Models()
+    sampling: SamplingConfig = SamplingConfig()
+    templates: Templates = Templates()
+    rounds: int = Field(3, ge=1)                  # T: number of disjoint query shards
+    schedule: Schedule = "coevolution"
+    critic_training: Literal["grpo", "none"] = "grpo"
+    reward: RewardName = "taiscore"
+    tailored_to: str | None = None
+    #: Queries per shard the critic trains on (None: the whole shard; paper: 2K of 3K).
+    critic_queries: int | None = Field(None, ge=1)
+    pairs_per_round: int = Field(2000, ge=1)      # M eligible pairs sampled per shard
+    grpo: GRPOSettings = GRPOSettings()
+    dpo: DPOSettings = DPOSettings()
+    evaluation: EvaluationConfig = EvaluationConfig()
+    #: Several conditions on the same data: preset names or ConditionSpec mappings.
+    conditions: list[str | ConditionSpec] = Field(default_factory=list)
+    seeds: int = Field(1, ge=1)
+    seed: int = 0
+    batch_size: int = Field(8, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> TaiScoreConfig:
+        for item in self.conditions:
+            name = item if isinstance(item, str) else (item.preset or item.name)
+            if isinstance(item, str) and item not in PRESETS:
+                raise ValueError(f"conditions: unknown preset {item!r}; use one of {sorted(PRESETS)} "
+                                 "or a mapping {name: ..., critic_training: ..., reward: ...}")
+            if isinstance(item, ConditionSpec) and item.preset and item.preset not in PRESETS:
+                raise ValueError(f"conditions: {item.name!r} has unknown preset {name!r}; "
+                                 f"use one of {sorted(PRESETS)}")
+        return self
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A resolved condition: everything the loop needs to know about it."""
+
+    name: str
+    critic_training: Literal["grpo", "none"]
+    reward: RewardName
+    schedule: Schedule
+    critic: str
+    tailored_to: str | None = None
+
+
+def resolve_conditions(config: TaiScoreConfig) -> list[Plan]:
+    """The conditions to run, in order; without a `conditions:` list, the top-level one."""
+    top = {"critic_training": config.critic_training, "reward": config.reward,
+           "schedule": config.schedule, "critic": config.models.critic, "tailored_to": config.tailored_to}
+    if not config.conditions:
+        name = "coevolution" if config.schedule == "coevolution" and config.critic_training == "grpo" else (
+            "off_the_shelf" if config.critic_training == "none" else config.reward)
+        return [Plan(name=name, **top)]
+    plans, seen = [], set()
+    for item in config.conditions:
+        spec = ConditionSpec(name=item) if isinstance(item, str) else item
+        preset = spec.preset or (spec.name if spec.name in PRESETS else None)
+        settings = {**top, **PRESETS.get(preset or "", {})}
+        settings.update({k: v for k, v in spec.model_dump(exclude={"name", "preset"}).items() if v is not None})
+        if preset == "matching" and not settings["tailored_to"]:
+            raise ConfigError(f"condition {spec.name!r}: matching needs `tailored_to: SPEC` (the actor the "
+                              "critic is trained against)")
+        if settings["critic_training"] == "none" and settings["tailored_to"]:
+            raise ConfigError(f"condition {spec.name!r}: tailored_to needs a trained critic")
+        if spec.name in seen:
+            raise ConfigError(f"condition name {spec.name!r} appears twice; give each a distinct name")
+        seen.add(spec.name)
+        plans.append(Plan(name=spec.name, **settings))
+    return plans
+
+
+# ─── the pure pieces: reward callable, pair filter, shards ─────────────────────────────
+
+
+def stages_for(schedule: Schedule, n_shards: int) -> list[list[int]]:
+    """Which shards each training stage uses: one per round, or all in one stage."""
+    return [[t] for t in range(n_shards)] if schedule == "coevolution" else [list(range(n_shards))]
+
+
+def completion_text(completion: Any) -> str:
+    """A TRL completion as text (conversational completions are lists of messages)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(m.get("content", "") for m in completion if isinstance(m, dict))
+    if isinstance(completion, dict):
+        return str(completion.get("content", ""))
+    return str(completion)
+
+
+def make_reward_fn(
+    actor: Actor,
+    judge: Callable[[list[Rollout]], list[Judgment]],
+    reward: RewardName,
+    *,
+    on_scored: Callable[[list[Rollout]], None] | None = None,
+) -> Callable[..., list[float | None]]:
+    """The GRPO reward: critique c -> actor revision y1 -> judge -> RAW score per completion.
+
+    The dataset's extra columns `x`, `y0`, `sample_id` arrive as keyword lists aligned with
+    `completions`. Scores are returned raw (TAIScore 1–10, outcome gain 1/0.5/0, critique
+    quality mean of six): TRL normalises them within each group of N critiques, so they must
+    not be normalised here. An unreadable judgment is None: TRL leaves it out of the group
+    baseline and gives it zero advantage, instead of treating it as a real low score.
+    """
+
+    def reward_fn(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        critiques = [completion_text(c) for c in completions]
+        xs, y0s, ids = columns["x"], columns["y0"], columns["sample_id"]
+        # Critique quality judges (x, y0, c) alone: revising would cost time and change nothing.
+        y1s = [None] * len(critiques) if reward == "critique_quality" else actor.revise(xs, y0s, critiques)
+        rollouts = [
+            Rollout(sample_id=f"{sid}#{_digest(c)}", x=x, y0=y0, c=c, y1=y1, condition="grpo")
+            for sid, x, y0, c, y1 in zip(ids, xs, y0s, critiques, y1s)
+        ]
+        for rollout, judgment in zip(rollouts, judge(rollouts)):
+            rollout.judgments[reward] = judgment
+        if on_scored:
+            on_scored(rollouts)
+        return [r.judgments[reward].score if r.judgments[reward].valid else None for r in rollouts]
+
+    reward_fn.__name__ = f"{reward}_reward"  # TRL logs rewards/<name>/mean
+    return reward_fn
+
+
+@dataclass
+class PairCounts:
+    candidates: int = 0
+    y1_wins: int = 0
+    ties: int = 0
+    y0_wins: int = 0
+    invalid: int = 0
+    selected: int = 0
+
+
+def select_pairs(rollouts: Sequence[Rollout], m: int, seed: int,
+                 judge: str = "pairwise") -> tuple[list[Rollout], PairCounts]:
+    """D.3's filter: keep rollouts whose y1 the (order-randomised, critique-blind) pairwise
+    judge preferred over y0; ties, y0 wins and unreadable verdicts are dropped; then `m`
+    of the eligible ones are sampled uniformly without replacement (seeded)."""
+    counts = PairCounts(candidates=len(rollouts))
+    eligible = []
+    for rollout in rollouts:
+        verdict = rollout.judgments.get(judge)
+        if verdict is None or not verdict.valid or verdict.score is None:
+            counts.invalid += 1
+        elif verdict.score == 1.0:
+            counts.y1_wins += 1
+            eligible.append(rollout)
+        elif verdict.score == 0.5:
+            counts.ties += 1
+        else:
+            counts.y0_wins += 1
+    chosen = random.Random(seed).sample(eligible, min(m, len(eligible)))
+    counts.selected = len(chosen)
+    return chosen, counts
+
+
+def _digest(text: str | None) -> str:
+    return hashlib.sha256((text or "").encode()).hexdigest()[:10]
+
+
+# ─── models and trainers (injectable, so the loop's logic is testable on replay models) ──
+
+
+@dataclass
+class Backend:
+    """How the loop loads trainable models and trains them; tests swap in fakes.
+
+    load_trainable(spec) -> a model with `.model`, `.tokenizer` (a LocalModel);
+    restore(model, checkpoint, settings) puts a finished stage's weights back in place;
+    train_grpo / train_dpo: the coevo.train glue's signatures.
+    """
+
+    load_trainable: Callable[[str], Any]
+    restore: Callable[[Any, str, Any], None]
+    train_grpo: Callable[..., TrainResult]
+    train_dpo: Callable[..., TrainResult]
+    load_frozen: Callable[[str], Any] = field(default=None)  # type: ignore[assignment]
+
+
+def default_backend() -> Backend:
+    """The real thing: transformers models, TRL through coevo.train."""
+    from coevo.llm.specs import load_model
+    from coevo.train.dpo import train_dpo
+    from coevo.train.grpo import train_grpo
+
+    def restore(policy: Any, checkpoint: str, settings: Any) -> None:
+        from coevo.train.common import load_final, prepare_lora
+
+        prepare_lora(policy, getattr(settings, "lora", None))
+        load_final(policy.model, checkpoint)
+        policy.model.eval()
+        policy.refresh_model_id()
+
+    return Backend(load_trainable=lambda spec: load_model(spec, trainable=True), restore=restore,
+                   train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=lambda spec: load_model(spec))
+
+
+def base_model_path(spec: str) -> str:
+    """The transformers folder (or hub id) a trainable spec starts from."""
+    if spec.strip() == "smollm2":
+        from coevo.llm import embedded
+
+        return str(embedded.hf_dir())
+    kind, _, rest = spec.partition(":")
+    return rest.strip() if kind == "hf" else spec
+
+
+# ─── the loop ───────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Context:
+    """What every condition shares: config, store, data, judge, backend."""
+
+    config: TaiScoreConfig
+    store: RunStore
+    backend: Backend
+    judge_model: Any
+    shards: list[list[Sample]]
+    held_out: list[Sample]
+    _frozen: dict[str, Any] = field(default_factory=dict)
+
+    def cached(self, model: Any) -> Any:
+        """A fresh cache wrapper: it reads the model's id once, so re-wrap after training."""
+        from coevo.llm.cache import CachedModel
+
+        return CachedModel(model, self.store)
+
+    def frozen(self, spec: str) -> Any:
+        if spec not in self._frozen:
+            self._frozen[spec] = self.backend.load_frozen(spec)
+        return self._frozen[spec]
+
+
+@dataclass
+class RoundRecord:
+    round: int
+    checkpoints: dict[str, str | None]
+    metrics: dict[str, float | None]
+
+
+def run_condition(ctx: Context, plan: Plan, seed_index: int) -> dict[str, Any]:
+    """One condition (one seed) from (π_0, κ_0) to the end of its schedule; see the module doc."""
+    from coevo.algorithms.taiscore_eval import RoundEvaluator
+
+    config, store = ctx.config, ctx.store
+    run_seed = config.seed + seed_index
+    tag = plan.name if config.seeds == 1 else f"{plan.name}/seed{run_seed}"
+    rollout_sampling = config.sampling.rollout.model_copy(update={"seed": run_seed})
+    revision_sampling = config.sampling.revision.model_copy(update={"seed": run_seed})
+    # The critic's GRPO samples its critiques as the critic role does elsewhere (Table 12's
+    # rollout T 0.8 / top-p 0.95, sampling.rollout) unless the grpo block says otherwise.
+    rollout_defaults = {"temperature": config.sampling.rollout.temperature, "top_p": config.sampling.rollout.top_p,
+                        "max_completion_length": config.sampling.rollout.max_tokens}
+    grpo_settings = config.grpo.model_copy(update={
+        "seed": run_seed, **{k: v for k, v in rollout_defaults.items() if k not in config.grpo.model_fields_set}})
+    dpo_settings = config.dpo.model_copy(update={"seed": run_seed})
+
+    actor_local = ctx.backend.load_trainable(config.models.actor)
+    critic_local = ctx.backend.load_trainable(plan.critic) if plan.critic_training == "grpo" else None
+
+    def actor_role(model: Any) -> Actor:
+        return Actor(ctx.cached(model), rollout_sampling, revise_sampling=revision_sampling,
+                     revise_template=config.templates.reviser,
+                     revise_no_critique_template=config.templates.reviser_no_critique)
+
+    def critic_role() -> Critic:
+        model = critic_local if critic_local is not None else ctx.frozen(plan.critic)
+        return Critic(ctx.cached(model), rollout_sampling, config.templates.critic)
+
+    judge_sampling = config.sampling.judge
+    pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), judge_sampling)
+    evaluator = RoundEvaluator(ctx, tag, run_seed)
+    evaluator.evaluate(0, actor_role(actor_local), critic_role(), {})
+
+    checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
+    rounds: list[RoundRecord] = []
+    for k, shard_ids in enumerate(stages_for(plan.schedule, len(ctx.shards))):
+        r = k + 1  # metrics of round r describe (π_r, κ_r), the models after r updates
+        prefix = f"{tag}/round{r}"
+        pools = [ctx.shards[t] for t in shard_ids]
+        samples = [s for pool in pools for s in pool]
+        actor = actor_role(actor_local)
+        y0 = _stored_responses(store, f"{prefix}/y0", samples, actor, config.batch_size)
+        round_metrics: dict[str, float | None] = {}
+
+        # 1. Critic adaptation: κ_{r} ← GRPO(κ_{r-1}) against π_{r-1} (or the tailored actor).
+        if critic_local is not None:
+            step = f"{prefix}/critic"
+            done = store.step_result(step)
+            if done:
+                ctx.backend.restore(critic_local, done["checkpoint"], grpo_settings)
+                result = TrainResult.model_validate(done)
+            else:
+                train_actor, train_y0 = actor, y0
+                if plan.tailored_to:
+                    train_actor = actor_role(ctx.frozen(plan.tailored_to))
+                    train_y0 = _stored_responses(store, f"{prefix}/tailored_y0", samples, train_actor,
+                                                 config.batch_size)
+                queries = [s for pool in pools for s in pool[: config.critic_queries or len(pool)]]
+                result = _train_critic(ctx, plan, critic_local, critic_role(), train_actor, queries,
+                                       train_y0, grpo_settings, prefix, judge_sampling)
+                _finish(store, step, result)
+            checkpoints["critic"] = result.checkpoint
+            round_metrics.update(_train_metrics("grpo", result))
+        round_metrics.update(_reward_metrics(store, f"{prefix}/grpo", plan.reward))
+
+        # 2. Actor update: pairs from κ_r's critiques of π_{r-1}'s responses, then DPO.
+        step = f"{prefix}/actor"
+        done = store.step_result(step)
+        critic = critic_role()
+        chosen, counts = [], PairCounts()
+        for t, pool in zip(shard_ids, pools):
+            # refine() treats an empty y0 as "not given" and would ask for one again; an empty
+            # initial response is no real candidate either, so it stays out of the pool.
+            pool = [s for s in pool if y0[s.id].strip()]
+            rollouts = refine(
+                pool, actor, critic,
+                {"pairwise": lambda rs, _s: pairwise.judge_rollouts(rs, seed=run_seed)},
+                store=store, stage=f"{prefix}/pool{t}", y0=y0, batch_size=config.batch_size)
+            picked, pool_counts = select_pairs(rollouts, config.pairs_per_round, run_seed * 1000 + t)
+            chosen += picked
+            for key, value in vars(pool_counts).items():
+                setattr(counts, key, getattr(counts, key) + value)
+        round_metrics.update({f"pairs_{k}": float(v) for k, v in vars(counts).items()})
+        if done:
+            ctx.backend.restore(actor_local, done["checkpoint"], dpo_settings)
+            result = TrainResult.model_validate(done)
+        else:
+            if not chosen:
+                raise ConfigError(
+                    f"{prefix}: the pairwise judge preferred no revision over its initial response "
+                    f"({counts.candidates} candidates: {counts.ties} ties, {counts.y0_wins} y0 wins, "
+                    f"{counts.invalid} unreadable), so there is nothing to train the actor on; use more "
+                    "queries (data.limit), a stronger judge (models.judge) or a stronger critic")
+            pairs = [PreferencePair(prompt=actor.respond_prompt(r_.x), chosen=r_.y1 or "", rejected=r_.y0,
+                                    sample_id=r_.sample_id, source=f"{tag}/round{r}") for r_ in chosen]
+            for pair in pairs:
+                store.put_record(f"pairs/{prefix}", pair.sample_id or "", pair)
+            # reference=None: the glue freezes a copy of π_{r-1} at entry (not the disk base).
+            result = ctx.backend.train_dpo(actor_local, pairs, dpo_settings,
+                                           store.run_dir / "checkpoints" / tag / f"round{r}" / "actor",
+                                           reference=None, resume=True)
+            _finish(store, step, result)
+        checkpoints["actor"] = result.checkpoint
+        round_metrics.update(_train_metrics("dpo", result))
+
+        # 3. Evaluate (π_r, κ_r) on the held-out prompts; log everything with round=r.
+        round_metrics.update(evaluator.evaluate(r, actor_role(actor_local), critic_role(), round_metrics))
+        rounds.append(RoundRecord(round=r, checkpoints=dict(checkpoints), metrics=round_metrics))
+    return {"condition": plan.name, "seed": run_seed, "tag": tag, "plan": vars(plan),
+            "baseline": evaluator.baseline, "rounds": [vars(r) for r in rounds]}
+
+
+def _train_critic(ctx: Context, plan: Plan, critic_local: Any, critic: Critic, actor: Actor,
+                  queries: list[Sample], y0: dict[str, str], settings: Any, prefix: str,
+                  judge_sampling: Any) -> TrainResult:
+    """GRPO on the Table 6 critic prompt (chat format); the reward runs `actor` and the judge."""
+    store = ctx.store
+    judge = rollout_judge(plan.reward, ctx.cached(ctx.judge_model), judge_sampling)
+    reward_fn = make_reward_fn(
+        actor, lambda rollouts: judge(rollouts, {}), plan.reward,
+        on_scored=lambda rollouts: [store.save_rollout(f"{prefix}/grpo", r_) for r_ in rollouts])
+    prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in queries]
+    extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
+             "sample_id": [s.id for s in queries]}
+    output_dir = store.run_dir / "checkpoints" / prefix / "critic"
+    return ctx.backend.train_grpo(critic_local, prompts, reward_fn, settings, output_dir,
+                                  resume=True, extra_columns=extra)
+
+
+def _finish(store: RunStore, step: str, result: TrainResult) -> None:
+    """Record a finished stage, then drop its resume checkpoints (model + optimizer state,
+    ~3x the model each): the stage's `final` checkpoint is all later rounds need."""
+    import shutil
+
+    store.finish_step(step, result.model_dump())
+    trainer_dir = Path(result.checkpoint).parent / "checkpoints"
+    if trainer_dir.is_dir():
+        shutil.rmtree(trainer_dir, ignore_errors=True)
+
+
+def _stored_responses(store: RunStore, kind: str, samples: list[Sample], actor: Actor,
+                      batch_size: int) -> dict[str, str]:
+    """π's initial responses, kept in the store: a resumed stage trains on the same y0."""
+    have = dict(store.get_records(kind))
+    todo = [s for s in samples if s.id not in have]
+
+    def respond(batch: list[Sample]) -> list[str]:
+        texts = actor.respond(batch)
+        for sample, text in zip(batch, texts):
+            store.put_record(kind, sample.id, text)
+        return texts
+
+    if todo:
+        have.update(zip((s.id for s in todo), map_batches(respond, todo, batch_size, kind)))
+    return {s.id: have[s.id] for s in samples}
+
+
+def _train_metrics(kind: str, result: TrainResult) -> dict[str, float | None]:
+    out = {f"{kind}_steps": float(result.steps), f"{kind}_seconds_per_step": result.seconds_per_step,
+           f"{kind}_peak_rss_mb": result.peak_rss_mb}
+    for key in ("train_loss", "loss"):
+        if key in result.metrics:
+            out[f"{kind}_loss"] = result.metrics[key]
+            break
+    # GRPO's cost split: reward (actor revisions + judge) vs sampling critiques vs the update.
+    for key in ("reward_time_share", "generation_time_share"):
+        if key in result.metrics:
+            out[f"{kind}_{key}"] = result.metrics[key]
+    return out
+
+
+def _reward_metrics(store: RunStore, stage: str, reward: str) -> dict[str, float | None]:
+    """Mean and spread of the training rewards the critic saw, and how many were unreadable."""
+    judgments = [r.judgments[reward] for r in store.rollouts(stage) if reward in r.judgments]
+    if not judgments:
+        return {}
+    scores = [j.score for j in judgments if j.valid and j.score is not None]
+    out: dict[str, float | None] = {
+        "reward_count": float(len(judgments)),
+        "reward_invalid_rate": 1 - len(scores) / len(judgments),
+        "reward_mean": sum(scores) / len(scores) if scores else None,
+    }
+    if len(scores) > 1:
+        mean = out["reward_mean"]
+        out["reward_sd"] = (sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)) ** 0.5  # type: ignore[operator]
+    return out
+
+
+# ─── entry point ────────────────────────────────────────────────────────────────────
+
+
+def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any
+               ) -> tuple[list[list[Sample]], list[Sample]]:
+    """Held-out evaluation prompts and T disjoint training shards, all by seeded hashes."""
+    from coevo.tasks.partition import partition, split_shards
+
+    ev = config.evaluation
+    if ev.data is not None:
+        held_out = load_data(ev.data, judge_model, config.sampling)
+        held_ids = {s.id for s in held_out}
+        train = [s for s in samples if s.id not in held_ids]
+    elif ev.prompts:
+        from coevo.tasks.partition import unit_hash
+
+        if ev.prompts >= len(samples):
+            raise ConfigError(f"evaluation.prompts={ev.prompts} leaves none of the {len(samples)} prompts "
+                              "for training; lower it or raise data.limit")
+        ranked = sorted(samples, key=lambda s: unit_hash(s.id, config.seed))
+        held_ids = {s.id for s in ranked[: ev.prompts]}
+        train = [s for s in samples if s.id not in held_ids]
+        held_out = [s for s in samples if s.id in held_ids]
+    elif ev.holdout > 0:
+        parts = partition(samples, {"train": 1 - ev.holdout, "eval": ev.holdout}, config.seed)
+        train, held_out = parts["train"], parts["eval"]
+    else:
+        train, held_out = list(samples), []
+    held_out = held_out[: ev.limit] if ev.limit else held_out
+    shards = split_shards(train, config.rounds, config.seed)
+    empty = [t for t, shard in enumerate(shards) if not shard]
+    if empty:
+        raise ConfigError(
+            f"{len(train)} training prompts left shard(s) {empty} of {config.rounds} empty; use more "
+            "data (data.limit) or fewer rounds")
+    return shards, held_out
+
+
+def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | None = None) -> dict[str, Any]:
+    """`coevo run` entry for `algorithm: taiscore`: every condition × seed, one table."""
+    from coevo.algorithms.taiscore_eval import comparison_table, rounds_table
+    from coevo.llm.specs import load_model
+
+    backend = backend or default_backend()
+    if backend.load_frozen is None:
+        backend.load_frozen = lambda spec: load_model(spec)
+    plans = resolve_conditions(config)
+    judge_model = backend.load_frozen(config.models.judge)
+    samples = load_data(config.data, judge_model, config.sampling)
+    shards, held_out = split_data(config, samples, judge_model)
+    store.set_meta("shards", {str(t): [s.id for s in shard] for t, shard in enumerate(shards)})
+    store.set_meta("held_out", [s.id for s in held_out])
+    ctx = Context(config=config, store=store, backend=backend, judge_model=judge_model,
+                  shards=shards, held_out=held_out)
+    runs = [run_condition(ctx, plan, s) for plan in plans for s in range(config.seeds)]
+    first = runs[0]
+    summary: dict[str, Any] = {
+        "base_model": base_model_path(config.models.actor),
+        "base_models": {"actor": base_model_path(config.models.actor),
+                        **({"critic": base_model_path(first["plan"]["critic"])}
+                           if first["plan"]["critic_training"] == "grpo" else {})},
+        "condition": first["condition"],
+        "baseline": first["baseline"],
+        "rounds": first["rounds"],
+        "shards": [len(s) for s in shards],
+        "held_out": len(held_out),
+    }
+    if len(runs) > 1:
+        summary["conditions"] = [{k: run[k] for k in ("condition", "seed", "baseline", "rounds")} for run in runs]
+        summary["table"] = comparison_table(runs, config.seeds)
+    else:
+        summary["table"] = rounds_table(first)
+    tables = dict(store.get_meta("tables", {}))
+    tables["TAIScore: " + ("conditions" if len(runs) > 1 else "rounds")] = summary["table"]
+    store.set_meta("tables", tables)
+    return summary
+
+
+__all__ = [
+    "PRESETS", "Backend", "ConditionSpec", "EvaluationConfig", "LoRASettings", "PairCounts", "Plan",
+    "TaiScoreConfig", "make_reward_fn", "resolve_conditions", "run_condition", "run_taiscore",
+    "select_pairs", "split_data", "stages_for",
+]

@@ -1,0 +1,189 @@
+"""Evaluation after every TAIScore round, and the tables the run ends with.
+
+On held-out prompts (never in a training shard), for the models after round r (π_r, κ_r):
+  gold_score          S(π_r): the gold-rubric judge's mean score of π_r's responses y0;
+  win_rate_vs_round0  pairwise judge, π_r's response vs π_0's for the same prompt (ties ½),
+                      order randomised per item; π_0 itself is not compared (round 0);
+  refine_S_y1, refine_delta
+                      Table 3's direct refinement utility of κ_r: y1 = π_r(x, y0, κ_r(x, y0)),
+                      S(y1) and Δ = S(y1) − S(y0) over items whose both scores are readable;
+plus, from the round's training (the loop passes them in): the critic's training reward
+mean, spread and distribution, pair-filter counts, and the invalid-judgment rate over every
+judgment of the round. Everything goes to the run store with round=r (report.html plots it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coevo.eval.stats import mean_sd, win_rate
+from coevo.progress import map_batches
+from coevo.roles.actor import Actor
+from coevo.roles.critic import Critic
+from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
+from coevo.types import Rollout
+
+if TYPE_CHECKING:
+    from coevo.algorithms.taiscore import Context
+
+#: Metrics shown in the summary tables, in this order (others stay in the store and report).
+TABLE_METRICS = ("gold_score", "win_rate_vs_round0", "refine_S_y1", "refine_delta", "reward_mean",
+                 "pairs_selected", "invalid_judgment_rate")
+
+
+class RoundEvaluator:
+    """Evaluates one condition's models after each round; a finished round is not redone."""
+
+    def __init__(self, ctx: Context, tag: str, seed: int):
+        self.ctx, self.tag, self.seed = ctx, tag, seed
+        judge_model = ctx.cached(ctx.judge_model)
+        sampling = ctx.config.sampling.judge
+        self.gold = GoldRubricJudge(judge_model, sampling)
+        self.pairwise = PairwiseJudge(judge_model, sampling)
+        self.baseline: dict[str, float | None] = {}
+        self.samples = ctx.held_out
+        self.base_responses: dict[str, str] = {}
+
+    def evaluate(self, r: int, actor: Actor, critic: Critic, training: dict[str, Any]) -> dict[str, float | None]:
+        """Metrics of (π_r, κ_r); `training` holds the round's training counts (empty for r=0)."""
+        store, step = self.ctx.store, f"{self.tag}/round{r}/eval"
+        done = store.step_result(step)
+        if done is None:
+            metrics = self._measure(r, actor, critic)
+            metrics.update(_invalid_rate(training, metrics))
+            store.log_metrics(self.tag, {k: v for k, v in {**training, **metrics}.items()
+                                         if isinstance(v, (int, float)) or v is None}, round=r)
+            self._record_distribution(r)
+            store.finish_step(step, metrics)
+        else:
+            metrics = done
+        if r == 0:
+            self.baseline = metrics
+        return metrics
+
+    def _measure(self, r: int, actor: Actor, critic: Critic) -> dict[str, float | None]:
+        config, store = self.ctx.config.evaluation, self.ctx.store
+        samples = self.samples
+        if not samples:
+            return {}
+        size = self.ctx.config.batch_size
+        y0 = map_batches(actor.respond, samples, size, f"eval round {r}: responses")
+        if r == 0:
+            self.base_responses = {s.id: y for s, y in zip(samples, y0)}
+        elif not self.base_responses:  # resumed after round 0: π_0's answers are in the store
+            self.base_responses = {r_.sample_id: r_.y0 for r_ in store.rollouts(f"{self.tag}/round0/eval")}
+        rollouts = [Rollout(sample_id=s.id, x=s.prompt, y0=y, condition=self.tag) for s, y in zip(samples, y0)]
+        metrics: dict[str, float | None] = {"eval_prompts": float(len(samples))}
+        rubric = [i for i, s in enumerate(samples) if s.rubric is not None and s.rubric.criteria]
+        scored = [samples[i] for i in rubric]
+
+        def gold(responses: list[str]) -> list[Any]:
+            return map_batches(lambda rows: self.gold.judge([s for s, _ in rows], [y for _, y in rows]),
+                               list(zip(scored, responses)), size, f"eval round {r}: gold rubric")
+
+        if config.gold_rubric and scored:
+            for i, judgment in zip(rubric, gold([y0[i] for i in rubric])):
+                rollouts[i].judgments["gold_rubric_y0"] = judgment
+            metrics["gold_score"] = _mean([rollouts[i].judgments["gold_rubric_y0"] for i in rubric])
+        if config.win_rate and r > 0:
+            base = [self.base_responses.get(s.id, "") for s in samples]
+            verdicts = self.pairwise.judge([s.prompt for s in samples], base, y0, ids=[s.id for s in samples],
+                                           seed=self.seed, labels=("round0", "current"))
+            for rollout, verdict in zip(rollouts, verdicts):
+                rollout.judgments["pairwise_vs_round0"] = verdict
+            prefs = [v.score for v in verdicts if v.valid]
+            metrics["win_rate_vs_round0"] = win_rate(prefs) if prefs else None
+        if config.refinement:
+            critiques = [g[0] for g in map_batches(
+                lambda rows: critic.critique([s.prompt for s, _ in rows], [y for _, y in rows]),
+                list(zip(samples, y0)), size, f"eval round {r}: critiques")]
+            y1 = map_batches(lambda rows: actor.revise([s.prompt for s, _, _ in rows], [y for _, y, _ in rows],
+                                                       [c for _, _, c in rows]),
+                             list(zip(samples, y0, critiques)), size, f"eval round {r}: revisions")
+            for rollout, c, y in zip(rollouts, critiques, y1):
+                rollout.c, rollout.y1 = c, y
+            if config.gold_rubric and scored:
+                for i, judgment in zip(rubric, gold([y1[i] for i in rubric])):
+                    rollouts[i].judgments["gold_rubric"] = judgment
+                pairs = [(rollouts[i].judgments["gold_rubric_y0"], rollouts[i].judgments["gold_rubric"])
+                         for i in rubric]
+                both = [(a.score, b.score) for a, b in pairs if a.valid and b.valid]
+                metrics["refine_S_y1"] = _mean([b for _, b in pairs])
+                metrics["refine_delta"] = (sum(b - a for a, b in both) / len(both)) if both else None
+        for rollout in rollouts:
+            store.save_rollout(f"{self.tag}/round{r}/eval", rollout, round=r)
+        judgments = [j for rollout in rollouts for j in rollout.judgments.values()]
+        metrics["eval_judgments"] = float(len(judgments))
+        metrics["eval_invalid"] = float(sum(not j.valid for j in judgments))
+        return metrics
+
+    def _record_distribution(self, r: int) -> None:
+        """Training-reward values per round, for the report's distribution plot."""
+        store = self.ctx.store
+        reward = next((k for k in ("taiscore", "outcome_gain", "critique_quality")
+                       if any(k in ro.judgments for ro in store.rollouts(f"{self.tag}/round{r}/grpo"))), None)
+        if reward is None:
+            return
+        scores = [ro.judgments[reward].score for ro in store.rollouts(f"{self.tag}/round{r}/grpo")
+                  if ro.judgments[reward].valid and ro.judgments[reward].score is not None]
+        dists = dict(store.get_meta("distributions", {}))
+        series = dists.setdefault("critic training reward (GRPO)", {})
+        series.setdefault(self.tag, {})[str(r)] = scores
+        store.set_meta("distributions", dists)
+
+
+def _mean(judgments: list[Any]) -> float | None:
+    scores = [j.score for j in judgments if j.valid and j.score is not None]
+    return sum(scores) / len(scores) if scores else None
+
+
+def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, float | None]:
+    """Unreadable judgments over every judgment of the round: rewards, pair filter, evaluation."""
+    total = invalid = 0.0
+    if training.get("reward_count"):
+        total += training["reward_count"]
+        invalid += training["reward_count"] * (training.get("reward_invalid_rate") or 0.0)
+    if training.get("pairs_candidates"):
+        total += training["pairs_candidates"]
+        invalid += training.get("pairs_invalid") or 0.0
+    total += evaluation.get("eval_judgments") or 0.0
+    invalid += evaluation.get("eval_invalid") or 0.0
+    return {"invalid_judgment_rate": invalid / total if total else None}
+
+
+def _fmt(values: list[float | None], seeds: int) -> float | str | None:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    if seeds == 1 and len(present) == 1:
+        return present[0]
+    mean, sd = mean_sd(present)
+    return f"{mean:.3f} ± {sd:.3f}" + (f" (n={len(present)})" if len(present) != seeds else "")
+
+
+def comparison_table(runs: list[dict[str, Any]], seeds: int) -> dict[str, Any]:
+    """One row per condition: its final-round metrics, mean ± sd over seeds when seeds > 1."""
+    by_condition: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_condition.setdefault(run["condition"], []).append(run)
+    rows = [{"condition": "base actor (round 0)", "rounds": 0,
+             **{m: _fmt([run["baseline"].get(m) for run in runs[:seeds]], seeds)
+                for m in ("gold_score", "refine_S_y1", "refine_delta")}}]
+    for name, group in by_condition.items():
+        finals = [run["rounds"][-1]["metrics"] if run["rounds"] else {} for run in group]
+        rows.append({"condition": name, "rounds": len(group[0]["rounds"]),
+                     **{m: _fmt([f.get(m) for f in finals], seeds) for m in TABLE_METRICS}})
+    return {"columns": ["condition", "rounds", *TABLE_METRICS], "rows": rows}
+
+
+def rounds_table(run: dict[str, Any]) -> dict[str, Any]:
+    """One condition's before/after table: a row per metric, a column per round (0 = before)."""
+    columns = ["metric", "round 0"] + [f"round {rec['round']}" for rec in run["rounds"]]
+    rows = []
+    for metric in TABLE_METRICS:
+        row = {"metric": metric, "round 0": run["baseline"].get(metric)}
+        for rec in run["rounds"]:
+            row[f"round {rec['round']}"] = rec["metrics"].get(metric)
+        if any(v is not None for k, v in row.items() if k != "metric"):
+            rows.append(row)
+    return {"columns": columns, "rows": rows}

@@ -1,0 +1,121 @@
+"""Configs: YAML files validated by pydantic, with `--set a.b=c` overrides.
+
+Each algorithm declares its own config model beside its loop; this module holds what they
+share (named model roles, sampling blocks) and the loading rules. Unknown keys are errors
+that name the key: a typo must never silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coevo.types import Sampling
+
+
+class ConfigError(ValueError):
+    """A config could not be read or validated; the message names the key or file."""
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Models(StrictModel):
+    """Named model roles (model specs, see `coevo models`). Every role defaults to the
+    embedded model so a config runs offline; real work points them at larger models."""
+
+    actor: str = "smollm2"
+    critic: str = "smollm2"
+    judge: str = "smollm2"
+
+
+class SamplingConfig(StrictModel):
+    """The papers' decoding settings as defaults (TAIScore Table 12)."""
+
+    rollout: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=256)
+    revision: Sampling = Sampling(temperature=0.2, top_p=0.95, max_tokens=384)
+    judge: Sampling = Sampling(temperature=0.2, top_p=1.0, max_tokens=256)
+
+
+class DataConfig(StrictModel):
+    """Where samples come from: `bundled:writing`, a JSONL/Parquet file or a `datasets` folder."""
+
+    source: str = "bundled:writing"
+    limit: int | None = None
+    columns: dict[str, str] = Field(default_factory=dict)
+    #: Grade each query with the TAIScore paper's query-quality prompt (Table 11) and keep
+    #: those scored 3 or more, as the paper did before sharding.
+    filter_queries: bool = False
+
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """`a.b=c` -> (["a", "b"], c), with c read as YAML (numbers, booleans, lists)."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} is not of the form key.path=value")
+    key, raw = item.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    for item in overrides:
+        path, value = parse_override(item)
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r}: {part!r} is not a section")
+        node[path[-1]] = value
+    return data
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def validate(model: type[T], data: dict[str, Any], source: str = "config") -> T:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            if err["type"] == "extra_forbidden":
+                problems.append(f"unknown key {where!r}")
+            else:
+                problems.append(f"{where}: {err['msg']}")
+        raise ConfigError(f"{source}: " + "; ".join(problems)) from None
+
+
+def load_config(model: type[T], path: str | Path | None, overrides: list[str] = ()) -> T:
+    data = read_yaml(path) if path else {}
+    return validate(model, apply_overrides(data, list(overrides)), str(path or "config"))
+
+
+def dump_config(config: BaseModel) -> dict[str, Any]:
+    return config.model_dump(mode="json")
+
+
+__all__ = [
+    "ConfigError", "DataConfig", "Field", "Models", "SamplingConfig", "StrictModel", "apply_overrides",
+    "dump_config", "load_config", "read_yaml", "validate",
+]

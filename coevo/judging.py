@@ -1,0 +1,99 @@
+"""Judges by name, over rollouts: what pipelines, configs and `coevo judge` share.
+
+The role classes take the inputs each judge needs (rollouts, or samples and responses);
+pipelines want one shape, `score(rollouts, samples_by_id) -> judgments`, so this module
+adapts each judge to it and builds judges from names used in configs and on the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from coevo.config import ConfigError
+from coevo.llm.base import ChatModel
+from coevo.roles.judges import (
+    AdherenceJudge,
+    CritiqueQualityJudge,
+    GoldRubricJudge,
+    OutcomeGainJudge,
+    PairwiseJudge,
+    TaiScoreJudge,
+)
+from coevo.tasks.loaders import DataError
+from coevo.types import Judgment, Rollout, Sample, Sampling
+
+RolloutJudge = Callable[[list[Rollout], dict[str, Sample]], list[Judgment]]
+
+JUDGE_NAMES = ("taiscore", "critique_quality", "adherence", "outcome_gain", "pairwise", "gold_rubric")
+
+
+def rollout_judge(name: str, model: ChatModel, sampling: Sampling, template: str | None = None) -> RolloutJudge:
+    """A judge by config name, adapted to score whole rollouts (y1 where one response is scored)."""
+    name = name.replace("-", "_")
+    simple = {"taiscore": TaiScoreJudge, "critique_quality": CritiqueQualityJudge,
+              "adherence": AdherenceJudge, "outcome_gain": OutcomeGainJudge}
+    if name in simple:
+        judge = simple[name](model, sampling, template)
+        return lambda rollouts, samples: judge.judge(rollouts)
+    if name == "pairwise":
+        pairwise = PairwiseJudge(model, sampling, template)
+        return lambda rollouts, samples: pairwise.judge_rollouts(rollouts)
+    if name == "gold_rubric":
+        gold = GoldRubricJudge(model, sampling, template)
+        return lambda rollouts, samples: gold.judge(
+            [samples[r.sample_id] for r in rollouts], [r.y1 or r.y0 for r in rollouts])
+    raise ConfigError(f"unknown judge {name!r}; choose from {list(JUDGE_NAMES)}")
+
+
+def read_rollouts(path: Path) -> list[Rollout]:
+    """Rollouts from JSONL: `x` (or `prompt`), `y0` (or `response`), optional `c`, `y1`."""
+    if not path.is_file():
+        raise DataError(f"input file {path} does not exist")
+    rollouts = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+        x, y0 = row.get("x", row.get("prompt")), row.get("y0", row.get("response"))
+        if x is None or y0 is None:
+            raise DataError(f"{path}:{lineno}: needs 'x' (or 'prompt') and 'y0' (or 'response'); "
+                            f"has {sorted(row)}")
+        rollouts.append(Rollout(sample_id=str(row.get("id", row.get("sample_id", lineno))), x=x, y0=y0,
+                                c=row.get("c", row.get("critique")), y1=row.get("y1", row.get("revision"))))
+    return rollouts
+
+
+def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
+               sampling: Sampling | None = None) -> dict[str, int]:
+    """Score a JSONL of rollouts with one judge; write each line back with its judgment."""
+    from coevo.config import SamplingConfig
+    from coevo.llm.specs import load_model
+
+    kind = kind.replace("-", "_")
+    if kind == "gold_rubric":
+        raise ConfigError("gold-rubric judging needs samples with rubrics: use `coevo run` with a "
+                          "controls or refine config instead")
+    rollouts = read_rollouts(input_path)
+    scorer = rollout_judge(kind, load_model(judge_spec), sampling or SamplingConfig().judge)
+    needs_critique = kind in ("taiscore", "critique_quality", "adherence")
+    needs_revision = kind in ("taiscore", "adherence", "outcome_gain", "pairwise")
+    missing = [r.sample_id for r in rollouts
+               if (needs_critique and r.c is None) or (needs_revision and r.y1 is None)]
+    if missing:
+        raise DataError(f"{input_path}: judge {kind!r} needs "
+                        + " and ".join(n for n, need in (("a critique 'c'", needs_critique),
+                                                          ("a revision 'y1'", needs_revision)) if need)
+                        + f"; lines with ids {missing[:5]} lack them")
+    judgments = scorer(rollouts, {})
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with out_path.open("w", encoding="utf-8") as f:
+        for rollout, judgment in zip(rollouts, judgments):
+            f.write(json.dumps({**rollout.model_dump(exclude={"judgments"}),
+                                "judgment": judgment.model_dump()}, ensure_ascii=False) + "\n")
+    valid = sum(j.valid for j in judgments)
+    return {"valid": valid, "invalid": len(judgments) - valid}

@@ -1,0 +1,69 @@
+"""A ChatModel wrapper that answers from the run store before asking the model.
+
+Key = (model id, messages, sampling, sample index). A resumed or repeated run therefore
+asks the model nothing it already answered; only the missing sample indices of a call
+are requested, so a call for n=4 after a crash at n=2 costs two completions, not four.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from coevo.llm.base import ChatModel
+from coevo.store import RunStore
+from coevo.types import Completion, Conversation, Sampling
+
+
+def call_key(model_id: str, conversation: Conversation, sampling: Sampling) -> str:
+    payload = json.dumps(
+        {
+            "model": model_id,
+            "messages": [m.model_dump() for m in conversation],
+            "sampling": sampling.model_dump(mode="json"),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class CachedModel:
+    """Wraps any ChatModel; every completion goes through `store`'s cache."""
+
+    def __init__(self, inner: ChatModel, store: RunStore):
+        self.inner = inner
+        self.store = store
+
+    @property
+    def model_id(self) -> str:
+        # Read through on every call: a trained policy refreshes its id after each update,
+        # and a cached id would let the cache answer with the old policy's outputs.
+        return self.inner.model_id
+
+    def __getattr__(self, name: str):
+        # Backend extras (a local model's `.model`, `.tokenizer`) stay reachable.
+        return getattr(self.inner, name)
+
+    def generate(
+        self, conversations: list[Conversation], sampling: Sampling, n: int = 1
+    ) -> list[list[Completion]]:
+        keys = [call_key(self.model_id, conv, sampling) for conv in conversations]
+        found = [self.store.cache_get(key, n) for key in keys]
+        hits = [set(entry) for entry in found]
+        # Group the misses by how many samples each conversation still needs, so that the
+        # backend still sees whole batches (one batched call per distinct count).
+        by_missing: dict[int, list[int]] = {}
+        for i, entry in enumerate(found):
+            if len(entry) < n:
+                by_missing.setdefault(n - len(entry), []).append(i)
+        for missing, rows in by_missing.items():
+            fresh = self.inner.generate([conversations[i] for i in rows], sampling, missing)
+            for i, completions in zip(rows, fresh):
+                free = [idx for idx in range(n) if idx not in found[i]]
+                new = dict(zip(free, completions))
+                self.store.cache_put(keys[i], self.model_id, new)
+                found[i].update(new)
+        return [
+            [found[i][idx].model_copy(update={"cached": idx in hits[i]}) for idx in range(n)]
+            for i in range(len(conversations))
+        ]

@@ -1,0 +1,187 @@
+"""`hf:PATH_OR_ID` — a transformers model in process: the only backend that trains.
+
+Generation is batched with left padding (decoder-only models continue from the right edge,
+so the padding must sit on the left where the attention mask hides it). Trainers build a
+`LocalModel` around their policy with `from_loaded` to sample from the weights they train.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from coevo.llm.base import ModelError
+from coevo.llm.common import copies, folder_digest, truncate_at_stop
+from coevo.types import Completion, Conversation, Sampling
+
+
+class LocalModel:
+    """A causal LM + tokenizer from transformers; `.model` and `.tokenizer` are public."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        revision: str | None = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        batch_size: int = 8,
+        model_id: str | None = None,
+    ):
+        """Load a model folder or hub id. dtype: "float32" (CPU default), "bfloat16", ...."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        torch_dtype = getattr(torch, dtype) if dtype else (
+            torch.bfloat16 if device.startswith("cuda") else torch.float32
+        )
+        local = Path(path).expanduser()
+        source = str(local) if local.exists() else str(path)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
+            model = AutoModelForCausalLM.from_pretrained(source, revision=revision, dtype=torch_dtype)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot load transformers model {path!r}: {exc}") from exc
+        model.to(device)
+        if model_id is None:
+            model_id = f"hf:{_name(path, local)}@{_revision(source, local, revision, model)}"
+        self._setup(model, tokenizer, model_id, batch_size)
+
+    @classmethod
+    def from_loaded(
+        cls, model: Any, tokenizer: Any, *, model_id: str | None = None, batch_size: int = 8
+    ) -> LocalModel:
+        """Wrap an already-loaded model (a trainer's policy) without copying its weights.
+
+        Without `model_id` the id hashes the current weights; after training steps call
+        `refresh_model_id()` so that a cache never answers with the old policy's outputs.
+        """
+        self = cls.__new__(cls)
+        self._setup(model, tokenizer, model_id, batch_size)
+        if model_id is None:
+            self.refresh_model_id()
+        return self
+
+    def _setup(self, model: Any, tokenizer: Any, model_id: str | None, batch_size: int) -> None:
+        if batch_size < 1:
+            raise ModelError(f"batch_size must be >= 1, got {batch_size}")
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not tokenizer.chat_template:
+            raise ModelError(f"tokenizer of {model_id or model.name_or_path} has no chat template")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.model_id = model_id or ""
+        self.batch_size = batch_size
+        # Roles sharing one instance may call from several threads; one forward at a time.
+        self._lock = threading.Lock()
+
+    def refresh_model_id(self) -> str:
+        """Recompute the id from the current weights (after they were trained in place)."""
+        self.model_id = f"hf:{Path(str(self.model.name_or_path)).name or 'model'}@w{weights_digest(self.model)}"
+        return self.model_id
+
+    def generate(
+        self, conversations: list[Conversation], sampling: Sampling, n: int = 1
+    ) -> list[list[Completion]]:
+        """n completions per conversation; temperature 0 is greedy (computed once, copied)."""
+        import torch
+
+        greedy = sampling.temperature <= 0
+        per_conv = 1 if greedy else n
+        texts = [self._prompt(conv) for conv in conversations]
+        # Each conversation is repeated per sample rather than using num_return_sequences,
+        # so chunking by batch_size bounds memory however large n is.
+        rows = [i for i in range(len(conversations)) for _ in range(per_conv)]
+        results: list[list[Completion]] = [[] for _ in conversations]
+        with self._lock, torch.inference_mode():
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                if sampling.seed is not None:
+                    torch.manual_seed(sampling.seed)
+                for start in range(0, len(rows), self.batch_size):
+                    chunk = rows[start:start + self.batch_size]
+                    for i, completion in zip(chunk, self._generate_batch([texts[i] for i in chunk], sampling)):
+                        results[i].append(completion)
+            finally:
+                self.model.train(was_training)
+        if greedy:
+            results = [copies(r[0], n) for r in results]
+        return results
+
+    def _prompt(self, conversation: Conversation) -> str:
+        messages = [m.model_dump() for m in conversation]
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def _generate_batch(self, texts: list[str], sampling: Sampling) -> list[Completion]:
+        from transformers import GenerationConfig
+
+        # The chat template already wrote every special token the model expects.
+        batch = self.tokenizer(
+            texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+        ).to(self.model.device)
+        eos = self._eos_ids()
+        settings: dict[str, Any] = dict(
+            max_new_tokens=sampling.max_tokens,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=eos,
+        )
+        if sampling.temperature > 0:
+            # top_k=0: transformers would otherwise apply top_k=50, which no other backend does.
+            settings.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        else:
+            settings.update(do_sample=False)
+        extra: dict[str, Any] = {}
+        if sampling.stop:
+            settings["stop_strings"] = list(sampling.stop)
+            extra["tokenizer"] = self.tokenizer
+        output = self.model.generate(**batch, generation_config=GenerationConfig(**settings), **extra)
+        width = batch["input_ids"].shape[1]
+        completions = []
+        for row, prompt_len in zip(output[:, width:].tolist(), batch["attention_mask"].sum(dim=1).tolist()):
+            end = next((k for k, tok in enumerate(row) if tok in eos), None)
+            kept = row if end is None else row[:end]
+            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            completions.append(Completion(
+                text=truncate_at_stop(text, sampling.stop),
+                prompt_tokens=int(prompt_len),
+                # Without the end-of-sequence token, as llama.cpp counts.
+                completion_tokens=len(kept),
+            ))
+        return completions
+
+    def _eos_ids(self) -> list[int]:
+        ids = self.model.generation_config.eos_token_id
+        ids = list(ids) if isinstance(ids, (list, tuple)) else ([] if ids is None else [ids])
+        if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id not in ids:
+            ids.append(self.tokenizer.eos_token_id)
+        return ids
+
+
+def weights_digest(model: Any) -> str:
+    """Short hash of a model's current parameters (names, dtypes and bytes)."""
+    import torch
+
+    sha = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        data = tensor.detach().to("cpu").contiguous()
+        sha.update(f"{name}:{data.dtype}:{tuple(data.shape)}".encode())
+        sha.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+    return sha.hexdigest()[:16]
+
+
+def _name(path: str | Path, local: Path) -> str:
+    # Local folders are named by their last component so ids do not depend on where the
+    # folder lives; hub ids are already names.
+    return local.resolve().name if local.exists() else str(path)
+
+
+def _revision(source: str, local: Path, revision: str | None, model: Any) -> str:
+    if local.exists():
+        return folder_digest(local)
+    commit = getattr(model.config, "_commit_hash", None)
+    return commit or revision or "main"

@@ -1,0 +1,223 @@
+"""`openai:MODEL@URL[,URL2,...]` — any OpenAI-compatible server (vLLM, SGLang, llama.cpp, OpenAI).
+
+A batch becomes concurrent requests (at most `concurrency` in flight), spread round-robin
+over the base URLs, so several replicas of one model serve one run. Retries are ours, not
+the client's (it is built with max_retries=0): the count and backoff are configurable, a
+retry moves on to the next URL, and the final error names every URL that failed.
+
+The API key comes from COEVO_API_KEY or OPENAI_API_KEY (local servers accept any key) and
+is read when a call starts; it is never kept on the object, so it cannot reach a config
+dump, a log or the run store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import random
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from coevo.llm.base import ModelError
+from coevo.llm.common import copies, truncate_at_stop
+from coevo.types import Completion, Conversation, Sampling
+
+_SPEC = re.compile(r"^(?P<model>[^@]+?)(?:@(?P<urls>https?://.+))?$")
+
+
+class _Rejected(ModelError):
+    """The server answered with a non-retryable status (bad request, auth, unknown model)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_spec(rest: str) -> tuple[str, list[str]]:
+    """Split `MODEL@URL[,URL2,...]` (the part after `openai:`) into the model and its URLs."""
+    match = _SPEC.match(rest.strip())
+    if not match:
+        raise ModelError(
+            f"bad openai spec {rest!r}: expected openai:MODEL or openai:MODEL@http://host:port/v1[,URL2,...]"
+        )
+    urls = [u.strip().rstrip("/") for u in (match["urls"] or "").split(",") if u.strip()]
+    for url in urls:
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise ModelError(f"bad base URL {url!r} in openai spec {rest!r}")
+    return match["model"], urls
+
+
+class OpenAIModel:
+    """Chat completions over HTTP with bounded concurrency, round-robin URLs and retries."""
+
+    def __init__(
+        self,
+        model: str,
+        base_urls: list[str] | None = None,
+        *,
+        concurrency: int = 16,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        timeout: float = 300.0,
+        extra_body: dict[str, Any] | None = None,
+        model_id: str | None = None,
+    ):
+        """`base_urls` empty means the client's default (OPENAI_BASE_URL or api.openai.com).
+
+        `extra_body` passes server-specific fields, e.g. {"top_k": 0, "min_p": 0} for a
+        llama.cpp server, whose own defaults (top_k 40, min_p 0.05) differ from OpenAI's.
+        """
+        if concurrency < 1 or max_retries < 0:
+            raise ModelError("openai backend needs concurrency >= 1 and max_retries >= 0")
+        self.model = model
+        self.base_urls: list[str | None] = list(base_urls) if base_urls else [None]
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.timeout = timeout
+        self.extra_body = dict(extra_body or {})
+        # Named by model, not URL: replicas of one model, or a server moved to another
+        # port for a resumed run, keep answering from the same cache entries.
+        self.model_id = model_id or f"openai:{model}"
+        self._next_url = itertools.count()
+        # Learnt on the first n>1 call: llama.cpp's server ignores `n` and answers once.
+        self._n_supported: bool | None = None
+
+    @classmethod
+    def from_spec(cls, rest: str, **options: Any) -> OpenAIModel:
+        """Build from the part of a spec after `openai:`."""
+        model, urls = parse_spec(rest)
+        return cls(model, urls, **options)
+
+    def generate(
+        self, conversations: list[Conversation], sampling: Sampling, n: int = 1
+    ) -> list[list[Completion]]:
+        """n completions per conversation; callable from sync code, threads, or a running loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._run(conversations, sampling, n))
+        # Inside a running loop (a notebook, an async caller) asyncio.run would fail; a fresh
+        # thread gets its own loop and the caller simply blocks on the result.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self._run(conversations, sampling, n)).result()
+
+    async def _run(self, conversations: list[Conversation], sampling: Sampling, n: int) -> list[list[Completion]]:
+        from openai import AsyncOpenAI
+
+        key = os.environ.get("COEVO_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        # Clients are made per call: their HTTP pools belong to this call's event loop.
+        clients = [AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=self.timeout)
+                   for url in self.base_urls]
+        semaphore = asyncio.Semaphore(self.concurrency)
+        tasks = [asyncio.ensure_future(self._conversation(clients, semaphore, conv, sampling, n))
+                 for conv in conversations]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        finally:
+            for client in clients:
+                await client.close()
+
+    async def _conversation(self, clients, semaphore, conversation: Conversation, sampling: Sampling,
+                            n: int) -> list[Completion]:
+        messages = [m.model_dump() for m in conversation]
+        if sampling.temperature <= 0:
+            return copies((await self._request(clients, semaphore, messages, sampling, 1, sampling.seed))[0], n)
+        got: list[Completion] = []
+        if n > 1 and self._n_supported is not False:
+            try:
+                got = await self._request(clients, semaphore, messages, sampling, n, sampling.seed)
+            except _Rejected as exc:
+                if exc.status not in (400, 422):
+                    raise
+                got = []
+            self._n_supported = len(got) >= n
+        # One request per missing sample, each with its own seed so the samples differ
+        # even on servers that are deterministic for a given seed.
+        missing = range(len(got), n)
+        extra = await asyncio.gather(*[
+            self._request(clients, semaphore, messages, sampling, 1,
+                          None if sampling.seed is None else sampling.seed + i)
+            for i in missing
+        ])
+        return (got + [c[0] for c in extra])[:n]
+
+    async def _request(self, clients, semaphore, messages, sampling: Sampling, n: int,
+                       seed: int | None) -> list[Completion]:
+        import openai
+
+        params: dict[str, Any] = dict(
+            model=self.model, messages=messages, temperature=sampling.temperature,
+            top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+        )
+        if n > 1:
+            params["n"] = n
+        if seed is not None:
+            params["seed"] = seed
+        if sampling.stop:
+            params["stop"] = list(sampling.stop)
+        if sampling.json_schema is not None:
+            # Structured outputs: vLLM, SGLang, llama.cpp server and OpenAI all accept this.
+            params["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "answer", "schema": json.loads(sampling.json_schema)}}
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        start = next(self._next_url)
+        failures: list[str] = []
+        for attempt in range(self.max_retries + 1):
+            index = (start + attempt) % len(clients)
+            url = self.base_urls[index] or str(clients[index].base_url)
+            try:
+                async with semaphore:
+                    response = await clients[index].chat.completions.create(**params)
+                return _completions(response, sampling)
+            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+                failures.append(f"{url} ({_describe(exc)})")
+            except openai.APIStatusError as exc:
+                if exc.status_code < 500:
+                    raise _Rejected(
+                        f"{url} refused model {self.model!r}: HTTP {exc.status_code} {exc.message}",
+                        exc.status_code,
+                    ) from exc
+                failures.append(f"{url} ({_describe(exc)})")
+            if attempt < self.max_retries:
+                # Jitter keeps a batch of failed requests from retrying in lockstep.
+                delay = min(self.max_backoff, self.backoff * 2**attempt)
+                await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+        tried = sorted(set(failures), key=failures.index)
+        raise ModelError(
+            f"model {self.model!r} failed after {self.max_retries + 1} attempts: " + "; ".join(tried)
+        )
+
+
+def _completions(response: Any, sampling: Sampling) -> list[Completion]:
+    choices = sorted(response.choices, key=lambda c: c.index)
+    usage = response.usage
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    total = int(getattr(usage, "completion_tokens", 0) or 0)
+    # Usage is per request: n choices share it, the first takes the remainder so that the
+    # per-completion counts add up to what the server billed.
+    share, rest = divmod(total, max(len(choices), 1))
+    return [
+        Completion(
+            text=truncate_at_stop(choice.message.content or "", sampling.stop),
+            prompt_tokens=prompt,
+            completion_tokens=share + (rest if i == 0 else 0),
+        )
+        for i, choice in enumerate(choices)
+    ]
+
+
+def _describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"HTTP {status}" if status else type(exc).__name__

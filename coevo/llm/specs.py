@@ -1,0 +1,168 @@
+"""Model specs: the short strings that name a model in a config or on the command line.
+
+    smollm2                     the embedded SmolLM2-135M-Instruct
+    hf:PATH_OR_ID               transformers, in process (the only backend that trains)
+    gguf:PATH                   llama.cpp, in process
+    openai:MODEL@URL[,URL...]   an OpenAI-compatible server (several URLs: round-robin)
+    replay:FILE                 answers from a JSONL file
+
+Frozen models are loaded once per process and shared: roles that name the same spec
+(a judge and a critic on one model, say) share one copy of the weights. Trainable models
+are never shared, because a trainer changes its weights in place: an actor and a critic that
+both start from `smollm2` must be two models.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import threading
+from typing import Any
+
+from coevo.llm.base import ChatModel, ModelError
+from coevo.store import RunStore
+
+FORMS = [
+    ("smollm2", "embedded SmolLM2-135M-Instruct (llama.cpp when frozen, transformers when trained)"),
+    ("hf:PATH_OR_ID", "transformers model folder or hub id, in process; trainable"),
+    ("gguf:PATH", "GGUF file through llama-cpp-python, in process; frozen roles only"),
+    ("openai:MODEL@URL[,URL...]", "OpenAI-compatible server(s): vLLM, SGLang, llama.cpp server, OpenAI"),
+    ("replay:FILE", "answers read from a JSONL file (tests, re-scoring recorded runs)"),
+]
+
+_loaded: dict[tuple[str, tuple], ChatModel] = {}
+_loaded_lock = threading.Lock()
+
+
+def load_model(
+    spec: str, *, store: RunStore | None = None, trainable: bool = False, **options: Any
+) -> ChatModel:
+    """Build (or reuse) the model a spec names; cached through `store` when one is given.
+
+    `options` go to the backend's constructor (batch_size, n_ctx, n_threads, concurrency,
+    max_retries, backoff, timeout, extra_body, device, dtype, revision, model_id).
+    With trainable=True the result is always a fresh `LocalModel` (it exposes `.model` and
+    `.tokenizer`); specs that cannot train (gguf, openai, replay) are refused.
+    """
+    spec = spec.strip()
+    if trainable:
+        model = _build(spec, trainable=True, options=options)
+    else:
+        key = (spec, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        with _loaded_lock:
+            model = _loaded.get(key)
+            if model is None:
+                model = _loaded[key] = _build(spec, trainable=False, options=options)
+    if store is not None:
+        from coevo.llm.cache import CachedModel
+
+        return CachedModel(model, store)
+    return model
+
+
+def clear_loaded() -> None:
+    """Forget the shared frozen models (their memory is freed once no role holds them)."""
+    with _loaded_lock:
+        _loaded.clear()
+
+
+def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
+    kind, sep, rest = spec.partition(":")
+    if spec == "smollm2":
+        from coevo.llm import embedded
+
+        if not trainable and llama_cpp_available():
+            from coevo.llm.llamacpp import LlamaCppModel
+
+            return _construct(LlamaCppModel, spec, options, embedded.gguf_path(), lenient=True)
+        from coevo.llm.local import LocalModel
+
+        return _construct(LocalModel, spec, options, embedded.hf_dir(), lenient=True)
+    if not sep or not rest.strip():
+        raise _unknown(spec)
+    rest = rest.strip()
+    if kind == "hf":
+        from coevo.llm.local import LocalModel
+
+        return _construct(LocalModel, spec, options, rest)
+    if trainable:
+        raise ModelError(
+            f"{spec!r} cannot be trained: a trained role needs `smollm2` or `hf:PATH_OR_ID`"
+        )
+    if kind == "gguf":
+        from coevo.llm.llamacpp import LlamaCppModel
+
+        return _construct(LlamaCppModel, spec, options, rest)
+    if kind == "openai":
+        from coevo.llm.openai_backend import OpenAIModel, parse_spec
+
+        model, urls = parse_spec(rest)
+        return _construct(OpenAIModel, spec, options, model, urls)
+    if kind == "replay":
+        from coevo.llm.replay import ReplayModel
+
+        return _construct(ReplayModel, spec, options, rest)
+    raise _unknown(spec)
+
+
+# Options meant for the other backend `smollm2` may resolve to; a config written for one
+# machine (llama.cpp installed or not) must still load on the other.
+_BACKEND_OPTIONS = {
+    "batch_size", "device", "dtype", "revision", "n_ctx", "n_threads", "n_gpu_layers", "reuse_prefix",
+}
+
+
+def _construct(cls: Any, spec: str, options: dict[str, Any], *args: Any, lenient: bool = False) -> ChatModel:
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    unknown = sorted(set(options) - accepted)
+    if lenient:
+        options = {k: v for k, v in options.items() if k in accepted or k not in _BACKEND_OPTIONS}
+        unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ModelError(
+            f"model {spec!r} ({cls.__name__}) does not take option(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(sorted(accepted - {'path', 'model', 'base_urls', 'rules'}))}"
+        )
+    return cls(*args, **options)
+
+
+def _unknown(spec: str) -> ModelError:
+    forms = "\n".join(f"  {form:<28} {text}" for form, text in FORMS)
+    return ModelError(f"unknown model spec {spec!r}; accepted forms:\n{forms}")
+
+
+def llama_cpp_available() -> bool:
+    """Whether llama-cpp-python is installed (checked without importing it)."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def describe_specs() -> list[dict[str, Any]]:
+    """The accepted spec forms and what this machine can run, for `coevo models`."""
+    from coevo.llm import embedded
+
+    try:
+        gguf = str(embedded.gguf_path())
+    except ModelError:
+        gguf = None
+    llama = llama_cpp_available()
+    openai = importlib.util.find_spec("openai") is not None
+    transformers = importlib.util.find_spec("transformers") is not None
+    converted = embedded.is_converted()
+    if gguf is None:
+        smol = f"not installed: {embedded.INSTALL_HINT}"
+    else:
+        smol = (f"GGUF at {gguf}; transformers copy "
+                + (f"at {embedded.converted_dir()}" if converted
+                   else f"not converted yet (made on first trainable use, at {embedded.converted_dir()})"))
+    rows = {
+        "smollm2": (gguf is not None and (llama or transformers), smol),
+        "hf:PATH_OR_ID": (transformers, "transformers installed" if transformers else "pip install transformers"),
+        "gguf:PATH": (llama, "llama-cpp-python installed" if llama
+                      else "pip install 'llama-cpp-python[server]==0.3.36'"),
+        "openai:MODEL@URL[,URL...]": (openai, "openai client installed" if openai else "pip install openai"),
+        "replay:FILE": (True, "always available"),
+    }
+    return [
+        {"spec": form, "description": text, "available": rows[form][0], "detail": rows[form][1]}
+        for form, text in FORMS
+    ]

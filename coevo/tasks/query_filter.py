@@ -1,0 +1,35 @@
+"""Query filtering with the seed's grader prompt (TAIScore paper, Table 11, Appendix C).
+
+The paper keeps scores 4–5 and tops up with sampled score-3 queries; `min_score=3` keeps
+every GRADE decision, and the returned judgments let a caller apply the paper's rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from coevo.llm.base import ChatModel
+from coevo.roles.judges import QueryFilterJudge
+from coevo.types import Judgment, Sample, Sampling
+
+
+def filter_queries(
+    samples: Sequence[Sample],
+    model: ChatModel,
+    sampling: Sampling,
+    min_score: int = 3,
+    template: str | Path | None = None,
+) -> tuple[list[Sample], list[Judgment]]:
+    """Grade each query 1–5 and keep those scored at least `min_score`.
+
+    Returns `(kept, judgments)`: `kept` preserves input order; `judgments` has one entry
+    per input sample (in order), so invalid grades — never kept — can be counted.
+    """
+    judgments = QueryFilterJudge(model, sampling, template).judge(samples)
+    kept = [
+        sample
+        for sample, judgment in zip(samples, judgments)
+        if judgment.valid and judgment.score is not None and judgment.score >= min_score
+    ]
+    return kept, judgments

@@ -1,0 +1,22 @@
+"""coevo.train: thin glue over TRL (DPO and GRPO), shared by the co-evolution algorithms.
+
+Heavy libraries (torch, trl, peft) load only when a trainer runs.
+"""
+
+from coevo.train.common import LoRASettings, TrainError, TrainResult, cpu_training_args, save_checkpoint
+from coevo.train.dpo import DPOSettings, pairs_to_dataset, train_dpo
+from coevo.train.grpo import GRPOSettings, prompts_to_dataset, train_grpo
+
+__all__ = [
+    "DPOSettings",
+    "GRPOSettings",
+    "LoRASettings",
+    "TrainError",
+    "TrainResult",
+    "cpu_training_args",
+    "pairs_to_dataset",
+    "prompts_to_dataset",
+    "save_checkpoint",
+    "train_dpo",
+    "train_grpo",
+]

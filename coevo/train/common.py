@@ -1,0 +1,326 @@
+"""What the DPO and GRPO glue share: LoRA settings, the result record, trainer arguments for
+this machine, checkpoint saving/loading, resume detection and a peak-memory probe.
+
+The trainers change `LocalModel.model` in place (or wrap it in a PEFT adapter once), so an
+algorithm keeps one `LocalModel` per trained role across rounds and samples from it directly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from coevo.config import StrictModel
+
+log = logging.getLogger(__name__)
+
+#: Written into `final/` after everything else: its presence marks a stage as finished.
+RESULT_FILE = "trainer_result.json"
+
+
+class TrainError(ValueError):
+    """Training could not start (bad data or settings); the message names the fix."""
+
+
+class LoRASettings(StrictModel):
+    """A PEFT LoRA adapter; the checkpoint is then an adapter folder over the base model."""
+
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    #: None = every linear layer but the LM head (PEFT's "all-linear"): the LM head cannot carry
+    #: an adapter because TRL computes log-probabilities from `lm_head.weight` directly.
+    target_modules: list[str] | None = None
+
+    @field_validator("target_modules")
+    @classmethod
+    def _no_lm_head(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and "lm_head" in value:
+            raise ValueError("target_modules must not include 'lm_head' (TRL scores with lm_head.weight directly)")
+        if value is not None and not value:
+            raise ValueError("target_modules is empty; leave it unset for every linear layer")
+        return value
+
+    def peft_config(self) -> Any:
+        """The `peft.LoraConfig` these settings describe."""
+        from peft import LoraConfig
+
+        return LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=self.target_modules or "all-linear",
+            task_type="CAUSAL_LM",
+        )
+
+
+class TrainResult(BaseModel):
+    """One finished training stage: where the final checkpoint is and what it cost."""
+
+    checkpoint: str
+    steps: int
+    seconds: float
+    seconds_per_step: float
+    peak_rss_mb: float
+    metrics: dict[str, float] = Field(default_factory=dict)
+    resumed_from: str | None = None
+
+
+def cpu_training_args() -> dict[str, Any]:
+    """TrainingArguments for this machine: CPU-safe settings without CUDA, bf16 on a GPU.
+
+    TRL defaults to bf16 and gradient checkpointing, which CPU training does not support
+    well (bf16 autocast on CPU is slow, checkpointing needs use_reentrant care): both off.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return {"bf16": True, "gradient_checkpointing": True, "report_to": "none"}
+    return {"use_cpu": True, "bf16": False, "gradient_checkpointing": False, "report_to": "none"}
+
+
+def stage_callbacks(extra: list[Any] | None = None) -> list[Any]:
+    """Callbacks every stage uses, plus the caller's.
+
+    transformers saves a full checkpoint (weights + optimizer state) when training ends even
+    off the `save_steps` grid; coevo writes `final/` right after, so that extra checkpoint is
+    pure cost (~100 GB for an 8B model) and is skipped.
+    """
+    from transformers import TrainerCallback
+
+    class SkipEndCheckpoint(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if control.should_training_stop and args.save_steps and state.global_step % args.save_steps:
+                control.should_save = False
+            return control
+
+    return [SkipEndCheckpoint(), *(extra or [])]
+
+
+def is_peft(model: Any) -> bool:
+    """Whether `model` is a PEFT wrapper (its checkpoints are adapter folders)."""
+    try:
+        from peft import PeftModel
+    except ImportError:  # pragma: no cover - peft is a dependency
+        return False
+    return isinstance(model, PeftModel)
+
+
+def prepare_lora(policy: Any, lora: LoRASettings | None) -> None:
+    """Wrap `policy.model` in a fresh LoRA adapter, once; later stages keep training that adapter.
+
+    Wrapping here (not through the trainer's peft_config) lets round t>0 pass the same PeftModel
+    again: TRL refuses a PeftModel together with a peft_config. A freshly initialised LoRA
+    adapter has B=0, so the wrapped model computes exactly what the policy computed before.
+    """
+    if lora is None or is_peft(policy.model):
+        return
+    from peft import get_peft_model
+
+    policy.model = get_peft_model(policy.model, lora.peft_config())
+
+
+def base_of(model: Any) -> Any:
+    """The transformers model under a PEFT wrapper (or the model itself)."""
+    return model.get_base_model() if is_peft(model) else model
+
+
+def unpatch_forward(model: Any) -> None:
+    """Undo TRL's fused-LM-head patch (an instance attribute `forward`), so repeated stages
+    do not stack wrappers; generation is unaffected either way."""
+    if model is not None and "forward" in vars(base_of(model)):
+        del vars(base_of(model))["forward"]
+
+
+def save_checkpoint(model: Any, tokenizer: Any, path: str | Path) -> str:
+    """Save a loadable checkpoint: a transformers folder, or a PEFT adapter folder
+    (adapter_config.json naming the base model) when `model` carries a LoRA adapter."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if is_peft(model):
+        # Only the policy's adapter: TRL's DPO adds a frozen "ref" copy while it trains.
+        model.save_pretrained(str(path), selected_adapters=["default"])
+    else:
+        model.save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return str(path)
+
+
+def load_final(model: Any, path: str | Path) -> None:
+    """Load a finished stage's weights (from `save_checkpoint`) into `model` in place."""
+    path = Path(path)
+    if is_peft(model):
+        from peft import set_peft_model_state_dict
+        from peft.utils import load_peft_weights
+
+        set_peft_model_state_dict(model, load_peft_weights(str(path)), adapter_name="default")
+        return
+    if (path / "adapter_config.json").exists():
+        raise TrainError(f"{path} holds a LoRA adapter but the policy has none; set lora: in the settings")
+    from transformers import AutoModelForCausalLM
+
+    saved = AutoModelForCausalLM.from_pretrained(str(path), dtype=model.dtype)
+    model.load_state_dict(saved.state_dict())
+
+
+def drop_reference_adapter(model: Any) -> None:
+    """Delete TRL's frozen "ref" copy of the adapter after a stage; the next stage makes a fresh one."""
+    if is_peft(model) and "ref" in model.peft_config:
+        model.delete_adapter("ref")
+        model.set_adapter("default")
+
+
+def adopt_finished(policy: Any, final: Path, kind: str) -> TrainResult:
+    """A stage whose `final` exists finished before the process died: load its weights into
+    the policy instead of training again, and return its recorded result."""
+    result = TrainResult.model_validate_json((final / RESULT_FILE).read_text())
+    log.info("%s stage already finished at %s; loading it instead of training again", kind, final)
+    load_final(policy.model, final)
+    policy.model.eval()
+    policy.refresh_model_id()
+    return result.model_copy(update={"resumed_from": str(final)})
+
+
+def finish_stage(policy: Any, trainer: Any, final: Path, *, start_step: int, seconds: float,
+                 peak_rss_mb: float, metrics: dict[str, float], resumed_from: str | None) -> TrainResult:
+    """Hand the trained weights back to the policy, save `final`, and record the result.
+
+    The result file is written last: its presence marks the stage as finished.
+    """
+    if is_peft(trainer.model):
+        policy.model = trainer.model
+    policy.model.eval()
+    policy.refresh_model_id()
+    steps_run = max(trainer.state.global_step - start_step, 1)
+    if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
+        # Sharded parameters: the trainer gathers them (ZeRO-3 16-bit / FSDP full state dict).
+        trainer.save_model(str(final))
+        checkpoint = str(final)
+    else:
+        checkpoint = save_checkpoint(policy.model, policy.tokenizer, final)
+    result = TrainResult(
+        checkpoint=checkpoint,
+        steps=trainer.state.global_step,
+        seconds=seconds,
+        seconds_per_step=seconds / steps_run,
+        peak_rss_mb=peak_rss_mb,
+        metrics={**final_metrics(trainer.state.log_history), **metrics},
+        resumed_from=resumed_from,
+    )
+    if trainer.accelerator.is_main_process:
+        (final / RESULT_FILE).write_text(result.model_dump_json(indent=2))
+    release(trainer)
+    return result
+
+
+def release(trainer: Any) -> None:
+    """Drop what a finished trainer holds (optimizer state, reference model, accelerator
+    handles) now: the algorithms run many stages in one process, and a trainer kept alive
+    by reference cycles would keep ~2x the policy's size in Adam state per stage."""
+    import gc
+
+    for name in ("optimizer", "lr_scheduler", "ref_model"):
+        if hasattr(trainer, name):
+            setattr(trainer, name, None)
+    accelerator = getattr(trainer, "accelerator", None)
+    # Not accelerator.free_memory(): under DeepSpeed it destroys the engine that still owns
+    # the policy's (partitioned) parameters, which the caller goes on using.
+    for name in ("_models", "_optimizers", "_schedulers", "_dataloaders"):
+        if accelerator is not None and isinstance(getattr(accelerator, name, None), list):
+            setattr(accelerator, name, [])
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def global_step(checkpoint: str | None) -> int:
+    """The optimizer step a TRL checkpoint was saved at (0 without one)."""
+    if checkpoint is None:
+        return 0
+    state = Path(checkpoint) / "trainer_state.json"
+    return int(json.loads(state.read_text()).get("global_step", 0)) if state.exists() else 0
+
+
+def last_checkpoint(checkpoints: Path) -> str | None:
+    """The newest `checkpoint-N` folder TRL saved under `checkpoints`, if any."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if not checkpoints.is_dir():
+        return None
+    return get_last_checkpoint(str(checkpoints))
+
+
+def final_metrics(log_history: list[dict[str, Any]]) -> dict[str, float]:
+    """The last logged value of every numeric metric, plus train_loss from the summary log."""
+    metrics: dict[str, float] = {}
+    for entry in log_history:
+        for key, value in entry.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in ("step", "epoch"):
+                metrics[key] = float(value)
+    return metrics
+
+
+class PeakRSS:
+    """Peak resident memory (MiB) while the block runs, sampled from /proc every 50 ms.
+
+    `ru_maxrss` is the peak of the whole process life, so it cannot tell a LoRA stage from
+    the full stage that ran before it; sampling can. Falls back to ru_maxrss off Linux.
+    """
+
+    def __init__(self, interval: float = 0.05):
+        self.interval = interval
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> PeakRSS:
+        self.peak_mb = current_rss_mb()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak_mb = max(self.peak_mb, current_rss_mb())
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.peak_mb = max(self.peak_mb, current_rss_mb())
+
+
+def current_rss_mb() -> float:
+    """Resident memory of this process now, in MiB."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Stopwatch:
+    """Wall-clock seconds of a block."""
+
+    def __enter__(self) -> Stopwatch:
+        self.start = time.perf_counter()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.seconds = time.perf_counter() - self.start

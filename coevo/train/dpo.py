@@ -1,0 +1,184 @@
+"""DPO glue: preference pairs -> conversational dataset -> TRL `DPOTrainer`, in place.
+
+Both co-evolution papers update a policy against a frozen copy of itself taken at the start
+of the stage (TAIScore: actor DPO with reference = pi_t; RLAC: generator and critic DPO with
+the reference moved to the new policy after each iteration). `train_dpo` gives exactly that:
+the reference is the policy's weights *at entry*, not the base model on disk — TRL's own
+`ref_model=None` would reload the base from disk, which is wrong from round 1 on.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, model_validator
+
+from coevo.config import StrictModel
+from coevo.train.common import (
+    RESULT_FILE,
+    LoRASettings,
+    PeakRSS,
+    Stopwatch,
+    TrainError,
+    TrainResult,
+    adopt_finished,
+    cpu_training_args,
+    drop_reference_adapter,
+    finish_stage,
+    global_step,
+    is_peft,
+    last_checkpoint,
+    prepare_lora,
+    stage_callbacks,
+    unpatch_forward,
+)
+from coevo.types import PreferencePair
+
+if TYPE_CHECKING:
+    import datasets
+
+    from coevo.llm.local import LocalModel
+
+log = logging.getLogger(__name__)
+
+
+class DPOSettings(StrictModel):
+    """DPO hyper-parameters (TAIScore Table 12: beta 0.1, lr 1e-6)."""
+
+    beta: float = Field(0.1, gt=0)
+    learning_rate: float = Field(1e-6, gt=0)
+    epochs: int = Field(1, ge=1)
+    batch_size: int = Field(2, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    max_length: int = Field(4096, ge=8)
+    max_prompt_length: int = Field(2048, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    save_steps: int = Field(10, ge=1)
+    lora: LoRASettings | None = None
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _prompt_fits(self) -> DPOSettings:
+        if self.max_prompt_length >= self.max_length:
+            raise ValueError(
+                f"max_prompt_length ({self.max_prompt_length}) must be smaller than max_length "
+                f"({self.max_length}), or no completion token would be trained"
+            )
+        return self
+
+
+def pairs_to_dataset(
+    pairs: list[PreferencePair], tokenizer: Any = None, *, max_prompt_length: int | None = None
+) -> datasets.Dataset:
+    """Conversational preference rows: prompt = [user message], chosen/rejected = [assistant message].
+
+    TRL applies the tokenizer's chat template to conversational rows, so the policy is trained
+    on exactly the format it is sampled in. With `tokenizer` and `max_prompt_length`, prompts
+    longer than that many tokens keep their *end* (the instruction nearest the answer), as
+    TRL's former `max_prompt_length` did; TRL 1.16 only truncates the whole sequence.
+    """
+    import datasets
+
+    if not pairs:
+        raise TrainError("no preference pairs to train on: the pair filter kept none; "
+                         "collect more rollouts or relax the filter")
+    rows: dict[str, list] = {"prompt": [], "chosen": [], "rejected": []}
+    for pair in pairs:
+        prompt = pair.prompt
+        if tokenizer is not None and max_prompt_length is not None:
+            prompt = _keep_end(prompt, tokenizer, max_prompt_length)
+        rows["prompt"].append([{"role": "user", "content": prompt}])
+        rows["chosen"].append([{"role": "assistant", "content": pair.chosen}])
+        rows["rejected"].append([{"role": "assistant", "content": pair.rejected}])
+    return datasets.Dataset.from_dict(rows)
+
+
+def _keep_end(text: str, tokenizer: Any, limit: int) -> str:
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    if len(ids) <= limit:
+        return text
+    return tokenizer.decode(ids[-limit:], skip_special_tokens=False)
+
+
+def train_dpo(
+    policy: LocalModel,
+    pairs: list[PreferencePair],
+    settings: DPOSettings,
+    output_dir: Path,
+    *,
+    reference: LocalModel | None = None,
+    resume: bool = True,
+    callbacks: list[Any] | None = None,
+) -> TrainResult:
+    """DPO on `pairs`, updating `policy.model` in place; returns where `final` was saved.
+
+    reference: the frozen model DPO measures against; None = a frozen copy of the policy at
+    entry (with LoRA, the adapter state at entry, kept by TRL as a frozen "ref" adapter).
+    Checkpoints go to output_dir/checkpoints every `save_steps`; with resume=True a later
+    call continues from the newest one (a killed stage restarts from its last saved state),
+    and a stage whose output_dir/final exists is loaded, not retrained.
+    """
+    from trl import DPOConfig, DPOTrainer
+
+    if not pairs:
+        raise TrainError("train_dpo got no preference pairs: the pair filter kept none; "
+                         "collect more rollouts or relax the filter")
+    output_dir = Path(output_dir)
+    final = output_dir / "final"
+    prepare_lora(policy, settings.lora)
+    if resume and (final / RESULT_FILE).exists():
+        return adopt_finished(policy, final, "DPO")
+
+    checkpoints = output_dir / "checkpoints"
+    resume_from = last_checkpoint(checkpoints) if resume else None
+    start_step = global_step(resume_from)
+    dataset = pairs_to_dataset(pairs, policy.tokenizer, max_prompt_length=settings.max_prompt_length)
+    args = DPOConfig(
+        output_dir=str(checkpoints),
+        beta=settings.beta,
+        learning_rate=settings.learning_rate,
+        num_train_epochs=settings.epochs,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum,
+        max_length=settings.max_length,
+        max_steps=settings.max_steps or -1,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        # Two checkpoints bound the disk (a full 8B checkpoint with optimizer state is ~100 GB)
+        # while one survives if the process dies while writing the other.
+        save_total_limit=2,
+        logging_steps=1,
+        seed=settings.seed,
+        **cpu_training_args(),
+    )
+
+    ref_model = None
+    if reference is not None:
+        ref_model = reference.model
+    elif not is_peft(policy.model):
+        # Full fine-tuning: freeze a copy of the weights at entry (pi_t), not the disk base.
+        ref_model = copy.deepcopy(policy.model).eval()
+        ref_model.requires_grad_(False)
+
+    trainer = DPOTrainer(
+        model=policy.model,
+        ref_model=ref_model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=policy.tokenizer,
+        callbacks=stage_callbacks(callbacks),
+    )
+    try:
+        with PeakRSS() as rss, Stopwatch() as clock:
+            trainer.train(resume_from_checkpoint=resume_from)
+    finally:
+        drop_reference_adapter(trainer.model)
+        unpatch_forward(trainer.model)
+        unpatch_forward(ref_model)
+    return finish_stage(
+        policy, trainer, final, start_step=start_step, seconds=clock.seconds, peak_rss_mb=rss.peak_mb,
+        metrics={"pairs": float(len(pairs))}, resumed_from=resume_from,
+    )

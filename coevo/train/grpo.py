@@ -1,0 +1,253 @@
+"""GRPO glue: prompts + a plain reward callable -> TRL `GRPOTrainer`, training the policy in place.
+
+TAIScore's critic adaptation (§4.4 step 1) is GRPO whose reward runs other models: the critic
+samples N critiques per (x, y0), the actor revises under each, the judge scores the revision.
+That reward is an ordinary TRL reward function `(prompts, completions, **columns) -> list[float]`
+built by the algorithm; this module only runs it. It must return RAW scores: TRL subtracts
+the group mean and divides by the group std itself (`scale_rewards="group"`), so a reward
+that normalised too would be normalised twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, model_validator
+
+from coevo.config import StrictModel
+from coevo.train.common import (
+    RESULT_FILE,
+    LoRASettings,
+    PeakRSS,
+    Stopwatch,
+    TrainError,
+    TrainResult,
+    adopt_finished,
+    cpu_training_args,
+    drop_reference_adapter,
+    finish_stage,
+    global_step,
+    last_checkpoint,
+    prepare_lora,
+    stage_callbacks,
+    unpatch_forward,
+)
+
+if TYPE_CHECKING:
+    import datasets
+
+    from coevo.llm.local import LocalModel
+
+log = logging.getLogger(__name__)
+
+# Keyword names TRL itself passes to reward functions; a dataset column may not shadow them.
+_RESERVED = {"prompt", "prompts", "completion", "completions", "completion_ids", "trainer_state",
+             "log_extra", "log_metric", "environments"}
+
+
+class GRPOSettings(StrictModel):
+    """GRPO hyper-parameters (TAIScore Table 12 defaults: 4 critiques per y0, T 0.8, top-p 0.95)."""
+
+    num_generations: int = Field(4, ge=2)
+    beta: float = Field(0.02, ge=0)  # KL coefficient; 0 = no reference model at all
+    learning_rate: float = Field(1e-6, gt=0)
+    batch_size: int = Field(8, ge=1)  # completions per device per step, a multiple of num_generations
+    grad_accum: int = Field(1, ge=1)
+    temperature: float = Field(0.8, gt=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_prompt_length: int = Field(2048, ge=1)
+    max_completion_length: int = Field(4096, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    epochs: int = Field(1, ge=1)
+    save_steps: int = Field(10, ge=1)
+    lora: LoRASettings | None = None
+    seed: int = 0
+    use_vllm: bool = False
+    vllm_mode: Literal["server", "colocate"] = "server"
+    vllm_server_base_url: str | None = None
+
+    @model_validator(mode="after")
+    def _whole_groups(self) -> GRPOSettings:
+        if self.batch_size % self.num_generations:
+            raise ValueError(
+                f"batch_size ({self.batch_size}) must be a multiple of num_generations "
+                f"({self.num_generations}): each step trains on whole groups of completions of one prompt; "
+                f"e.g. batch_size: {self.num_generations * max(1, self.batch_size // self.num_generations)}"
+            )
+        return self
+
+
+def prompts_to_dataset(
+    prompts: list[list[dict]] | list[str],
+    tokenizer: Any = None,
+    *,
+    max_prompt_length: int | None = None,
+    extra_columns: dict[str, list] | None = None,
+) -> datasets.Dataset:
+    """A conversational GRPO dataset: `prompt` = a conversation, plus the extra columns.
+
+    Plain strings become single user turns, so TRL applies the chat template exactly as the
+    role is sampled elsewhere. Prompts over `max_prompt_length` tokens keep the end of their
+    last message (TRL 1.16 no longer truncates prompts itself).
+    """
+    import datasets
+
+    if not prompts:
+        raise TrainError("train_grpo got no prompts: the round's shard is empty; check data.limit and the shards")
+    rows: dict[str, list] = {"prompt": [_conversation(p) for p in prompts]}
+    if tokenizer is not None and max_prompt_length is not None:
+        rows["prompt"] = [_truncate(conv, tokenizer, max_prompt_length) for conv in rows["prompt"]]
+    for name, values in (extra_columns or {}).items():
+        if name in _RESERVED:
+            raise TrainError(f"extra column {name!r} would shadow TRL's own reward argument; rename it")
+        if len(values) != len(prompts):
+            raise TrainError(f"extra column {name!r} has {len(values)} values for {len(prompts)} prompts; "
+                             "give one value per prompt")
+        rows[name] = list(values)
+    return datasets.Dataset.from_list([dict(zip(rows, values)) for values in zip(*rows.values())])
+
+
+def _conversation(prompt: Any) -> list[dict[str, str]]:
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in prompt]
+
+
+def _truncate(conversation: list[dict[str, str]], tokenizer: Any, limit: int) -> list[dict[str, str]]:
+    last = conversation[-1]
+    ids = tokenizer(last["content"], add_special_tokens=False)["input_ids"]
+    if len(ids) <= limit:
+        return conversation
+    log.warning("GRPO prompt of %d tokens truncated to its last %d", len(ids), limit)
+    return [*conversation[:-1], {**last, "content": tokenizer.decode(ids[-limit:])}]
+
+
+class _Timed:
+    """Wraps a callable and adds up the seconds spent in it (TRL names reward metrics by __name__)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.seconds = 0.0
+        self.calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+
+def train_grpo(
+    policy: LocalModel,
+    prompts: list[list[dict]] | list[str],
+    reward_fn: Callable[..., list[float]],
+    settings: GRPOSettings,
+    output_dir: Path,
+    *,
+    resume: bool = True,
+    extra_columns: dict[str, list] | None = None,
+    callbacks: list[Any] | None = None,
+) -> TrainResult:
+    """GRPO on `prompts` with `reward_fn`, updating `policy.model` in place.
+
+    reward_fn(prompts, completions, **columns) returns one RAW float (or None = unscorable)
+    per completion; completions arrive as conversations ([{"role": "assistant", "content": ...}]).
+    extra_columns (e.g. y0, sample_id) reach it as keyword lists aligned with the completions.
+    The KL reference is the policy at entry. Checkpoints, resume and output_dir/final work as
+    in `train_dpo`. metrics["reward_time_share"] is the share of training wall time spent
+    inside reward_fn, metrics["generation_time_share"] the share spent sampling completions.
+    """
+    from trl import GRPOConfig, GRPOTrainer
+
+    output_dir = Path(output_dir)
+    final = output_dir / "final"
+    dataset = prompts_to_dataset(prompts, policy.tokenizer, max_prompt_length=settings.max_prompt_length,
+                                 extra_columns=extra_columns)
+    prepare_lora(policy, settings.lora)
+    if resume and (final / RESULT_FILE).exists():
+        return adopt_finished(policy, final, "GRPO")
+
+    checkpoints = output_dir / "checkpoints"
+    resume_from = last_checkpoint(checkpoints) if resume else None
+    start_step = global_step(resume_from)
+    vllm: dict[str, Any] = {}
+    if settings.use_vllm:
+        vllm = {"use_vllm": True, "vllm_mode": settings.vllm_mode}
+        if settings.vllm_server_base_url:
+            vllm["vllm_server_base_url"] = settings.vllm_server_base_url
+    args = GRPOConfig(
+        output_dir=str(checkpoints),
+        num_generations=settings.num_generations,
+        beta=settings.beta,
+        learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        max_completion_length=settings.max_completion_length,
+        max_steps=settings.max_steps or -1,
+        num_train_epochs=settings.epochs,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        save_total_limit=2,
+        logging_steps=1,
+        seed=settings.seed,
+        # Stated, not inherited: the reward must stay raw because TRL normalises per group here.
+        scale_rewards="group",
+        **vllm,
+        **cpu_training_args(),
+    )
+    timed_reward = _Timed(reward_fn)
+    trainer = GRPOTrainer(
+        model=policy.model,
+        reward_funcs=[timed_reward],
+        args=args,
+        train_dataset=dataset,
+        processing_class=policy.tokenizer,
+        callbacks=stage_callbacks(callbacks),
+    )
+    _reference_is_policy_at_entry(trainer, policy.model)
+    timed_generate = None
+    if hasattr(trainer, "_generate"):  # private in TRL: time it when present, never depend on it
+        timed_generate = _Timed(trainer._generate)
+        trainer._generate = timed_generate
+    try:
+        with PeakRSS() as rss, Stopwatch() as clock:
+            trainer.train(resume_from_checkpoint=resume_from)
+    finally:
+        drop_reference_adapter(trainer.model)
+        unpatch_forward(trainer.model)
+    metrics = {
+        "reward_time_share": timed_reward.seconds / max(clock.seconds, 1e-9),
+        "reward_seconds": timed_reward.seconds,
+        "prompts": float(len(dataset)),
+    }
+    if timed_generate is not None:
+        metrics["generation_time_share"] = timed_generate.seconds / max(clock.seconds, 1e-9)
+    return finish_stage(
+        policy, trainer, final, start_step=start_step, seconds=clock.seconds, peak_rss_mb=rss.peak_mb,
+        metrics=metrics, resumed_from=resume_from,
+    )
+
+
+def _reference_is_policy_at_entry(trainer: Any, model: Any) -> None:
+    """TRL builds a full fine-tuning KL reference by reloading the base from disk; from round 1
+    on the policy at entry differs from that, so copy the entry weights into it. (With LoRA, TRL
+    already keeps the adapter at entry as a frozen "ref" adapter.) Sharded references
+    (DeepSpeed ZeRO-3 / FSDP) keep the disk base: there the stage's input checkpoint is the base."""
+    ref = getattr(trainer, "ref_model", None)
+    if ref is None or trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
+        return
+    import torch
+
+    target = trainer.accelerator.unwrap_model(ref)
+    with torch.no_grad():
+        target.load_state_dict(model.state_dict())

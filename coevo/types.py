@@ -1,0 +1,129 @@
+"""Records that cross layers and land on disk.
+
+Every record is a pydantic model so that it round-trips through JSON (the run store,
+JSONL exports, `--json` CLI output) without hand-written (de)serialisers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Record(BaseModel):
+    """Base for every record: unknown fields are kept, not dropped, so user data survives."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+Conversation = list[Message]
+
+
+class Sampling(BaseModel):
+    """Decoding settings of one call. Part of the cache key, so keep it small and explicit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    #: A JSON Schema (as JSON text, so Sampling stays hashable) that the answer must follow.
+    #: llama.cpp and OpenAI-compatible servers decode under it (a grammar), which is what
+    #: lets a small judge return readable scores; transformers ignores it and the judge's
+    #: lenient parser reads what comes back.
+    json_schema: str | None = None
+
+
+class Completion(BaseModel):
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    logprobs: list[float] | None = None
+    cached: bool = False
+
+
+class Criterion(Record):
+    name: str
+    description: str = ""
+    weight: float = 1.0
+
+
+class Rubric(Record):
+    criteria: list[Criterion]
+
+
+class Sample(Record):
+    """One task instance. `reference`/`rubric` are gold fields: evaluation only."""
+
+    id: str
+    prompt: str
+    genre: str | None = None
+    reference: str | None = None
+    rubric: Rubric | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Judgment(Record):
+    """A judge's verdict. `valid=False` keeps the raw text when it could not be read."""
+
+    judge: str
+    scores: dict[str, float] = Field(default_factory=dict)
+    score: float | None = None
+    reasons: dict[str, str] = Field(default_factory=dict)
+    raw: str = ""
+    valid: bool = True
+    error: str | None = None
+
+
+class Rollout(Record):
+    """One pass of critique-guided refinement: x -> y0 -> c -> y1, with its judgments."""
+
+    sample_id: str
+    x: str
+    y0: str
+    c: str | None = None
+    y1: str | None = None
+    condition: str = "matched"
+    judgments: dict[str, Judgment] = Field(default_factory=dict)
+
+
+class PreferencePair(Record):
+    prompt: str
+    chosen: str
+    rejected: str
+    sample_id: str | None = None
+    source: str = ""
+
+
+class Proposal(Record):
+    """A critic's claim that an output fails (a wrong fact, a failing test)."""
+
+    sample_id: str
+    output: str
+    text: str
+    parsed: dict[str, Any] = Field(default_factory=dict)
+    valid: bool = True
+
+
+class Verdict(Record):
+    verdict: Literal["caught", "survived", "invalid"]
+    reason: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class Skill(Record):
+    name: str
+    version: int
+    text: str
+    parent: int | None = None
+    accepted: bool = False
+    why: str = ""

@@ -1,0 +1,273 @@
+"""The facts validator of RLAC (Appendix B.1): is the critic's claimed error real?
+
+The critic answers in the paper's three lines (reason / sentence number / error_fact).
+Validation runs in two stages, as the paper's:
+
+1. **Authenticity** — the claimed fact must be stated by the named sentence of the
+   biography. Without this stage a critic earns reward by *injecting* a false fact that
+   the biography never said. A cheap lexical gate (most of the fact's content words must
+   occur in the sentence) runs first, then an LLM entailment judgment.
+2. **Verification** — BM25 retrieves passages about the entity from the knowledge source
+   and an LLM judge decides whether they support the fact (FactScore's retrieve-then-judge).
+
+Verdicts: `caught` (authentic and not supported: a real wrong fact; critic reward 1),
+`survived` (authentic and supported: the output was right), `invalid` (unparseable answer,
+bad sentence number, fact not in the sentence, or an entity the knowledge source lacks).
+`calls` counts validator calls (one per checked proposal, the paper's cost unit);
+`llm_calls` counts the entailment judgments behind them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coevo.llm.base import ChatModel, user
+from coevo.prompts import load_template
+from coevo.roles import schemas
+from coevo.roles.parsing import extract_json_object, strip_reasoning
+from coevo.tasks.bios import BUNDLED_CORPUS, load_corpus, split_sentences
+from coevo.types import Proposal, Sample, Sampling, Verdict
+
+MODES = ("llm", "lexical", "hybrid")
+#: Constrained decoding for the judge: one field, yes or no (a 135M judge answers in form).
+ANSWER_SCHEMA = schemas.as_text({"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}},
+                                 "required": ["answer"], "additionalProperties": False})
+JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=16)
+
+_STOP = set("""a an the of in on at to for from by with and or but as is was were are be been being
+his her their its he she they him them it this that these those who whom which what when where
+also later then there into over under after before during about than not no up out one""".split())
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased content words with a light plural/possessive strip, for overlap tests."""
+    words = re.findall(r"[a-z0-9]+", text.lower().replace("'s", ""))
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words if w not in _STOP}
+
+
+def overlap(claim: str, text: str, ignore: set[str] = frozenset()) -> float | None:
+    """Share of the claim's content words (minus `ignore`) found in `text`; None if none."""
+    words = content_words(claim) - ignore
+    if not words:
+        return None
+    return len(words & content_words(text)) / len(words)
+
+
+def parse_fact_proposal(text: str) -> dict[str, Any] | None:
+    """Read the critic's three lines; None when the sentence number or the fact is missing.
+
+    Lenient about form (markdown bold, "Sentence 2", "[2]", any line order); strict about
+    meaning: a number and a non-empty fact must both be there.
+    """
+    text = strip_reasoning(text).replace("**", "")
+    number = re.search(r"sentence\s*(?:number)?\s*[:#=-]?\s*\[?(\d+)", text, re.I)
+    fact = re.search(r"error[_ ]?fact\s*[:=-]\s*(.+)", text, re.I)
+    if not number or not fact or not fact.group(1).strip(" .\"'"):
+        # Small critics answer in the paragraph's own form, "[3] <clause>": that still names
+        # a sentence and a claim (the meaning), so it is read as one; authenticity then
+        # checks the claim against that sentence like any other.
+        quoted = re.search(r"^[ \t]*\[(\d+)\][ \t]*(\S.*)$", text, re.M)
+        if quoted and len(quoted.group(2).split()) >= 3:
+            return {"reason": "", "sentence": int(quoted.group(1)),
+                    "error_fact": quoted.group(2).strip(), "format": "numbered"}
+        return None
+    reason = re.search(r"reason\s*[:=-]\s*(.+)", text, re.I)
+    return {"reason": reason.group(1).strip() if reason else "",
+            "sentence": int(number.group(1)), "error_fact": fact.group(1).strip().strip("\"'")}
+
+
+@dataclass(frozen=True)
+class Passage:
+    title: str
+    text: str
+    score: float = 0.0
+
+
+class KnowledgeSource:
+    """Paragraph passages of a {title, text} corpus, searchable with BM25 (`bm25s`)."""
+
+    def __init__(self, docs: Sequence[dict[str, str]]):
+        self.passages = [Passage(d["title"], p.strip()) for d in docs
+                         for p in re.split(r"\n\s*\n", d["text"]) if p.strip()]
+        self.titles = {d["title"].lower(): d["title"] for d in docs}
+        self._index = None
+
+    @classmethod
+    def load(cls, source: str | Path = BUNDLED_CORPUS) -> KnowledgeSource:
+        """The bundled corpus (`bundled:bios`) or a user's JSONL of {title, text}."""
+        return cls(load_corpus(source))
+
+    def resolve(self, entity: str) -> str | None:
+        """The corpus title for an entity name (case-insensitive), or None."""
+        return self.titles.get(entity.strip().lower())
+
+    def _bm25(self):
+        if self._index is None:
+            import bm25s
+
+            self._index = bm25s.BM25()
+            # Titles are indexed with their passage: "born in Ulm" alone matches any birth.
+            self._index.index(bm25s.tokenize([f"{p.title}. {p.text}" for p in self.passages],
+                                             show_progress=False), show_progress=False)
+        return self._index
+
+    def retrieve(self, entity: str, query: str, k: int = 3) -> list[Passage]:
+        """Top-k passages for `query`, restricted to the entity's own page when it has one.
+
+        FactScore retrieves within the entity's Wikipedia page; a corpus without that page
+        falls back to a global search over "entity + query".
+        """
+        import bm25s
+
+        index = self._bm25()
+        tokens = bm25s.tokenize([f"{entity} {query}"], show_progress=False)
+        docs, scores = index.retrieve(tokens, k=len(self.passages), show_progress=False)
+        ranked = [(self.passages[int(i)], float(s)) for i, s in zip(docs[0], scores[0])]
+        title = self.resolve(entity)
+        if title is not None:
+            ranked = [(p, s) for p, s in ranked if p.title == title]
+        return [Passage(p.title, p.text, s) for p, s in ranked[:k]]
+
+
+class EntailmentJudge:
+    """Yes/no entailment judgments by an LLM (batched, constrained to {"answer": yes|no}).
+
+    `mode="lexical"` answers by content-word overlap instead (no model): a cheap, reproducible
+    stand-in for tests. `mode="hybrid"` asks the LLM only when the overlap test passes and
+    needs both to agree: a tiny judge (the embedded 135M model answers "yes" to nearly every
+    claim) then cannot call an unrelated claim supported, and a strong judge still vetoes
+    claims that share words with the evidence but say something else.
+    """
+
+    def __init__(self, model: ChatModel | None, sampling: Sampling = JUDGE_SAMPLING, *,
+                 mode: str = "llm", threshold: float = 0.75):
+        if mode not in MODES:
+            raise ValueError(f"entailment mode must be one of {MODES}, got {mode!r}")
+        if mode != "lexical" and model is None:
+            raise ValueError(f"a {mode!r} entailment judge needs a model (or use mode='lexical')")
+        self.model, self.mode, self.threshold = model, mode, threshold
+        self.sampling = sampling.model_copy(update={"json_schema": ANSWER_SCHEMA})
+        self.calls = 0
+
+    def judge(self, template: str, items: list[dict[str, str]], premise_key: str) -> list[tuple[bool, str]]:
+        """(entailed, raw answer) per item; an unreadable answer counts as not entailed."""
+        if not items:
+            return []
+        self.calls += len(items)
+        out: list[tuple[bool, str]] = []
+        for it in items:
+            share = overlap(it["fact"], it[premise_key], content_words(it["entity"]))
+            out.append((share is not None and share >= self.threshold, f"overlap={share}"))
+        if self.mode == "lexical":
+            return out
+        ask = [i for i, (ok, _) in enumerate(out) if ok or self.mode == "llm"]
+        if ask:
+            prompt = load_template(template)
+            answers = self.model.generate([user(prompt.render(**items[i])) for i in ask], self.sampling, n=1)
+            for i, completions in zip(ask, answers):
+                raw = completions[0].text if completions else ""
+                out[i] = (_yes(raw), raw)
+        return out
+
+
+def _yes(raw: str) -> bool:
+    obj = extract_json_object(raw, ["answer"]) or {}
+    value = str(obj.get("answer", "")).strip().lower()
+    if not value:
+        m = re.search(r"\b(yes|no|true|false|supported|not supported)\b", raw.lower())
+        value = m.group(1) if m else ""
+    return value in ("yes", "true", "supported")
+
+
+class FactValidator:
+    """RLAC's two-stage facts validator over a knowledge source. See the module docstring."""
+
+    name = "facts"
+
+    def __init__(self, knowledge: KnowledgeSource, judge: EntailmentJudge, *, k: int = 3,
+                 min_overlap: float = 0.5):
+        self.knowledge, self.judge, self.k, self.min_overlap = knowledge, judge, k, min_overlap
+        self.calls = 0
+
+    @property
+    def llm_calls(self) -> int:
+        return self.judge.calls
+
+    def check(self, sample: Sample, output: str, proposal: Proposal) -> Verdict:
+        """R(s, a, c): caught / survived / invalid for one critic proposal on one output."""
+        start = time.perf_counter()
+        self.calls += 1
+        entity = str(sample.meta.get("entity") or "")
+        parsed = proposal.parsed or parse_fact_proposal(proposal.text) or {}
+        details: dict[str, Any] = {"entity": entity, **parsed}
+
+        def verdict(kind: str, reason: str) -> Verdict:
+            return Verdict(verdict=kind, reason=reason, details=details,
+                           seconds=time.perf_counter() - start)
+
+        if not parsed.get("error_fact") or parsed.get("sentence") is None:
+            return verdict("invalid", "unparseable: the answer needs 'sentence: N' and 'error_fact: F'")
+        sentences = split_sentences(output)
+        number = int(parsed["sentence"])
+        if not 1 <= number <= len(sentences):
+            return verdict("invalid", f"bad sentence number {number}: the output has {len(sentences)}")
+        sentence = details["sentence_text"] = sentences[number - 1]
+        fact = parsed["error_fact"]
+        if not entity:
+            return verdict("invalid", "the sample names no entity (meta.entity) to verify against")
+        authentic, why = self.authentic(entity, sentence, fact)
+        details["authenticity"] = why
+        if not authentic:
+            return verdict("invalid", f"fact not in sentence {number}: {why}")
+        supported, passages, raw = self.verify(entity, fact)
+        details.update(passages=[p.text[:300] for p in passages], judge_answer=raw)
+        if supported:
+            return verdict("survived", "the knowledge source supports the fact")
+        return verdict("caught", "the knowledge source does not support the fact")
+
+    def check_many(self, items: Sequence[tuple[Sample, str, Proposal]],
+                   progress: str | None = None) -> list[Verdict]:
+        """`check` over many proposals (one validator call each), with a progress bar."""
+        from coevo.progress import progress_bar
+
+        verdicts = []
+        with progress_bar(progress or "facts validator", total=len(items)) as advance:
+            for sample, output, proposal in items:
+                verdicts.append(self.check(sample, output, proposal))
+                advance()
+        return verdicts
+
+    def authentic(self, entity: str, sentence: str, fact: str) -> tuple[bool, str]:
+        """Stage 1: lexical gate, then LLM entailment (sentence entails fact)."""
+        share = overlap(fact, sentence, content_words(entity))
+        if share is None or share < self.min_overlap:
+            return False, f"lexical overlap {share if share is None else round(share, 2)} < {self.min_overlap}"
+        [(ok, raw)] = self.judge.judge("fact_authenticity",
+                                       [{"entity": entity, "sentence": sentence, "fact": fact}], "sentence")
+        return ok, f"entailment judge: {raw.strip()[:80]}"
+
+    def verify(self, entity: str, fact: str) -> tuple[bool, list[Passage], str]:
+        """Stage 2: BM25 passages about the entity + entailment judgment (supported?)."""
+        [(ok, passages, raw)] = self.verify_many(entity, [fact])
+        return ok, passages, raw
+
+    def verify_many(self, entity: str, facts: list[str]) -> list[tuple[bool, list[Passage], str]]:
+        """Stage 2 for several facts of one entity, in one batched judge call (FactScore)."""
+        retrieved = [self.knowledge.retrieve(entity, f, self.k) for f in facts]
+        items = [{"entity": entity, "fact": f, "passages": "\n\n".join(p.text for p in ps)}
+                 for f, ps in zip(facts, retrieved)]
+        judged = self.judge.judge("fact_support", items, "passages")
+        return [(ok, ps, raw) for (ok, raw), ps in zip(judged, retrieved)]
+
+
+def build_fact_validator(judge_model: ChatModel | None, *, corpus: str | Path = BUNDLED_CORPUS,
+                         mode: str = "llm", k: int = 3, min_overlap: float = 0.5,
+                         sampling: Sampling = JUDGE_SAMPLING) -> FactValidator:
+    """A FactValidator over a corpus, judged by `judge_model` (or lexically)."""
+    return FactValidator(KnowledgeSource.load(corpus),
+                         EntailmentJudge(judge_model, sampling, mode=mode), k=k, min_overlap=min_overlap)

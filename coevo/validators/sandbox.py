@@ -1,0 +1,460 @@
+"""Run untrusted, model-written Python where it cannot hurt the machine or coevo.
+
+Layers, outermost first (each one closes a hole the others leave):
+
+1. **A separate process in its own session.** coevo never forks the candidate directly:
+   it starts `bwrap` (the supervisor) with ``start_new_session=True``, so a candidate that
+   signals its parent or its process group reaches the supervisor at most, never coevo.
+2. **A private user id** (when coevo runs as root): a fresh uid per run, so the kernel's
+   per-user process limit (RLIMIT_NPROC) bounds *this* sandbox, and root's exemption from
+   that limit does not apply.
+3. **bubblewrap namespaces**: new PID namespace (the candidate sees only its own tree; when
+   its init dies the kernel kills every process in it, ``setsid`` grandchildren included),
+   new network namespace (no interface but a down loopback: no network at all), a mount
+   namespace with ``/usr`` read-only, a size-bounded tmpfs as the only writable place, no
+   view of ``/root``, ``/home`` or the caller's files, and an empty environment.
+4. **rlimits** set inside the sandbox before the candidate runs: CPU seconds, address space,
+   file size, process count, open files, no core dumps.
+5. **A wall clock** in coevo: past it the whole supervisor session is SIGKILLed, which takes
+   the PID namespace, and so the whole tree, with it.
+
+Where no isolation works, :class:`Sandbox` refuses with :class:`SandboxUnavailable` unless
+``unsafe_exec=True`` (CLI ``--unsafe-exec``, config ``unsafe_exec: true``), which keeps
+layers 1, 4 and 5 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+Status = Literal["ok", "error", "timeout", "killed"]
+
+INSTALL_HINT = (
+    "install bubblewrap (`apt-get install -y bubblewrap`; `make install` does it), or pass "
+    "--unsafe-exec (config `unsafe_exec: true`) to run model-written code WITHOUT isolation"
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """No process isolation works on this machine and unsafe execution was not allowed."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource bounds of one sandboxed run. CPU defaults to the wall limit plus one second."""
+
+    wall_s: float = 10.0
+    cpu_s: int | None = None
+    memory_mb: int = 512  # address space per process
+    fsize_mb: int = 16  # largest file the program may write, stdout/stderr included
+    nproc: int = 12  # processes + threads of the sandbox user
+    nofile: int = 256
+    tmp_mb: int = 64  # size of the writable tmpfs (bubblewrap only)
+    output_bytes: int = 1_000_000  # how much of stdout/stderr comes back
+
+
+@dataclass
+class ExecResult:
+    """What one sandboxed run did. `status`: ok (exit 0), error (non-zero exit),
+    timeout (wall clock), killed (ended by a signal, e.g. CPU or file-size limit)."""
+
+    status: Status
+    stdout: str = ""
+    stderr: str = ""
+    returncode: int | None = None
+    seconds: float = 0.0
+    isolation: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One program to run: Python source, bytes for stdin, optional per-job limits."""
+
+    program: str
+    stdin: str = ""
+    limits: Limits | None = None
+    argv: tuple[str, ...] = field(default_factory=tuple)
+
+
+# Runs inside the sandbox (trusted code): sets the rlimits, then runs the candidate as
+# __main__. Limits are set here rather than in a preexec_fn because preexec_fn is not
+# thread-safe and run_many starts sandboxes from several threads.
+_HARNESS = r"""
+import resource, sys, json
+cfg = json.loads(sys.argv[1])
+for name, value in cfg["rlimits"].items():
+    try:
+        resource.setrlimit(getattr(resource, name), (value, value))
+    except (ValueError, OSError) as exc:
+        if name != "RLIMIT_NPROC":
+            sys.stderr.write("sandbox: cannot set %s: %s\n" % (name, exc)); sys.exit(70)
+if cfg.get("cwd"):
+    import os; os.chdir(cfg["cwd"]); del os
+path = cfg["program"]
+sys.argv = [path] + cfg["argv"]
+with open(path) as fh:
+    source = fh.read()
+del cfg, fh, json, resource
+sys.path.insert(0, ".")
+exec(compile(source, path, "exec"), {"__name__": "__main__", "__file__": path,
+                                     "__builtins__": __builtins__})
+"""
+
+
+def _sandbox_python() -> str:
+    """The interpreter that runs candidates: the system one, because it lives under /usr,
+    which the sandbox can bind read-only without exposing anything private."""
+    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.path.exists(cand):
+            return cand
+    import sys
+
+    return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+
+
+def _rlimits(lim: Limits) -> dict[str, int]:
+    cpu = lim.cpu_s if lim.cpu_s is not None else int(lim.wall_s) + 1
+    return {
+        "RLIMIT_CPU": max(1, cpu),
+        "RLIMIT_AS": lim.memory_mb * 2**20,
+        "RLIMIT_FSIZE": lim.fsize_mb * 2**20,
+        "RLIMIT_NPROC": lim.nproc,
+        "RLIMIT_NOFILE": lim.nofile,
+        "RLIMIT_CORE": 0,
+    }
+
+
+_UNSAFE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+_uid_lock = threading.Lock()
+_uid_counter = [secrets.randbelow(20_000)]
+
+
+def _private_uid() -> int | None:
+    """A uid no other live sandbox uses (root only), so NPROC counts this sandbox alone."""
+    if os.geteuid() != 0:
+        return None
+    with _uid_lock:
+        _uid_counter[0] = (_uid_counter[0] + 1) % 50_000
+        return 200_000 + _uid_counter[0]
+
+
+def _bwrap_argv(python: str, jobdir: str, lim: Limits) -> list[str]:
+    argv = [
+        # --disable-userns: no nested user namespaces, so no capabilities to play with
+        # inside (and less kernel surface).
+        "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+        "--new-session", "--clearenv",
+        "--ro-bind", "/usr", "/usr",
+    ]
+    for link in ("bin", "lib", "lib64", "sbin"):
+        target = os.path.join("/", link)
+        if os.path.islink(target):
+            argv += ["--symlink", os.readlink(target), target]
+        elif os.path.isdir(target):
+            argv += ["--ro-bind", target, target]
+    pydir = os.path.dirname(python)
+    if not pydir.startswith(("/usr/", "/bin")):
+        argv += ["--ro-bind", os.path.dirname(pydir), os.path.dirname(pydir)]
+    argv += [
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", str(lim.tmp_mb * 2**20), "--tmpfs", "/tmp",
+        "--ro-bind", jobdir, "/job",
+        "--chdir", "/tmp",
+        "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+        "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0",
+        "--", python,
+    ]
+    return argv
+
+
+# The unshare fallback (root only): new PID, network, mount, IPC and UTS namespaces; in the
+# private mount namespace a size-bounded tmpfs becomes the new root, with /usr (and the
+# /bin, /lib links) read-only, the job folder read-only, a fresh /proc and a few devices;
+# then chroot into it as a private uid, which has no capability to leave the chroot.
+_UNSHARE_SETUP = r"""
+set -e
+T=$1; U=$2; SIZE=$3; shift 3
+R=$T/root
+mkdir -p "$R"
+mount -t tmpfs -o size=$SIZE,mode=755 coevo-root "$R"
+mkdir -p "$R/usr" "$R/proc" "$R/dev" "$R/tmp" "$R/job"
+mount --bind /usr "$R/usr"; mount -o remount,bind,ro,nosuid,nodev "$R/usr"
+for l in bin lib lib64 sbin; do
+  if [ -L "/$l" ]; then ln -s "$(readlink "/$l")" "$R/$l"
+  elif [ -d "/$l" ]; then mkdir "$R/$l"; mount --bind "/$l" "$R/$l"; mount -o remount,bind,ro "$R/$l"; fi
+done
+for d in null zero urandom random; do touch "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
+mount --bind "$T/job" "$R/job"; mount -o remount,bind,ro,nosuid,nodev "$R/job"
+chmod 1777 "$R/tmp"
+mount -t proc proc "$R/proc"
+# Not exec: this root shell stays PID 1 of the namespace (the candidate may not signal it),
+# and reports a signal death as 128 + signal.
+chroot --userspec="$U:$U" --groups="$U" "$R" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp \
+  LANG=C.UTF-8 PYTHONHASHSEED=0 "$@" && exit 0
+exit $?
+"""
+
+
+def _unshare_argv(python: str, tmp: str, uid: int, lim: Limits) -> list[str]:
+    return ["unshare", "--fork", "--pid", "--net", "--mount", "--ipc", "--uts", "--kill-child",
+            "--", "/bin/sh", "-c", _UNSHARE_SETUP, "coevo-sandbox", tmp, str(uid),
+            str(lim.tmp_mb * 2**20), python]
+
+
+KINDS = ("bwrap", "unshare")
+
+
+def detect_isolation(python: str | None = None, kinds: tuple[str, ...] = KINDS) -> tuple[str | None, str]:
+    """Which isolation works here: ("bwrap" or "unshare", "") or (None, why not). Probed
+    (once per process) by running a real sandboxed `python -c ...`, because a tool may be
+    installed yet unusable (no user namespaces in a container, no root for unshare)."""
+    return _detect(python or _sandbox_python(), tuple(kinds))
+
+
+@lru_cache(maxsize=8)
+def _detect(python: str, kinds: tuple[str, ...]) -> tuple[str | None, str]:
+    why: list[str] = []
+    for kind in kinds:
+        ok, reason = _probe(kind, python)
+        if ok:
+            return kind, ""
+        why.append(reason)
+    return None, "; ".join(why)
+
+
+def _probe(kind: str, python: str) -> tuple[bool, str]:
+    if kind == "bwrap" and shutil.which("bwrap") is None:
+        return False, "bubblewrap (bwrap) is not installed"
+    if kind == "unshare":
+        if os.geteuid() != 0:
+            return False, "the unshare fallback needs root"
+        if not (shutil.which("unshare") and shutil.which("chroot")) or not python.startswith("/usr/"):
+            return False, "unshare/chroot missing or python not under /usr"
+    with tempfile.TemporaryDirectory(prefix="coevo-probe-") as tmp:
+        jobdir = Path(tmp) / "job"
+        jobdir.mkdir()
+        os.chmod(tmp, 0o755)
+        os.chmod(jobdir, 0o755)
+        uid = _private_uid()
+        if kind == "bwrap":
+            argv = _bwrap_argv(python, str(jobdir), Limits())
+        else:
+            argv = _unshare_argv(python, tmp, uid or 0, Limits())
+        # The probe also checks that the candidate really runs as the private uid.
+        argv += ["-I", "-S", "-c", f"import os; assert {uid} is None or os.getuid() == {uid}"]
+        try:
+            proc = subprocess.run(argv, capture_output=True, timeout=30, env={},
+                                  user=uid if kind == "bwrap" else None, start_new_session=True)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return False, f"{kind} failed to start: {exc}"
+    if proc.returncode != 0:
+        return False, f"{kind} does not work here: " + proc.stderr.decode(errors="replace").strip()[-300:]
+    return True, ""
+
+
+def _wait_unreaped(pid: int, timeout: float) -> bool:
+    """Wait up to `timeout` s for `pid` to exit WITHOUT reaping it; True when it exited.
+    A pidfd wakes us the moment it exits; older kernels fall back to polling waitid."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        try:
+            ready, _, _ = select.select([fd], [], [], max(0.0, timeout))
+            return bool(ready)
+        finally:
+            os.close(fd)
+    deadline, delay = time.monotonic() + timeout, 0.0005
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
+def _read_capped(path: Path, cap: int) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(cap + 1)
+    except OSError:
+        return ""
+    text = data[:cap].decode("utf-8", errors="replace")
+    return text + ("\n[... output truncated]" if len(data) > cap else "")
+
+
+class Sandbox:
+    """Runs Python programs isolated (see module doc). Thread-safe; cheap to construct.
+
+    >>> Sandbox().run("print(1 + 1)").stdout
+    '2\\n'
+    """
+
+    def __init__(self, limits: Limits | None = None, *, unsafe_exec: bool = False,
+                 python: str | None = None, workers: int | None = None,
+                 isolation: str = "auto") -> None:
+        """`isolation`: "auto" (bwrap, else unshare, whichever works), one of them by
+        name, or "none" (no isolation; needs `unsafe_exec=True`)."""
+        self.limits = limits or Limits()
+        self.python = python or _sandbox_python()
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        if isolation not in ("auto", "none", *KINDS):
+            raise ValueError(f"isolation must be 'auto', 'bwrap', 'unshare' or 'none', got {isolation!r}")
+        if isolation == "none":
+            kind, why = None, "isolation='none'"
+        else:
+            kind, why = detect_isolation(self.python, KINDS if isolation == "auto" else (isolation,))
+        if kind is None and not unsafe_exec:
+            raise SandboxUnavailable(f"cannot run model-written code safely: {why}; {INSTALL_HINT}")
+        self.isolation = kind or "unsafe"
+        self.executions = 0  # every program run, for cost accounting
+
+    def run(self, program: str, stdin: str = "", limits: Limits | None = None,
+            argv: Sequence[str] = ()) -> ExecResult:
+        """Run `program` (Python source) with `stdin`; never raises for what the program does."""
+        lim = limits or self.limits
+        self.executions += 1
+        uid = _private_uid() if self.isolation in KINDS else None
+        with tempfile.TemporaryDirectory(prefix="coevo-sbx-") as tmp:
+            jobdir = Path(tmp) / "job"
+            jobdir.mkdir()
+            (jobdir / "main.py").write_text(program)
+            (jobdir / "stdin.txt").write_text(stdin)
+            os.chmod(tmp, 0o755)
+            os.chmod(jobdir, 0o755)
+            cfg = {"rlimits": _rlimits(lim), "argv": list(argv)}
+            if self.isolation == "bwrap":
+                cfg["program"] = "/job/main.py"
+                cmd = _bwrap_argv(self.python, str(jobdir), lim)
+                cwd = tmp
+            elif self.isolation == "unshare":
+                cfg["program"], cfg["cwd"] = "/job/main.py", "/tmp"
+                cmd = _unshare_argv(self.python, tmp, uid or 0, lim)
+                cwd = tmp
+            else:
+                cfg["program"] = str(jobdir / "main.py")
+                scratch = Path(tmp) / "scratch"
+                scratch.mkdir()
+                # A shell sits between coevo and the candidate: a candidate that kills its
+                # parent kills the shell, not coevo.
+                cmd = ["/bin/sh", "-c", '"$@"; exit $?', "coevo-supervisor", self.python]
+                cwd = str(scratch)
+            cmd += ["-I", "-S", "-B", "-c", _HARNESS, json.dumps(cfg)]
+            out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
+            start = time.monotonic()
+            # Outputs go to files, not pipes: the file-size rlimit bounds them, and a
+            # grandchild holding the pipe open cannot make us hang.
+            with open(jobdir / "stdin.txt", "rb") as fin, open(out_path, "wb") as fout, \
+                    open(err_path, "wb") as ferr:
+                try:
+                    proc = subprocess.Popen(
+                        cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd,
+                        # Scrubbed: nothing of the caller's environment (API keys) goes in.
+                        env={} if self.isolation in KINDS else dict(_UNSAFE_ENV),
+                        # bwrap drops to the private uid here; unshare needs root to set up
+                        # its mounts and drops to it at the chroot.
+                        **({"user": uid, "group": uid, "extra_groups": []}
+                           if uid is not None and self.isolation == "bwrap" else {}),
+                        start_new_session=True, close_fds=True,
+                    )
+                except OSError as exc:
+                    return ExecResult("error", stderr=f"sandbox failed to start: {exc}",
+                                      isolation=self.isolation)
+                try:
+                    timed_out = not _wait_unreaped(proc.pid, lim.wall_s)
+                finally:
+                    self._kill_tree(proc)
+            seconds = time.monotonic() - start
+            rc = proc.returncode
+            stdout = _read_capped(out_path, lim.output_bytes)
+            stderr = _read_capped(err_path, lim.output_bytes)
+        if timed_out:
+            status: Status = "timeout"
+        elif rc == 0:
+            status = "ok"
+        elif rc is not None and (rc < 0 or rc > 128):
+            # bwrap reports a killed child as 128 + signal.
+            status = "killed"
+        else:
+            status = "error"
+        return ExecResult(status, stdout, stderr, rc, round(seconds, 4), self.isolation)
+
+    @staticmethod
+    def _kill_tree(proc: subprocess.Popen) -> None:
+        """SIGKILL the supervisor's whole session (with bwrap or unshare the PID namespace
+        goes too), then reap it. The supervisor is not reaped before the kill, so its pid,
+        which is the session's id, cannot have been reused by an unrelated process."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def run_many(self, jobs: Sequence[Job | str], *, workers: int | None = None,
+                 on_done: Callable[[int, ExecResult], None] | None = None,
+                 progress: str | None = None) -> list[ExecResult]:
+        """Run many programs in parallel, results in input order; `progress` names a
+        progress bar (none when None).
+
+        The pool is of threads, but each thread only starts a sandbox process and waits on
+        it: the work happens in the sandboxed processes, one per core by default."""
+        from coevo.progress import progress_bar
+
+        items = [Job(j) if isinstance(j, str) else j for j in jobs]
+        results: list[ExecResult | None] = [None] * len(items)
+        with contextlib.ExitStack() as stack:
+            advance = (stack.enter_context(progress_bar(progress, total=len(items)))
+                       if progress else None)
+
+            def one(i: int) -> None:
+                job = items[i]
+                results[i] = self.run(job.program, job.stdin, job.limits, job.argv)
+                if on_done is not None:
+                    on_done(i, results[i])
+                if advance is not None:
+                    advance(1)
+
+            n = workers or self.workers
+            if n <= 1 or len(items) <= 1:
+                for i in range(len(items)):
+                    one(i)
+            else:
+                with ThreadPoolExecutor(max_workers=n) as pool:
+                    list(pool.map(one, range(len(items))))
+        return [r for r in results if r is not None]
+
+    def with_limits(self, **changes) -> Limits:
+        """A copy of this sandbox's limits with some fields changed."""
+        return replace(self.limits, **changes)

@@ -1,0 +1,67 @@
+"""DecoEvo end to end on the real embedded model (SmolLM2-135M through llama.cpp).
+
+Test-sized: one seed, DecoEvo only, two inner steps with one outer step between them, one
+or two questions per partition, short answers, gold rubrics cut to two criteria so the
+grader's answer stays short (~25 model calls). Then the whole loop again in the same folder, answered entirely from the cache.
+"""
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from coevo.runner import run_experiment
+from coevo.tasks.loaders import load_samples
+
+pytestmark = pytest.mark.slow
+
+
+def _small_gold_data(path, n=16):
+    with open(path, "w") as f:
+        for sample in load_samples("bundled:writing", limit=n):
+            row = sample.model_dump(mode="json")
+            row["rubric"]["criteria"] = row["rubric"]["criteria"][:2]
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("COEVO_QUIET", "1")
+    short = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 24}
+    json_answer = {"temperature": 0.0, "max_tokens": 64}
+    config = {
+        "algorithm": "decoevo",
+        "data": {"source": str(_small_gold_data(tmp_path / "data.jsonl"))},
+        "model": "smollm2", "model_options": {"n_threads": 1 if os.cpu_count() <= 2 else 2},
+        "methods": ["decoevo"], "seeds": [0],
+        # No diagnostic set: the trajectory is pinned by the replay tests; here it would cost
+        # four real calls per solver change.
+        "partitions": {"sizes": {"train": 2, "probe": 1, "solver_gate": 1, "generator_gate": 1,
+                                 "diagnostic": 0, "test": 1}},
+        "inner_steps": 2, "batch_size": 2, "max_failures": 2, "k": 1, "s": 1, "m": 2,
+        "epsilon": 1.0, "max_pairs": 1, "min_criteria": 2, "max_criteria": 2,
+        "max_skill_words": 30, "max_text_chars": 60,
+        "sampling": {"solver": short, "rollout": short,
+                     "generator": {"temperature": 0.3, "max_tokens": 72}, "judge": json_answer,
+                     "auditor": json_answer, "rewriter": {"temperature": 0.7, "max_tokens": 96},
+                     "grader": {"temperature": 0.0, "max_tokens": 160}},
+    }
+    run = tmp_path / "run"
+    summary = run_experiment(None, run, data=config)
+
+    assert set(summary["methods"]) == {"decoevo"}
+    assert "test_mean" in summary["methods"]["decoevo"]
+    versions = summary["skill_versions"]
+    assert versions["solver"][0]["version"] == 0 and versions["rubric_generator"][0]["version"] == 0
+    assert summary["cost"]["inner"]["steps"] == 2
+    assert summary["cost"]["outer"]["steps"] == 1  # after step 1; never after the last
+    assert (run / "skills" / "decoevo" / "seed0" / "solver_v0.md").is_file()
+    assert "Skill history" in (run / "report.html").read_text()
+
+    # Forget the finished steps so the whole loop runs again: every call must be a cache hit.
+    with sqlite3.connect(run / "run.sqlite") as db:
+        db.execute("DELETE FROM steps")
+    again = run_experiment(None, run, data=config, resume=True)
+    assert again["methods"] == summary["methods"]
+    assert again["llm_cache"]["misses"] == 0

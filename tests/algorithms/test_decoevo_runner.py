@@ -1,0 +1,100 @@
+"""`coevo run` with `algorithm: decoevo` on a replay model: summary, report, CLI, resume."""
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+from decoevo_fakes import rules, write_data
+from typer.testing import CliRunner
+
+from coevo.cli import app
+from coevo.runner import run_experiment
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("decoevo_runner")
+    data = write_data(tmp_path / "data.jsonl")
+    model = tmp_path / "replay.jsonl"
+    model.write_text("\n".join(json.dumps(r) for r in rules()) + "\n")
+    config = {
+        "algorithm": "decoevo", "data": {"source": str(data)}, "model": f"replay:{model}",
+        "seeds": [0, 1], "inner_steps": 2, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
+        "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
+    }
+    summary = run_experiment(None, tmp_path / "run", data=config)
+    return tmp_path, config, model, data, summary
+
+
+def test_summary_report_and_skill_history(setup):
+    tmp_path, config, _, _, summary = setup
+    assert set(summary["methods"]) == {"zero_shot", "skillopt", "sc_coevo", "decoevo"}
+    for entry in summary["methods"].values():
+        assert entry["test_mean"] == pytest.approx(6 / 9) and entry["test_sd"] == 0.0
+    assert set(summary["skill_versions"]) == {"solver", "rubric_generator"}
+    assert any(v["method"] == "decoevo" and v["version"] > 0 for v in summary["skill_versions"]["solver"])
+    ci = summary["decoevo_minus_skillopt_ci"]
+    assert ci["n_pairs"] == 6 and ci["low"] <= ci["mean_diff"] <= ci["high"]
+    assert summary["table"]["columns"][0] == "method" and len(summary["table"]["rows"]) == 4
+    assert {"inner", "outer"} <= set(summary["cost"])
+    assert len(summary["trajectory"]["decoevo"]) == 3  # steps 0, 1, 2
+    run = tmp_path / "run"
+    assert (run / "skills" / "decoevo" / "seed1" / "solver_v1.md").is_file()
+    assert (run / "skills" / "decoevo" / "seed0" / "rubric_generator_v0.md").is_file()
+    page = (run / "report.html").read_text()
+    assert "Skill history" in page and "Diagnostic trajectory" in page and "data:image/png" in page
+    assert "DecoEvo: gold-rubric test score" in page
+
+
+def test_repeated_run_is_answered_from_the_cache(setup):
+    tmp_path, config, _, _, first = setup
+    repeat = tmp_path / "repeat"
+    shutil.copytree(tmp_path / "run", repeat)
+    with sqlite3.connect(repeat / "run.sqlite") as db:  # forget finished steps: rerun every loop
+        db.execute("DELETE FROM steps")
+    again = run_experiment(None, repeat, data=config, resume=True)
+    assert again["methods"] == first["methods"]
+    assert again["llm_cache"]["misses"] == 0
+
+
+def test_cli_show_skills_and_eval_skill(setup):
+    tmp_path, config, model, data, _ = setup
+    runner = CliRunner()
+    shown = runner.invoke(app, ["show", str(tmp_path / "run"), "--skills"])
+    assert shown.exit_code == 0, shown.output
+    assert "skill history" in shown.output and "rubric_generator" in shown.output
+    skill = tmp_path / "run" / "skills" / "decoevo" / "seed0" / "solver_v1.md"
+    result = runner.invoke(app, ["eval", "skill", "--skill", str(skill), "--data", str(data),
+                                 "--model", f"replay:{model}", "--limit", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output.strip().splitlines()[-1])
+    assert report["n_samples"] == 4 and report["gold_mean"] == pytest.approx(6 / 9)
+
+
+def test_data_without_gold_rubrics_is_refused_with_the_fix(setup):
+    tmp_path, config, _, _, _ = setup
+    config = dict(config)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({"id": f"b{i}", "prompt": f"p{i}"}) + "\n" for i in range(20)))
+    config["data"] = {"source": str(bare)}
+    from coevo.tasks.loaders import DataError
+
+    with pytest.raises(DataError, match="gold rubrics"):
+        run_experiment(None, tmp_path / "run2", data=config)
+
+
+def test_eval_skill_refuses_data_without_gold_rubrics_and_missing_files(setup, tmp_path):
+    _, _, model, _, _ = setup
+    from coevo.tasks.loaders import DataError
+
+    skill = tmp_path / "skill.md"
+    skill.write_text("<!-- header -->\nBe concise.\n")
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(json.dumps({"id": "b", "prompt": "p"}) + "\n")
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", "skill", "--skill", str(skill), "--data", str(bare),
+                                 "--model", f"replay:{model}"])
+    assert isinstance(result.exception, DataError) and "gold rubric" in str(result.exception)
+    result = runner.invoke(app, ["eval", "skill", "--skill", str(tmp_path / "nope.md"), "--data", str(bare)])
+    assert isinstance(result.exception, FileNotFoundError)

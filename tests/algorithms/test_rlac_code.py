@@ -1,0 +1,114 @@
+"""RLAC on code with the real code validator (sandbox) and replay generator/critic."""
+
+import pytest
+
+import coevo.llm.specs as specs
+import coevo.train.dpo as dpo
+from coevo.algorithms.rlac import RlacConfig, run_rlac
+from coevo.config import validate
+from coevo.llm.replay import ReplayModel
+from coevo.store import RunStore
+from coevo.tasks.code import count_test_cases, load_humaneval
+from coevo.train.common import TrainResult
+
+GOOD = """```python
+from typing import List
+
+def has_close_elements(numbers: List[float], threshold: float) -> bool:
+    for i, a in enumerate(numbers):
+        for j, b in enumerate(numbers):
+            if i != j and abs(a - b) < threshold:
+                return True
+    return False
+```"""
+BAD = """```python
+def has_close_elements(numbers, threshold):
+    return len(numbers) < 0
+```"""
+TRUNCATE = """```python
+def truncate_number(number: float) -> float:
+    return number % 1.0
+```"""
+CATCHING_TEST = "<think>empty?</think><testcase> CALL: has_close_elements([1.0, 1.1], 0.5) </testcase>"
+NO_TEST = "The code looks correct."
+
+MODELS = {
+    "gen": [{"match": "has_close_elements", "completions": [GOOD, BAD]},
+            {"match": "truncate_number", "completions": [TRUNCATE]}],
+    "crit": [{"match": "len(numbers) < 0", "completions": [CATCHING_TEST, NO_TEST]},
+             {"completions": [CATCHING_TEST, NO_TEST]}],
+}
+
+
+@pytest.fixture
+def trained(monkeypatch):
+    calls = []
+
+    def load_model(spec, store=None, trainable=False, **options):
+        return ReplayModel(rules=MODELS[spec])
+
+    def train_dpo(policy, pairs, settings, output_dir, **kwargs):
+        calls.append((str(output_dir), list(pairs)))
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0,
+                           seconds_per_step=0.0, peak_rss_mb=0.0)
+
+    monkeypatch.setattr(specs, "load_model", load_model)
+    monkeypatch.setattr(dpo, "train_dpo", train_dpo)
+    return calls
+
+
+def config(**changes):
+    data = {"algorithm": "rlac", "task": "code", "iterations": 1, "k": 2, "n": 2, "kl": False,
+            "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+            "code": {"unsafe_exec": True, "timeout_s": 5},
+            "data": {"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2"]}, **changes}
+    return validate(RlacConfig, data)
+
+
+def test_code_round_pairs_come_from_sandboxed_verdicts(tmp_path, trained):
+    store = RunStore(tmp_path)
+    summary = run_rlac(config(), store)
+    (gen_dir, gen_pairs), (crit_dir, crit_pairs) = trained
+    assert [(p.chosen, p.rejected) for p in gen_pairs] == [(GOOD, BAD)]
+    assert [(p.chosen, p.rejected) for p in crit_pairs] == [(CATCHING_TEST, NO_TEST)]
+    verdicts = sorted(r["verdict"] for _, r in store.get_records("rlac_proposal"))
+    # bad+test: caught; good+test: survived; both NO_TEST answers: invalid (no testcase).
+    assert verdicts == ["caught", "invalid", "invalid", "survived"]
+    n_tests = count_test_cases(load_humaneval(ids=["HumanEval/0"])[0])
+    assert summary["verification_calls"] == {"rlac": 4, "enumerative": 2 * n_tests, "used": 4}
+    assert summary["rounds"][0]["eval"]["pass_at_1"] == 1.0
+
+
+def test_code_enumerative_baseline_runs_every_reference_test(tmp_path, trained):
+    summary = run_rlac(config(verification="enumerative"), RunStore(tmp_path))
+    [(gen_dir, pairs)] = trained
+    assert [(p.chosen, p.rejected, p.source) for p in pairs] == [(GOOD, BAD, "enumerative:code")]
+    n_tests = count_test_cases(load_humaneval(ids=["HumanEval/0"])[0])
+    assert summary["verification_calls"]["used"] == 2 * n_tests
+
+
+def test_critic_examples_block_uses_a_call_from_the_docstring():
+    from coevo.algorithms.rlac import CodeDomain
+
+    [sample] = load_humaneval(ids=["HumanEval/2"])
+    hinted = CodeDomain(config(code={"unsafe_exec": True, "critic_examples": True}), None)
+    assert "<testcase> CALL: truncate_number(3.5) </testcase>" in hinted.critic_prompt(sample, TRUNCATE)
+    plain = CodeDomain(config(), None)
+    assert "truncate_number(3.5) </testcase>" not in plain.critic_prompt(sample, TRUNCATE)
+
+
+@pytest.mark.parametrize("text, call", [
+    ("Testcase:\n```python\nprint(truncate_number(3.5))\n# Output: 0.5\n```", "truncate_number(3.5)"),
+    (">>> truncate_number(2.25)\n0.25", "truncate_number(2.25)"),
+    ("assert truncate_number(1.5) == 0.5", "truncate_number(1.5)"),
+    ("def truncate_number(x):\n    return truncate_number(3)\n", None),  # inside a rewritten def
+    ("print(other(3))", None),
+])
+def test_a_bare_call_of_the_entry_point_is_read_as_a_call_test(text, call):
+    from coevo.algorithms.rlac import CodeDomain
+
+    [sample] = load_humaneval(ids=["HumanEval/2"])
+    proposal = CodeDomain(config(), None).proposal(sample, TRUNCATE, text)
+    assert proposal.valid == (call is not None)
+    if call:
+        assert proposal.parsed == {"kind": "call", "test": call, "format": "bare call"}

@@ -1,0 +1,75 @@
+"""RLAC end to end on the real embedded model with real DPO steps (one per domain).
+
+Test-sized: 1 iteration, 2 instructions, K=2, N=2, 32-token outputs, one DPO step per model.
+The loop runs on real generations and real critic proposals, the verdicts come from the
+noisy-validator switch (seeded labels) so that both models are sure to take a real DPO step,
+and the held-out metric (FactScore / pass@1 in the sandbox) and the KL are real.
+"""
+
+import json
+
+import pytest
+
+from coevo.runner import run_experiment
+
+pytestmark = pytest.mark.slow
+
+COMMON = {
+    "algorithm": "rlac", "iterations": 1, "k": 2, "n": 1, "torch_threads": 1,
+    "models": {"frozen_options": {"n_threads": 1}},
+    "sampling": {"generator": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 32},
+                 "critic": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 40},
+                 "judge": {"temperature": 0.0, "max_tokens": 16},
+                 "splitter": {"temperature": 0.0, "max_tokens": 96},
+                 "eval": {"temperature": 0.0, "max_tokens": 32}},
+    "dpo": {"max_steps": 1, "batch_size": 2, "max_length": 512, "max_prompt_length": 384,
+            "learning_rate": 1.0e-5},
+}
+
+
+def check_summary(run_dir, summary, proposals=1):
+    on_disk = json.loads((run_dir / "summary.json").read_text())
+    [rnd] = on_disk["rounds"]
+    assert set(rnd["checkpoints"]) == {"generator", "critic"}
+    assert on_disk["verification_calls"]["rlac"] == 2 * 2 * proposals  # 2 instructions x K=2 x N
+    assert on_disk["verification_calls"]["enumerative"] > 0
+    assert (run_dir / "report.html").exists()
+    if rnd["trained"]["generator"]:
+        assert rnd["training"]["generator"]["steps"] == 1
+        assert (run_dir / "round1" / "generator" / "final").is_dir()
+    assert "kl_from_base" in rnd["eval"]
+    return rnd
+
+
+def test_rlac_facts_e2e_real_model(tmp_path):
+    # With 32-token outputs the 135M critic's proposals are all invalid (measured: 4 of 4),
+    # which leaves nothing to train on; seeded noisy labels (seed 0: one generator pair, two
+    # critic pairs) make both models take real DPO steps. The real facts validator on the
+    # real model is measured by examples/rlac_bio_tiny.yaml (BENCHMARKS.md) and its logic
+    # by tests/validators/test_facts_*.py; FactScore here still uses the real judge.
+    config = {**COMMON, "task": "facts", "n": 2, "validator": "random", "seed": 0,
+              "data": {"train_ids": ["Albert Einstein", "Marie Curie"], "heldout_ids": ["Isaac Newton"],
+                       "sentences": 2},
+              "facts": {"judge": "llm", "atomic_facts": "sentences"}}
+    summary = run_experiment(None, tmp_path / "run", data=config)
+    rnd = check_summary(tmp_path / "run", summary, proposals=2)
+    assert rnd["trained"] == {"generator": True, "critic": True}
+    assert rnd["eval"]["factscore_precision"] is not None
+    assert rnd["eval"]["kl_from_base"] != 0.0
+
+
+def test_rlac_code_e2e_real_model(tmp_path):
+    # The 135M critic never writes a <testcase> (measured: 0 of 24 proposals in the tiny
+    # config), so the real validator would leave no pairs and no DPO step to test. The
+    # noisy-validator switch gives seeded labels instead (seed 0: one generator pair, two
+    # critic pairs), so both models take real DPO steps on real generations; pass@1 and the
+    # enumerative count still run every reference test in the sandbox. The code validator's
+    # own path is covered by tests/algorithms/test_rlac_code.py.
+    config = {**COMMON, "task": "code", "n": 2, "validator": "random", "seed": 0,
+              "data": {"train_ids": ["HumanEval/45", "HumanEval/2"], "heldout_ids": ["HumanEval/53"]},
+              "code": {"unsafe_exec": False, "timeout_s": 5, "critic_examples": True}}
+    summary = run_experiment(None, tmp_path / "run", data=config)
+    rnd = check_summary(tmp_path / "run", summary, proposals=2)
+    assert rnd["trained"] == {"generator": True, "critic": True}
+    assert rnd["eval"]["pass_at_1"] in (0.0, 1.0)
+    assert rnd["eval"]["kl_from_base"] != 0.0  # the generator moved away from its base

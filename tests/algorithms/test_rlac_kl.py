@@ -1,0 +1,38 @@
+"""The KL estimate of RLAC's metrics, on a tiny random transformers model (fast)."""
+
+import copy
+import math
+
+import pytest
+
+from coevo.algorithms.rlac import kl_estimate, sequence_logprobs
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from coevo.llm.embedded import hf_dir
+    from coevo.llm.local import LocalModel
+
+    tokenizer = AutoTokenizer.from_pretrained(str(hf_dir()))
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+    return LocalModel.from_loaded(LlamaForCausalLM(config).eval(), tokenizer, model_id="tiny")
+
+
+def test_sequence_logprobs_are_finite_and_negative(tiny):
+    [lp, empty] = sequence_logprobs(tiny.model, tiny.tokenizer, ["Say hi.", "x"], ["Hello there!", ""])
+    assert lp < 0 and math.isfinite(lp) and empty == 0.0
+
+
+def test_kl_of_a_model_with_itself_is_zero_and_a_changed_copy_differs(tiny):
+    import torch
+
+    assert kl_estimate(tiny, tiny, ["Say hi."], ["Hello there!"]) == pytest.approx(0.0, abs=1e-5)
+    other = copy.copy(tiny)
+    other.model = copy.deepcopy(tiny.model)
+    with torch.no_grad():
+        for p in other.model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    assert kl_estimate(tiny, other, ["Say hi."], ["Hello there!"]) != pytest.approx(0.0, abs=1e-3)

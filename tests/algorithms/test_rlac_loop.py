@@ -1,0 +1,178 @@
+"""RLAC's loop on replay models: pair construction, call counting, ablation switches.
+
+Models are replay models (deterministic answers) and `train_dpo` is replaced by a recorder,
+so these tests check the algorithm's bookkeeping, not learning; the slow e2e tests train.
+"""
+
+import json
+
+import pytest
+
+import coevo.llm.specs as specs
+import coevo.train.common as train_common
+import coevo.train.dpo as dpo
+from coevo.algorithms.rlac import (RlacConfig, best_vs_worst, critic_pairs, generator_pairs, reward,
+                                   run_rlac)
+from coevo.config import validate
+from coevo.llm.replay import ReplayModel
+from coevo.runner import run_experiment
+from coevo.store import RunStore
+from coevo.train.common import TrainResult
+from coevo.types import Sample, Verdict
+
+GOOD = "Albert Einstein was a physicist. He was born in Ulm. He developed the theory of relativity."
+BAD = "Albert Einstein was a physicist. He was born in Vienna. He developed the theory of relativity."
+CAUGHT = "reason: he was born in Ulm\nsentence: 2\nerror_fact: Einstein was born in Vienna."
+SURVIVED = "reason: hmm\nsentence: 2\nerror_fact: Einstein was born in Ulm."
+INVALID = "reason: nothing\nsentence: 7\nerror_fact: something odd"
+CURIE = "Marie Curie was born in Warsaw. She discovered polonium and radium."
+
+FACT_MODELS = {
+    "gen": [{"match": "biography of Albert Einstein", "completions": [GOOD, BAD]},
+            {"match": "biography of Marie Curie", "completions": [CURIE]}],
+    # The critic prompt holds the numbered output: its sentence 2 tells the outputs apart.
+    "crit": [{"match": "[2] He was born in Vienna.", "completions": [CAUGHT, INVALID]},
+             {"match": "[2] He was born in Ulm.", "completions": [SURVIVED, INVALID]}],
+}
+S = Sample(id="s", prompt="p")
+
+
+def v(kind):
+    return Verdict(verdict=kind)
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    """Replay models for every role and a recording `train_dpo`."""
+    trained = []
+    models = dict(FACT_MODELS)
+
+    def load_model(spec, store=None, trainable=False, **options):
+        model = ReplayModel(rules=models[spec])
+        model.model = None  # a trainable LocalModel's weights; the fake load_final ignores them
+        return model
+
+    def train_dpo(policy, pairs, settings, output_dir, **kwargs):
+        trained.append({"dir": str(output_dir), "pairs": list(pairs)})
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0,
+                           seconds_per_step=0.0, peak_rss_mb=0.0)
+
+    monkeypatch.setattr(specs, "load_model", load_model)
+    monkeypatch.setattr(dpo, "train_dpo", train_dpo)
+    monkeypatch.setattr(train_common, "load_final", lambda model, path: trained.append({"loaded": str(path)}))
+    return {"trained": trained, "models": models}
+
+
+def facts_config(**changes):
+    data = {"algorithm": "rlac", "task": "facts", "iterations": 1, "k": 2, "n": 2, "kl": False,
+            "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+            "facts": {"judge": "lexical", "atomic_facts": "sentences"},
+            "data": {"train_ids": ["Albert Einstein"], "heldout_ids": ["Marie Curie"]}}
+    for key, value in changes.items():
+        node = data
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return validate(RlacConfig, data)
+
+
+def test_reward_is_zero_only_when_caught():
+    assert [reward(v(k)) for k in ("caught", "survived", "invalid")] == [0, 1, 1]
+
+
+def test_generator_pairs_put_survivors_over_caught_outputs():
+    pairs = generator_pairs(S, "p", ["a", "b", "c", "d"], [1, 0, 1, 0], limit=3)
+    assert [(p.chosen, p.rejected) for p in pairs] == [("a", "b"), ("c", "b"), ("a", "d")]
+    assert generator_pairs(S, "p", ["a", "b"], [1, 1], limit=4) == []  # no negative: no signal
+    assert generator_pairs(S, "p", ["a", "a"], [1, 0], limit=4) == []  # identical texts: no pair
+
+
+def test_critic_pairs_put_confirmed_failures_over_rejected_proposals():
+    pairs = critic_pairs(S, "cp", ["x", "y", "z"], [v("caught"), v("invalid"), v("survived")], limit=5)
+    assert [(p.chosen, p.rejected) for p in pairs] == [("x", "y"), ("x", "z")]
+    assert all(p.source == "rlac:critic" and p.prompt == "cp" for p in pairs)
+
+
+def test_best_vs_worst_needs_a_difference():
+    [pair] = best_vs_worst(S, "p", ["a", "b", "c"], [0.5, 1.0, 0.0], "enumerative:facts")
+    assert (pair.chosen, pair.rejected) == ("b", "c")
+    assert best_vs_worst(S, "p", ["a", "b"], [1.0, 1.0], "x") == []
+
+
+def test_adversarial_round_builds_both_pair_sets_and_counts_calls(tmp_path, fakes):
+    store = RunStore(tmp_path)
+    summary = run_rlac(facts_config(), store)
+    gen, crit = fakes["trained"]
+    assert gen["dir"].endswith("round1/generator") and crit["dir"].endswith("round1/critic")
+    assert [(p.chosen, p.rejected) for p in gen["pairs"]] == [(GOOD, BAD)]
+    # Bad output: CAUGHT confirmed vs INVALID rejected. Good output: no confirmed proposal.
+    assert [(p.chosen, p.rejected) for p in crit["pairs"]] == [(CAUGHT, INVALID)]
+    assert "factual checker" in crit["pairs"][0].prompt
+    # 1 instruction x K=2 outputs x N=2 proposals; enumerative = 3 sentences x 2 outputs.
+    assert summary["verification_calls"] == {"rlac": 4, "enumerative": 6, "used": 4}
+    assert summary["verification_call_ratio"] == 1.5
+    [rnd] = summary["rounds"]
+    assert rnd["critic"]["detection_rate"] == 0.25
+    assert rnd["critic"]["outcome_invalid"] == 0.5 and rnd["critic"]["outcome_survived"] == 0.25
+    assert rnd["checkpoints"]["generator"].endswith("round1/generator/final")
+    assert rnd["eval"]["factscore_precision"] == 1.0 and summary["baseline"]["facts_correct"] == 2.0
+    verdicts = [r["verdict"] for _, r in store.get_records("rlac_proposal")]
+    assert sorted(verdicts) == ["caught", "invalid", "invalid", "survived"]
+    names = {(m["stage"], m["name"], m["round"]) for m in store.metrics()}
+    assert {("generator", "factscore_precision", 0), ("generator", "factscore_precision", 1),
+            ("critic", "detection_rate", 1), ("verification", "calls_rlac", 1),
+            ("rollout", "output_tokens", 1)} <= names
+
+
+def test_static_critic_proposes_once_and_never_trains(tmp_path, fakes):
+    store = RunStore(tmp_path)
+    summary = run_rlac(facts_config(critic_training="static"), store)
+    [gen] = fakes["trained"]
+    assert store.get_meta("warnings") == []  # a static critic has no pairs by design
+    assert gen["dir"].endswith("generator")
+    assert summary["verification_calls"]["rlac"] == 2  # one proposal per output
+    assert summary["condition"] == "rlac-static"
+
+
+def test_noisy_validator_uses_random_labels(tmp_path, fakes):
+    store = RunStore(tmp_path)
+    summary = run_rlac(facts_config(validator="random", k=2, n=3), store)
+    verdicts = {r["verdict"] for _, r in store.get_records("rlac_proposal")}
+    assert verdicts <= {"caught", "survived"}
+    assert summary["verification_calls"]["rlac"] == 6
+    assert summary["condition"] == "rlac-adversarial-noisy-validator"
+
+
+def test_enumerative_baseline_verifies_every_fact_and_pairs_best_vs_worst(tmp_path, fakes):
+    summary = run_rlac(facts_config(verification="enumerative"), RunStore(tmp_path))
+    [gen] = fakes["trained"]  # no critic in this baseline
+    assert [(p.chosen, p.rejected, p.source) for p in gen["pairs"]] == [(GOOD, BAD, "enumerative:facts")]
+    assert summary["verification_calls"] == {"rlac": 2, "enumerative": 6, "used": 6}
+
+
+def test_runner_writes_the_summary_contract_and_resumes_without_retraining(tmp_path, fakes):
+    config = facts_config().model_dump(mode="json")
+    summary = run_experiment(None, tmp_path / "run", data=config)
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert on_disk["base_model"] == "gen"
+    assert set(on_disk["rounds"][0]["checkpoints"]) == {"generator", "critic"}
+    assert set(on_disk["verification_calls"]) >= {"rlac", "enumerative"}
+    report = (tmp_path / "run" / "report.html").read_text()
+    assert "RLAC iterations" in report and "verification calls (Fig. 2b)" in report
+    assert summary["table"]["rows"][0]["round"] == 0
+    trained = len(fakes["trained"])
+    again = run_experiment(None, tmp_path / "run", data=facts_config().model_dump(mode="json"), resume=True)
+    assert [t for t in fakes["trained"][trained:] if "dir" in t] == []  # nothing retrained
+    assert again["verification_calls"] == summary["verification_calls"]
+
+
+def test_a_round_without_pairs_warns_and_does_not_train(tmp_path, fakes):
+    fakes["models"]["crit"] = [{"completion": INVALID}]  # the critic never names a real sentence
+    store = RunStore(tmp_path)
+    summary = run_rlac(facts_config(), store)
+    assert fakes["trained"] == [] and summary["rounds"][0]["trained"] == {"generator": False, "critic": False}
+    assert summary["rounds"][0]["critic"]["outcome_invalid"] == 1.0
+    warnings = store.get_meta("warnings")
+    assert any("no generator preference pairs" in w for w in warnings)
+    assert any("no critic preference pairs" in w for w in warnings)

@@ -1,0 +1,212 @@
+"""TAIScore on the real embedded model with real TRL steps (slow; CI still runs them).
+
+One end-to-end run of a test-sized examples/taiscore_tiny.yaml through the CLI, and a
+resume inside a DPO stage with the real glue (a trainer killed after its first checkpoint).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "examples" / "taiscore_tiny.yaml"
+# One round, a few prompts, one GRPO and one DPO step, short generations: the loop's every
+# stage runs for real, in minutes.
+TEST_SIZE = [
+    "rounds=1", "data.limit=5", "evaluation.prompts=1", "critic_queries=1", "pairs_per_round=2",
+    "grpo.max_steps=1", "grpo.num_generations=2", "grpo.max_completion_length=24", "dpo.max_steps=1",
+    "sampling.rollout.max_tokens=24", "sampling.revision.max_tokens=24",
+]
+
+
+def _weights_differ_from_base(checkpoint: str, base: str) -> bool:
+    import torch
+    from safetensors.torch import load_file
+
+    path = Path(checkpoint)
+    if (path / "adapter_config.json").exists():
+        adapter = load_file(str(path / "adapter_model.safetensors"))
+        # LoRA B starts at zero: any non-zero B means the adapter changed the base's output.
+        return any(t.abs().sum() > 0 for k, t in adapter.items() if "lora_B" in k)
+    trained = load_file(str(path / "model.safetensors"))
+    original = load_file(str(Path(base) / "model.safetensors"))
+    return any(not torch.equal(trained[k], original[k]) for k in trained if k in original)
+
+
+def test_tiny_config_end_to_end_trains_both_models(tmp_path):
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "coevo.cli", "run", str(TINY), "--out", str(out)]
+    for item in TEST_SIZE:
+        args += ["--set", item]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=1500,
+                          env={**os.environ, "COEVO_QUIET": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert Path(summary["base_model"]).is_dir()
+    assert [r["round"] for r in summary["rounds"]] == [1]
+    (record,) = summary["rounds"]
+    for role in ("actor", "critic"):
+        checkpoint = record["checkpoints"][role]
+        assert Path(checkpoint).is_dir(), role
+        assert _weights_differ_from_base(checkpoint, summary["base_model"]), f"{role} weights did not change"
+    metrics = record["metrics"]
+    assert metrics["grpo_steps"] == 1 and metrics["dpo_steps"] == 1 and metrics["pairs_selected"] >= 1
+    assert "reward_mean" in metrics and "invalid_judgment_rate" in metrics
+    assert (out / "report.html").exists()
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(record["checkpoints"]["actor"])  # loadable as such
+
+
+class _CountingReviser:
+    """Stands in for the actor inside the reward: the k-th revision asked for is 'REV{k}'."""
+
+    model_id = "counting-reviser"
+
+    def __init__(self):
+        self.k = 0
+
+    def generate(self, conversations, sampling, n=1):
+        from coevo.types import Completion
+
+        out = []
+        for _ in conversations:
+            out.append([Completion(text=f"REV{self.k}")])
+            self.k += 1
+        return out
+
+
+def test_group_normalisation_happens_once_in_trl(monkeypatch, tmp_path):
+    """Known judge scores -> the reward returns them raw -> TRL's advantages are their
+    per-group z-scores, computed once (the glue adds no normalisation of its own)."""
+    import torch
+    from trl import GRPOTrainer
+
+    from coevo.algorithms.taiscore import make_reward_fn
+    from coevo.llm.replay import ReplayModel
+    from coevo.llm.specs import load_model
+    from coevo.roles.actor import Actor
+    from coevo.roles.judges import TaiScoreJudge
+    from coevo.train.grpo import GRPOSettings, train_grpo
+    from coevo.types import Sampling
+
+    scores = [2, 4, 6, 9, 1, 1, 1, 10]  # two groups of N=4 critiques
+    dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+    rules = [{"match": f"after the critique):\nREV{k}", "completion": json.dumps(
+        {**{d: {"score": s, "reason": "r"} for d in dims}, "score": s})} for k, s in enumerate(scores)]
+    judge = TaiScoreJudge(ReplayModel(rules=rules), Sampling())
+    actor = Actor(_CountingReviser(), Sampling())
+    inner = make_reward_fn(actor, judge.judge, "taiscore")
+    returned = []
+
+    def reward_fn(prompts, completions, **columns):
+        values = inner(prompts, completions, **columns)
+        returned.extend(values)
+        return values
+
+    advantages = []
+    original = GRPOTrainer._generate_and_score_completions
+
+    def spy(self, inputs):
+        output = original(self, inputs)
+        advantages.append(output["advantages"].detach().clone())
+        return output
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", spy)
+    policy = load_model("smollm2", trainable=True)
+    prompts = [[{"role": "user", "content": f"Critique this: response {i}"}] for i in range(2)]
+    extra = {"x": ["x0", "x1"], "y0": ["a", "b"], "sample_id": ["s0", "s1"]}
+    # beta=0: no KL reference to build; the advantages do not depend on it.
+    settings = GRPOSettings(num_generations=4, batch_size=8, max_steps=1, max_completion_length=4,
+                            save_steps=100, beta=0.0)
+    train_grpo(policy, prompts, reward_fn, settings, tmp_path / "grpo", extra_columns=extra)
+    assert returned == [float(s) for s in scores]  # raw judge scores, in completion order
+    raw = torch.tensor(scores, dtype=torch.float32).view(2, 4)
+    expected = ((raw - raw.mean(1, keepdim=True)) / (raw.std(1, keepdim=True) + 1e-4)).view(-1)
+    assert torch.allclose(advantages[0].view(-1), expected, atol=1e-4)
+
+
+class _ScriptedJudge:
+    """A judge that always prefers the revision (whatever order it is shown in) and gives
+    every rollout TAIScore 5: the pair filter then keeps pairs however the real actor writes."""
+
+    model_id = "scripted-judge"
+
+    def __init__(self, initial_responses):
+        self.initial = initial_responses
+
+    def generate(self, conversations, sampling, n=1):
+        from coevo.types import Completion
+
+        dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+        out = []
+        for conversation in conversations:
+            text = conversation[-1].content
+            if "Response 1:" in text:
+                first = text.split("Response 1:\n", 1)[1].split("\n\nResponse 2:\n", 1)[0]
+                answer = "2" if first.strip() in self.initial() else "1"
+            else:
+                answer = json.dumps({**{d: {"score": 5, "reason": "r"} for d in dims}, "score": 5})
+            out.append([Completion(text=answer)] * n)
+        return out
+
+
+def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path):
+    """Kill DPO after its first saved step; resume: GRPO is not redone (its final checkpoint
+    is restored), the pool's judged rollouts are reused, and DPO continues from checkpoint-1."""
+    from functools import partial
+
+    from transformers import TrainerCallback
+
+    from coevo.algorithms.taiscore import TaiScoreConfig, default_backend, run_taiscore
+    from coevo.config import validate
+    from coevo.store import RunStore
+    from coevo.train.dpo import train_dpo
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Write one line about {w}."}) + "\n"
+                            for i, w in enumerate(["rain", "salt", "bells"])))
+    tokens = {"temperature": 0.8, "top_p": 0.95, "max_tokens": 8}
+    config = validate(TaiScoreConfig, {
+        "algorithm": "taiscore", "data": {"source": str(data)}, "rounds": 1, "pairs_per_round": 2,
+        "sampling": {"rollout": tokens, "revision": {**tokens, "temperature": 0.2}},
+        "grpo": {"num_generations": 2, "batch_size": 2, "max_steps": 1, "save_steps": 1, "learning_rate": 1e-5},
+        "dpo": {"batch_size": 1, "max_steps": 2, "save_steps": 1, "learning_rate": 1e-5, "max_length": 256,
+                "max_prompt_length": 192},
+        "evaluation": {"holdout": 0.0}})
+    store = RunStore(tmp_path / "run")
+    judge = _ScriptedJudge(lambda: {text.strip() for _, text in store.get_records("coevolution/round1/y0")})
+
+    class Killed(RuntimeError):
+        pass
+
+    class KillAfterFirstSave(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            raise Killed("simulated kill after checkpoint-1")
+
+    backend = default_backend()
+    backend.load_frozen = lambda spec: judge
+    backend.train_dpo = partial(train_dpo, callbacks=[KillAfterFirstSave()])
+    with pytest.raises(Killed):
+        run_taiscore(config, store, backend)
+    assert store.step_result("coevolution/round1/critic") is not None
+    assert store.step_result("coevolution/round1/actor") is None
+    pool = store.rollouts("coevolution/round1/pool0")
+    assert len(pool) == 3
+
+    resumed = default_backend()
+    resumed.load_frozen = lambda spec: judge
+    grpo_calls = []
+    resumed.train_grpo = lambda *a, **k: grpo_calls.append(a)
+    summary = run_taiscore(config, store, resumed)
+    assert grpo_calls == []  # the finished critic stage was restored, not retrained
+    result = store.step_result("coevolution/round1/actor")
+    assert result["resumed_from"].endswith("checkpoint-1") and result["steps"] == 2
+    assert [r.c for r in store.rollouts("coevolution/round1/pool0")] == [r.c for r in pool]
+    assert summary["rounds"][0]["checkpoints"]["actor"] == result["checkpoint"]

@@ -1,0 +1,276 @@
+"""TAIScore loop logic on replay models with fake trainers: rewards, pair filter, shards,
+conditions, resume bookkeeping. No weights change here; the slow tests train for real."""
+
+import json
+import math
+
+import pytest
+
+from coevo.algorithms.taiscore import (
+    Backend,
+    TaiScoreConfig,
+    make_reward_fn,
+    resolve_conditions,
+    run_taiscore,
+    select_pairs,
+)
+from coevo.config import ConfigError, validate
+from coevo.llm.replay import ReplayModel
+from coevo.roles.actor import Actor
+from coevo.roles.judges import PairwiseJudge, TaiScoreJudge
+from coevo.store import RunStore
+from coevo.train.common import TrainResult
+from coevo.types import Rollout, Sampling
+
+RUBRIC = {"criteria": [{"name": "clarity", "weight": 1}, {"name": "detail", "weight": 1}]}
+
+
+def _taiscore_answer(score):
+    dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+    return json.dumps({**{d: {"score": score, "reason": "r"} for d in dims}, "score": score})
+
+
+def _gold(a, b):
+    return json.dumps({"criteria": [{"name": "clarity", "score": a, "reason": "r"},
+                                    {"name": "detail", "score": b, "reason": "r"}]})
+
+
+RULES = [
+    # judges first: their prompts quote responses that other rules would match
+    {"match": "evaluation criteria", "completion": _gold(6, 6)},
+    {"match": ["Response 1:\nGOOD"], "completion": "1"},
+    {"match": ["Response 2:\nGOOD"], "completion": "2"},
+    {"match": "Response 1:", "completion": "tie"},
+    {"match": "Response B (revised response", "completion": _taiscore_answer(7)},
+    {"match": "Your Critique:", "completions": ["CRIT-A", "CRIT-B"]},
+    {"match": "Revised Response:", "completion": "GOOD revision"},
+    {"completion": "plain initial"},
+]
+
+
+class FakeLocal(ReplayModel):
+    """A 'trainable' replay model: training only changes its id."""
+
+    def __init__(self, spec):
+        super().__init__(rules=RULES)
+        self.model_id = f"fake:{spec}"
+        self.spec = spec
+
+    def refresh_model_id(self):
+        return self.model_id
+
+
+class FakeTrainers:
+    def __init__(self):
+        self.grpo_calls, self.dpo_calls, self.restored = [], [], []
+
+    def grpo(self, policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None):
+        # Score N completions per prompt the way TRL would call the reward.
+        n = settings.num_generations
+        completions = [[{"role": "assistant", "content": f"CRIT-{i}"}] for _ in prompts for i in range(n)]
+        columns = {k: [v for v in values for _ in range(n)] for k, values in extra_columns.items()}
+        rewards = reward_fn(prompts=[p for p in prompts for _ in range(n)], completions=completions, **columns)
+        self.grpo_calls.append({"prompts": prompts, "columns": extra_columns, "rewards": rewards,
+                                "policy": policy.spec, "dir": str(output_dir)})
+        policy.model_id += "+grpo"
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=1.0, seconds_per_step=1.0,
+                           peak_rss_mb=1.0, metrics={"loss": 0.5})
+
+    def dpo(self, policy, pairs, settings, output_dir, *, reference=None, resume=True):
+        self.dpo_calls.append({"pairs": pairs, "policy": policy.spec, "dir": str(output_dir)})
+        policy.model_id += "+dpo"
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=1.0, seconds_per_step=1.0,
+                           peak_rss_mb=1.0, metrics={"train_loss": 0.6})
+
+    def backend(self):
+        return Backend(load_trainable=FakeLocal, restore=lambda m, ckpt, s: self.restored.append(ckpt),
+                       train_grpo=self.grpo, train_dpo=self.dpo, load_frozen=FakeLocal)
+
+
+def _data(tmp_path, n=12):
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Write about topic {i}.", "rubric": RUBRIC})
+                            + "\n" for i in range(n)))
+    return str(path)
+
+
+def _config(tmp_path, **extra):
+    data = {"algorithm": "taiscore", "data": {"source": _data(tmp_path)}, "rounds": 2,
+            "pairs_per_round": 2, "grpo": {"num_generations": 2}, "evaluation": {"holdout": 0.25}}
+    data.update(extra)
+    return validate(TaiScoreConfig, data)
+
+
+def test_reward_fn_returns_raw_judge_scores_in_completion_order():
+    """Known judge scores per critique come back unchanged (no normalisation here)."""
+    scores = {"CRIT-0": 2, "CRIT-1": 4, "CRIT-2": 6, "CRIT-3": 9}
+    rules = [{"match": ["Critique of Response A:\n" + c], "completion": _taiscore_answer(s)}
+             for c, s in scores.items()]
+    rules += [{"match": "Response B", "completion": "not json at all"},
+              {"match": "Revised Response:", "completion": "revised"}]
+    model = ReplayModel(rules=rules)
+    actor = Actor(model, Sampling(), revise_sampling=Sampling(temperature=0.2))
+    judge = TaiScoreJudge(model, Sampling())
+    seen = []
+    reward_fn = make_reward_fn(actor, judge.judge, "taiscore", on_scored=seen.extend)
+    critiques = ["CRIT-0", "CRIT-1", "CRIT-2", "CRIT-3", "CRIT-X"]
+    rewards = reward_fn(prompts=[[]] * 5, completions=[[{"role": "assistant", "content": c}] for c in critiques],
+                        x=["x"] * 5, y0=["y0"] * 5, sample_id=["s"] * 5, trainer_state=None)
+    assert rewards == [2.0, 4.0, 6.0, 9.0, None]  # unreadable -> None (TRL: NaN, zero advantage)
+    assert [r.c for r in seen] == critiques and all(r.y1 == "revised" for r in seen)
+    assert len({r.sample_id for r in seen}) == 5  # one stored rollout per distinct critique
+
+
+def test_critique_quality_reward_does_not_ask_the_actor_to_revise():
+    answer = json.dumps({d: {"score": 6, "reason": "r"} for d in (
+        "specificity", "actionability", "priority", "faithfulness", "coverage", "constructiveness")})
+    model = ReplayModel(rules=[{"completion": answer}])
+    actor_model = ReplayModel(rules=[{"completion": "revised"}])
+    from coevo.roles.judges import CritiqueQualityJudge
+
+    reward_fn = make_reward_fn(Actor(actor_model, Sampling()), CritiqueQualityJudge(model, Sampling()).judge,
+                               "critique_quality")
+    assert reward_fn(prompts=[[]], completions=["c"], x=["x"], y0=["y"], sample_id=["s"]) == [6.0]
+    assert actor_model.calls == []
+
+
+def test_pair_filter_drops_ties_and_y0_wins_and_maps_order_back():
+    model = ReplayModel(rules=RULES)
+    judge = PairwiseJudge(model, Sampling())
+    kinds = {"win": ("plain", "GOOD y1"), "loss": ("GOOD y0", "plain y1"), "tie": ("plain", "plain y1")}
+    rollouts = []
+    for i in range(24):
+        kind = ("win", "win", "loss", "tie")[i % 4]
+        y0, y1 = kinds[kind]
+        rollouts.append(Rollout(sample_id=f"{kind}{i}", x="x", y0=y0, c="c", y1=y1))
+    verdicts = judge.judge_rollouts(rollouts, seed=3)
+    shown = [v.shown_order for v in verdicts]
+    assert ["y0", "y1"] in shown and ["y1", "y0"] in shown  # both orders were shown
+    for rollout, verdict in zip(rollouts, verdicts):
+        rollout.judgments["pairwise"] = verdict
+        expected = {"win": 1.0, "loss": 0.0, "tie": 0.5}[rollout.sample_id.rstrip("0123456789")]
+        assert verdict.score == expected
+    rollouts.append(Rollout(sample_id="unread", x="x", y0="a", y1="b"))  # never judged: dropped
+    chosen, counts = select_pairs(rollouts, 5, seed=0)
+    assert (counts.y1_wins, counts.y0_wins, counts.ties, counts.invalid, counts.selected) == (12, 6, 6, 1, 5)
+    assert all(r.sample_id.startswith("win") for r in chosen) and len({r.sample_id for r in chosen}) == 5
+    again, _ = select_pairs(rollouts, 5, seed=0)
+    assert [r.sample_id for r in again] == [r.sample_id for r in chosen]  # seeded
+    other = {tuple(r.sample_id for r in select_pairs(rollouts, 5, seed=s)[0]) for s in range(5)}
+    assert len(other) > 1  # a uniform sample, not the first M
+    everything, _ = select_pairs(rollouts, 100, seed=0)
+    assert len(everything) == 12  # M larger than the eligible set: all of them, once
+
+
+def test_shards_are_disjoint_across_rounds_and_held_out(tmp_path):
+    trainers = FakeTrainers()
+    store = RunStore(tmp_path / "run")
+    summary = run_taiscore(_config(tmp_path), store, trainers.backend())
+    shards = store.get_meta("shards")
+    held = set(store.get_meta("held_out"))
+    ids = [set(v) for v in shards.values()]
+    assert len(ids) == 2 and not ids[0] & ids[1] and not (ids[0] | ids[1]) & held
+    assert ids[0] | ids[1] | held == {f"q{i}" for i in range(12)}
+    # round r's critic trains on shard r-1 only, with the Table 6 prompt in chat format
+    for r, call in enumerate(trainers.grpo_calls):
+        assert set(call["columns"]["sample_id"]) == ids[r]
+        assert call["prompts"][0][0]["role"] == "user" and "Your Critique:" in call["prompts"][0][0]["content"]
+        assert call["rewards"] == [7.0] * len(call["rewards"])
+    for r, call in enumerate(trainers.dpo_calls):
+        assert {p.sample_id for p in call["pairs"]} <= ids[r] and len(call["pairs"]) == 2
+        assert all(p.chosen == "GOOD revision" and p.rejected == "plain initial" for p in call["pairs"])
+    assert [rec["round"] for rec in summary["rounds"]] == [1, 2]
+    assert summary["rounds"][1]["checkpoints"]["actor"].endswith("round2/actor/final")
+    assert summary["rounds"][1]["checkpoints"]["critic"].endswith("round2/critic/final")
+    metrics = summary["rounds"][0]["metrics"]
+    assert metrics["reward_mean"] == 7.0 and metrics["pairs_selected"] == 2
+    assert metrics["gold_score"] == 6.0 and metrics["win_rate_vs_round0"] == 0.5
+    assert metrics["invalid_judgment_rate"] == 0.0
+    logged = {(m["round"], m["name"]) for m in store.metrics("coevolution")}
+    assert {(0, "gold_score"), (1, "reward_mean"), (2, "win_rate_vs_round0"), (2, "refine_delta")} <= logged
+    assert summary["table"]["columns"][:3] == ["metric", "round 0", "round 1"]
+    rewards = store.get_meta("distributions")["critic training reward (GRPO)"]["coevolution"]
+    assert set(rewards) == {"1", "2"} and set(rewards["1"]) == {7.0}
+    from coevo.report import build_report
+
+    html = build_report(tmp_path / "run").read_text()
+    assert "TAIScore: rounds" in html and html.count("<img") > 5  # plots over rounds
+
+
+def test_resume_skips_finished_stages_and_restores_their_checkpoints(tmp_path):
+    trainers = FakeTrainers()
+    config = _config(tmp_path)
+    store = RunStore(tmp_path / "run")
+    first = run_taiscore(config, store, trainers.backend())
+    again = FakeTrainers()
+    second = run_taiscore(config, store, again.backend())
+    assert again.grpo_calls == [] and again.dpo_calls == []
+    assert len(again.restored) == 4  # critic and actor of both rounds, in order
+    assert second["rounds"] == first["rounds"]
+
+
+def test_conditions_share_data_and_make_one_table(tmp_path):
+    trainers = FakeTrainers()
+    config = _config(tmp_path, conditions=["off_the_shelf", "taiscore", "coevolution",
+                                           {"name": "og", "preset": "outcome_gain"}], seeds=2)
+    store = RunStore(tmp_path / "run")
+    summary = run_taiscore(config, store, trainers.backend())
+    table = summary["table"]
+    assert [row["condition"] for row in table["rows"]] == ["base actor (round 0)", "off_the_shelf", "taiscore",
+                                                          "coevolution", "og"]
+    rows = {row["condition"]: row for row in table["rows"]}
+    assert rows["coevolution"]["rounds"] == 2 and rows["taiscore"]["rounds"] == 1
+    assert rows["taiscore"]["gold_score"] == "6.000 ± 0.000"  # mean ± sd over 2 seeds
+    # single stage: one critic stage on all shards, one DPO on M pairs per shard
+    single = [c for c in trainers.grpo_calls if "/taiscore/" in c["dir"]]
+    train = sum(len(ids) for ids in store.get_meta("shards").values())
+    assert len(single) == 2 and len(single[0]["prompts"]) == train
+    assert all(len(c["pairs"]) == 4 for c in trainers.dpo_calls if "/taiscore/" in c["dir"])
+    # off the shelf: no critic training at all, the critic checkpoint is None
+    assert not any("off_the_shelf" in c["dir"] for c in trainers.grpo_calls)
+    off = [c for c in summary["conditions"] if c["condition"] == "off_the_shelf"][0]
+    assert off["rounds"][0]["checkpoints"]["critic"] is None
+    # outcome-gain reward: the critic is rewarded with the 1 / 0.5 / 0 judge
+    og = [c for c in trainers.grpo_calls if "/og/" in c["dir"]][0]
+    assert set(og["rewards"]) <= {None, 0.0, 0.5, 1.0}
+    assert len(summary["conditions"]) == 8 and "TAIScore: conditions" in store.get_meta("tables")
+
+
+def test_matching_trains_the_critic_against_the_tailored_actor(tmp_path):
+    trainers = FakeTrainers()
+    config = _config(tmp_path, conditions=[{"name": "tailored", "preset": "matching", "tailored_to": "other"}])
+    run_taiscore(config, RunStore(tmp_path / "run"), trainers.backend())
+    assert len(trainers.grpo_calls) == 1 and trainers.dpo_calls[0]["policy"] == "smollm2"
+    with pytest.raises(ConfigError, match="tailored_to"):
+        resolve_conditions(_config(tmp_path, conditions=["matching"]))
+
+
+def test_config_errors_name_the_problem(tmp_path):
+    with pytest.raises(ConfigError, match="unknown preset"):
+        validate(TaiScoreConfig, {"conditions": ["nope"]})
+    with pytest.raises(ConfigError, match="empty"):
+        run_taiscore(_config(tmp_path, rounds=20), RunStore(tmp_path / "r"), FakeTrainers().backend())
+    assert not math.isnan(TaiScoreConfig().dpo.beta) and TaiScoreConfig().dpo.beta == 0.1
+
+
+def test_quickstart_runs_one_small_taiscore_round(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    import coevo.runner
+    from coevo.cli import app
+
+    seen = {}
+
+    def fake_run(config_path, out, *, resume=False, overrides=(), data=None):
+        seen["config"] = validate(TaiScoreConfig, data)
+        return {"table": {"columns": ["metric", "round 0", "round 1"],
+                          "rows": [{"metric": "gold_score", "round 0": 5.0, "round 1": 5.5}]},
+                "report": str(tmp_path / "report.html")}
+
+    monkeypatch.setattr(coevo.runner, "run_experiment", fake_run)
+    result = CliRunner().invoke(app, ["quickstart", "--out", str(tmp_path / "qs"), "--prompts", "6"])
+    assert result.exit_code == 0, result.output
+    config = seen["config"]
+    assert config.rounds == 1 and config.data.limit == 6 and config.evaluation.prompts == 2
+    assert resolve_conditions(config)[0].name == "coevolution"
+    assert "gold_score" in result.output and "report.html" in result.output

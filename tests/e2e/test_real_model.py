@@ -1,0 +1,75 @@
+"""End to end on the real embedded model (SmolLM2-135M-Instruct through llama.cpp)."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _coevo(*args, **kwargs):
+    env = {**os.environ, "COEVO_QUIET": "1"}
+    return subprocess.run([sys.executable, "-m", "coevo.cli", *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=900, **kwargs)
+
+
+def test_refine_json_on_the_embedded_model():
+    proc = _coevo("refine", "--prompt", "Write a two-line poem about morning rain.", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["y0"].strip() and result["critique"].strip() and result["y1"].strip()
+    assert set(result["taiscore"]) >= {"critique_quality", "critique_uptake", "quality_gain",
+                                       "prompt_faithfulness", "score", "valid"}
+    if result["taiscore"]["valid"]:
+        assert 1 <= result["taiscore"]["score"] <= 10
+
+
+def _cached_calls(run_dir):
+    try:
+        with sqlite3.connect(run_dir / "run.sqlite", timeout=5) as db:
+            return db.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_then_resume_loses_and_recomputes_nothing(tmp_path):
+    config = tmp_path / "controls.yaml"
+    config.write_text(
+        "algorithm: controls\n"
+        "data: {source: 'bundled:writing', limit: 3}\n"
+        "evaluator: pairwise\n"
+        "sampling:\n"
+        "  rollout: {temperature: 0.8, top_p: 0.95, max_tokens: 48}\n"
+        "  revision: {temperature: 0.2, top_p: 0.95, max_tokens: 48}\n"
+    )
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "COEVO_QUIET": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "coevo.cli", "run", str(config), "--out", str(run_dir)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while _cached_calls(run_dir) < 5 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = _cached_calls(run_dir)
+    assert saved >= 5
+
+    resumed = _coevo("run", config, "--out", run_dir, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    # Every answer saved before the kill was reused, not asked again.
+    assert summary["llm_cache"]["hits"] >= saved
+    assert [row["condition"] for row in summary["table"]["rows"]] == ["none", "generic", "shuffled", "matched"]
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM rollouts").fetchone()[0] == 3 * 4
+
+    again = _coevo("run", config, "--out", run_dir, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["llm_cache"]["misses"] == 0

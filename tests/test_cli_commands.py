@@ -1,0 +1,77 @@
+"""The CLI verbs on replay models: judge, eval agreement, runs, show, report, models."""
+
+import json
+import subprocess
+import sys
+
+
+def coevo(*args):
+    proc = subprocess.run([sys.executable, "-m", "coevo.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, env={**__import__("os").environ, "COEVO_QUIET": "1"})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_judge_scores_a_jsonl_file(tmp_path):
+    rollouts = tmp_path / "rollouts.jsonl"
+    rollouts.write_text(json.dumps({"id": "a", "x": "Write.", "y0": "old", "y1": "new"}) + "\n"
+                        + json.dumps({"id": "b", "prompt": "Write.", "response": "old", "y1": "new"}) + "\n")
+    replay = tmp_path / "judge.jsonl"
+    replay.write_text(json.dumps({"completions": ["0.5"]}) + "\n")
+    out = tmp_path / "scored.jsonl"
+    proc = coevo("judge", "outcome-gain", "--input", rollouts, "--out", out, "--judge", f"replay:{replay}")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["judgment"]["score"] for line in lines] == [0.5, 0.5]
+    assert "2 valid, 0 invalid" in proc.stdout
+
+
+def test_eval_agreement_matches_hand_computed_values(tmp_path):
+    # group g1: A ranks c1 > c2 > c3, B ranks c1 > c3 > c2 -> top sets share c1; pairs: 2 of 3 agree
+    # group g2: A ties c1 = c2 (top set {c1, c2}), B prefers c2 -> overlap; the tied pair is excluded
+    a = {("g1", "c1"): 9, ("g1", "c2"): 5, ("g1", "c3"): 3, ("g2", "c1"): 7, ("g2", "c2"): 7}
+    b = {("g1", "c1"): 8, ("g1", "c2"): 2, ("g1", "c3"): 4, ("g2", "c1"): 3, ("g2", "c2"): 6}
+    for name, scores in (("a", a), ("b", b)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(
+            json.dumps({"group": g, "candidate": c, "score": s}) + "\n" for (g, c), s in scores.items()))
+    proc = coevo("eval", "agreement", "--a", tmp_path / "a.jsonl", "--b", tmp_path / "b.jsonl", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["overlap"] == 1.0 and report["n_groups"] == 2
+    assert report["n_pairs"] == 3 and report["n_agree"] == 2 and abs(report["agreement"] - 2 / 3) < 1e-9
+
+
+def test_runs_show_report_on_a_finished_run(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"id": "s0", "prompt": "Write about rain."}) + "\n")
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"match": "Your Critique:", "completion": "Add a concrete image."},
+        {"match": "Revised Response:", "completion": "Rain taps the tin roof."},
+        {"match": "training reward", "completion": json.dumps({
+            d: {"score": 7, "reason": "ok"} for d in
+            ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")} | {"score": 8})},
+        {"completion": "Rain falls."}]))
+    config = tmp_path / "refine.yaml"
+    spec = f"replay:{replay}"
+    config.write_text(f"algorithm: refine\ndata: {{source: '{data}'}}\n"
+                      f"models: {{actor: '{spec}', critic: '{spec}', judge: '{spec}'}}\n")
+    runs = tmp_path / "runs"
+    proc = coevo("run", config, "--out", runs / "r1")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((runs / "r1" / "summary.json").read_text())
+    assert summary["table"]["rows"] == [{"judge": "taiscore", "mean": 8.0, "valid": 1, "invalid": 0}]
+    listing = coevo("runs", "--root", runs)
+    assert "r1" in listing.stdout and "refine" in listing.stdout and "finished" in listing.stdout
+    shown = coevo("show", runs / "r1")
+    assert "Rain taps the tin roof." in shown.stdout and "Add a concrete image." in shown.stdout
+    assert coevo("report", runs / "r1").returncode == 0
+    html = (runs / "r1" / "report.html").read_text()
+    assert "Rain taps the tin roof." in html and "taiscore" in html
+
+
+def test_models_lists_every_spec_form():
+    proc = coevo("models")
+    assert proc.returncode == 0
+    for form in ("smollm2", "hf:", "gguf:", "openai:", "replay:"):
+        assert form in proc.stdout

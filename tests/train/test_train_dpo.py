@@ -1,0 +1,141 @@
+"""DPO glue: dataset shape, settings errors, and real TRL steps on the embedded model."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from coevo.train import DPOSettings, LoRASettings, TrainError, pairs_to_dataset, train_dpo
+from coevo.types import PreferencePair
+
+PAIRS = [
+    PreferencePair(prompt="Say hello.", chosen="Hello there, friend!", rejected="No."),
+    PreferencePair(prompt="Name a color.", chosen="Blue, like a clear sky.", rejected="I will not."),
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from coevo.llm.embedded import hf_dir
+
+    return AutoTokenizer.from_pretrained(str(hf_dir()))
+
+
+def _tiny(**overrides) -> DPOSettings:
+    # A large learning rate so that two steps visibly move the weights.
+    base = dict(learning_rate=1e-4, max_steps=2, max_length=48, max_prompt_length=24, save_steps=100)
+    return DPOSettings(**{**base, **overrides})
+
+
+def test_pairs_to_dataset_is_conversational():
+    ds = pairs_to_dataset(PAIRS, None)
+    assert ds.column_names == ["prompt", "chosen", "rejected"]
+    assert len(ds) == 2
+    assert ds[0]["prompt"] == [{"role": "user", "content": "Say hello."}]
+    assert ds[0]["chosen"] == [{"role": "assistant", "content": "Hello there, friend!"}]
+    assert ds[1]["rejected"] == [{"role": "assistant", "content": "I will not."}]
+
+
+def test_long_prompts_keep_their_end(tokenizer):
+    long = PreferencePair(prompt="filler " * 200 + "Final question: what is 2+2?", chosen="4", rejected="5")
+    ds = pairs_to_dataset([long], tokenizer, max_prompt_length=16)
+    prompt = ds[0]["prompt"][0]["content"]
+    assert prompt.endswith("what is 2+2?")
+    assert len(tokenizer(prompt, add_special_tokens=False)["input_ids"]) <= 16
+
+
+def test_empty_pairs_are_a_clear_error(tmp_path):
+    with pytest.raises(TrainError, match="no preference pairs"):
+        pairs_to_dataset([], None)
+    with pytest.raises(TrainError, match="no preference pairs"):
+        train_dpo(object(), [], DPOSettings(), tmp_path)  # type: ignore[arg-type]
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError, match="max_prompt_length"):
+        DPOSettings(max_length=128, max_prompt_length=128)
+    with pytest.raises(ValueError, match="beta"):
+        DPOSettings(beta=0)
+    with pytest.raises(ValueError, match="extra"):
+        DPOSettings(betta=0.1)
+    with pytest.raises(ValueError, match="lm_head"):
+        LoRASettings(target_modules=["q_proj", "lm_head"])
+
+
+def _snapshot(model) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.slow
+def test_full_dpo_changes_weights_saves_and_resumes(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from coevo.llm.embedded import hf_dir
+    from coevo.llm.specs import load_model
+
+    policy = load_model("smollm2", trainable=True)
+    before = _snapshot(policy.model)
+    old_id = policy.model_id
+    result = train_dpo(policy, PAIRS, _tiny(save_steps=1), tmp_path)
+    assert result.steps == 2 and result.resumed_from is None
+    assert result.seconds_per_step > 0 and result.peak_rss_mb > 0
+    assert "loss" in result.metrics and "rewards/margins" in result.metrics
+    after = _snapshot(policy.model)
+    name = "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(before[name], after[name]), "DPO did not change the policy in place"
+    assert policy.model_id != old_id
+
+    saved = AutoModelForCausalLM.from_pretrained(result.checkpoint)
+    base = AutoModelForCausalLM.from_pretrained(str(hf_dir()))
+    assert torch.equal(saved.state_dict()[name], after[name])
+    assert not torch.equal(base.state_dict()[name], saved.state_dict()[name])
+
+    # A finished stage is adopted, not retrained.
+    again = train_dpo(policy, PAIRS, _tiny(save_steps=1), tmp_path)
+    assert again.resumed_from == result.checkpoint and again.steps == 2
+
+    # Killed after checkpoint-2 but before `final`: the stage continues from checkpoint-2.
+    shutil.rmtree(tmp_path / "final")
+    resumed = train_dpo(policy, PAIRS, _tiny(save_steps=1, max_steps=3), tmp_path)
+    assert resumed.resumed_from is not None and resumed.resumed_from.endswith("checkpoint-2")
+    assert resumed.steps == 3
+
+
+@pytest.mark.slow
+def test_lora_dpo_saves_an_adapter_over_the_base(tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from coevo.llm.embedded import hf_dir
+    from coevo.llm.specs import load_model
+
+    policy = load_model("smollm2", trainable=True)
+    result = train_dpo(policy, PAIRS, _tiny(lora=LoRASettings(r=4, alpha=8)), tmp_path)
+    assert (tmp_path / "final" / "adapter_config.json").exists()
+    # Off the save_steps grid, no end-of-training checkpoint: `final` is the stage's output.
+    assert not list((tmp_path / "checkpoints").glob("checkpoint-*"))
+    assert not (tmp_path / "final" / "ref").exists(), "TRL's frozen reference adapter leaked into the checkpoint"
+    assert list(policy.model.peft_config) == ["default"]
+
+    base = AutoModelForCausalLM.from_pretrained(str(hf_dir()))
+    ids = torch.tensor([[1, 42, 99, 7, 300]])
+    with torch.no_grad():
+        base_logits = base(ids).logits
+        adapted = PeftModel.from_pretrained(base, result.checkpoint)
+        adapted_logits = adapted(ids).logits
+        policy_logits = policy.model(input_ids=ids).logits
+    assert not torch.allclose(base_logits, adapted_logits), "the adapter did not learn anything"
+    assert torch.allclose(adapted_logits, policy_logits, atol=1e-4), "checkpoint differs from the in-place policy"
+
+    # The trained policy still generates (round t+1 samples from it) and a second stage trains the same adapter.
+    from coevo.llm.base import user
+    from coevo.types import Sampling
+
+    out = policy.generate([user("Say hello.")], Sampling(temperature=0, max_tokens=8))
+    assert out[0][0].text is not None
+    second = train_dpo(policy, PAIRS, _tiny(lora=LoRASettings(r=4, alpha=8), max_steps=1), tmp_path / "round1")
+    assert second.steps == 1 and list(policy.model.peft_config) == ["default"]

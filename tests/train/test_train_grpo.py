@@ -1,0 +1,114 @@
+"""GRPO glue: settings and dataset checks, and one real TRL step on the embedded model
+that also checks the group normalisation happens once, inside TRL, on raw rewards."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from coevo.train import GRPOSettings, TrainError, prompts_to_dataset, train_grpo
+
+
+def test_batch_must_hold_whole_groups():
+    with pytest.raises(ValueError, match="multiple of num_generations"):
+        GRPOSettings(num_generations=4, batch_size=6)
+    with pytest.raises(ValueError, match="num_generations"):
+        GRPOSettings(num_generations=1, batch_size=2)
+    assert GRPOSettings(num_generations=2, batch_size=4).batch_size == 4
+    with pytest.raises(ValueError, match="extra"):
+        GRPOSettings(kl=0.1)
+
+
+def test_prompts_become_conversations_with_extra_columns():
+    ds = prompts_to_dataset(["first", [{"role": "user", "content": "second"}]],
+                            extra_columns={"y0": ["a", "b"], "sample_id": ["s1", "s2"]})
+    assert ds.column_names == ["prompt", "y0", "sample_id"]
+    assert ds[0]["prompt"] == [{"role": "user", "content": "first"}]
+    assert ds[1]["prompt"] == [{"role": "user", "content": "second"}] and ds[1]["y0"] == "b"
+
+
+def test_long_prompts_keep_the_end_of_their_last_message():
+    from transformers import AutoTokenizer
+
+    from coevo.llm.embedded import hf_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(str(hf_dir()))
+    conv = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "pad " * 300 + "Critique it."}]
+    ds = prompts_to_dataset([conv], tokenizer, max_prompt_length=12)
+    system, last = ds[0]["prompt"]
+    assert system == conv[0] and last["content"].endswith("Critique it.")
+    assert len(tokenizer(last["content"], add_special_tokens=False)["input_ids"]) <= 12
+
+
+def test_bad_inputs_name_the_problem():
+    with pytest.raises(TrainError, match="no prompts"):
+        prompts_to_dataset([])
+    with pytest.raises(TrainError, match="one value per prompt"):
+        prompts_to_dataset(["a", "b"], extra_columns={"y0": ["only one"]})
+    with pytest.raises(TrainError, match="shadow"):
+        prompts_to_dataset(["a"], extra_columns={"completions": ["x"]})
+
+
+def _group_z(rewards: list[float], group: int) -> torch.Tensor:
+    # TRL's scale_rewards="group": (r - group mean) / (group std, Bessel-corrected, + 1e-4).
+    r = torch.tensor(rewards).view(-1, group)
+    mean = r.mean(dim=1, keepdim=True)
+    std = r.std(dim=1, keepdim=True)
+    return ((r - mean) / (std + 1e-4)).view(-1)
+
+
+@pytest.mark.slow
+def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOTrainer
+
+    from coevo.llm.specs import load_model
+
+    # Record what TRL computes from our rewards (its private method, so the test skips if renamed).
+    if not hasattr(GRPOTrainer, "_generate_and_score_completions"):
+        pytest.skip("TRL no longer has _generate_and_score_completions")
+    seen_advantages: list[torch.Tensor] = []
+    original = GRPOTrainer._generate_and_score_completions
+
+    def recording(self, inputs):
+        output = original(self, inputs)
+        seen_advantages.append(output["advantages"].detach().cpu().clone())
+        return output
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", recording)
+
+    calls: list[dict] = []
+
+    def reward(prompts, completions, y0, **kwargs):
+        # Length-based, ties broken by position, so every group has a spread. The second
+        # group is scaled x10: batch-wide normalisation would then differ from per-group.
+        texts = [c[-1]["content"] for c in completions]
+        values = [len(t) + 0.25 * i for i, t in enumerate(texts)]
+        values = [v * (10 if "B" in y else 1) for v, y in zip(values, y0)]
+        calls.append({"prompts": prompts, "y0": y0, "values": values})
+        return values
+
+    policy = load_model("smollm2", trainable=True)
+    name = "model.layers.0.mlp.down_proj.weight"
+    before = policy.model.state_dict()[name].clone()
+    settings = GRPOSettings(num_generations=2, batch_size=4, max_steps=1, max_completion_length=16,
+                            learning_rate=1e-4, temperature=1.0, save_steps=100)
+    result = train_grpo(policy, ["Write one word.", "Name an animal."], reward, settings, tmp_path,
+                        extra_columns={"y0": ["A", "B"]})
+
+    assert result.steps == 1
+    assert 0 < result.metrics["reward_time_share"] < 1
+    assert "reward" in result.metrics
+    after = policy.model.state_dict()[name]
+    assert not torch.equal(before, after), "GRPO did not change the policy in place"
+    saved = AutoModelForCausalLM.from_pretrained(result.checkpoint)
+    assert torch.equal(saved.state_dict()[name], after)
+
+    # Extra columns arrive aligned with the completions (each prompt's own y0, repeated per generation).
+    (call,) = calls
+    for prompt, y0 in zip(call["prompts"], call["y0"]):
+        assert ("animal" in prompt[-1]["content"]) == (y0 == "B")
+    # Normalised once, per group, from the raw values our reward returned.
+    (advantages,) = seen_advantages
+    expected = _group_z(call["values"], settings.num_generations)
+    assert torch.allclose(advantages, expected, atol=1e-4), (advantages, expected)
