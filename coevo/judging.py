@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coevo.config import ConfigError
+from coevo.jsonl import iter_jsonl
 from coevo.llm.base import ChatModel
 from coevo.roles.judges import (
     AdherenceJudge,
@@ -52,13 +53,7 @@ def read_rollouts(path: Path) -> list[Rollout]:
     if not path.is_file():
         raise DataError(f"input file {path} does not exist")
     rollouts = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+    for lineno, row in iter_jsonl(path.read_text(encoding="utf-8").splitlines(), str(path), DataError):
         x, y0 = row.get("x", row.get("prompt")), row.get("y0", row.get("response"))
         if x is None or y0 is None:
             raise DataError(f"{path}:{lineno}: needs 'x' (or 'prompt') and 'y0' (or 'response'); "

@@ -57,7 +57,7 @@ def test_missing_input_and_bad_jsonl_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"x": "a", "y0": "b", "y1": "c"}) + "\n{not json\n")
     proc = coevo("judge", "outcome-gain", "--input", bad, "--out", tmp_path / "o.jsonl")
-    assert proc.returncode == 2 and "bad.jsonl:2" in proc.stderr
+    assert proc.returncode == 2 and "bad.jsonl: line 2 is not valid JSON" in proc.stderr
 
 
 def test_existing_run_folder_needs_resume(tmp_path):

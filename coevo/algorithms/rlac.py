@@ -32,6 +32,7 @@ from pydantic import Field
 
 from coevo.config import StrictModel
 from coevo.llm.base import user
+from coevo.llm.specs import base_model_path
 from coevo.prompts import load_template
 from coevo.store import RunStore
 from coevo.train.dpo import DPOSettings
@@ -362,35 +363,61 @@ DOMAINS = {"facts": FactsDomain, "code": CodeDomain}
 # --------------------------------------------------------------------------- KL
 
 
+def _completion_logprobs(model: Any, tokenizer: Any, prompt: str, completion: str) -> tuple[Any, list[int]]:
+    """(log pi(. | x, y_<t) over the vocabulary at each completion position, [T, V], and y's
+    token ids); (None, []) for an empty completion. The prompt gets the chat template."""
+    import torch
+
+    head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                         add_generation_prompt=True)
+    p_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
+    c_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    if not c_ids:
+        return None, []
+    ids = torch.tensor([p_ids + c_ids], device=model.device)
+    logits = model(ids).logits[0, len(p_ids) - 1:-1].float()
+    return torch.log_softmax(logits, dim=-1), c_ids
+
+
 def sequence_logprobs(model: Any, tokenizer: Any, prompts: list[str], completions: list[str]) -> list[float]:
-    """log pi(y | x) summed over the completion's tokens, with the chat template applied."""
+    """log pi(y | x) summed over the completion's tokens."""
     import torch
 
     out = []
     with torch.inference_mode():
         for prompt, completion in zip(prompts, completions):
-            head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                 add_generation_prompt=True)
-            p_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
-            c_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
-            if not c_ids:
+            logp, c_ids = _completion_logprobs(model, tokenizer, prompt, completion)
+            if logp is None:
                 out.append(0.0)
                 continue
-            ids = torch.tensor([p_ids + c_ids], device=model.device)
-            logits = model(ids).logits[0, len(p_ids) - 1:-1].float()
-            logp = torch.log_softmax(logits, dim=-1).gather(1, ids[0, len(p_ids):, None])
-            out.append(float(logp.sum()))
+            out.append(float(logp.gather(1, torch.tensor(c_ids, device=logp.device)[:, None]).sum()))
     return out
 
 
 def kl_estimate(policy: Any, base: Any, prompts: list[str], samples: list[str]) -> float:
-    """Monte-Carlo KL(pi || pi_base) per sequence: mean of log pi(y|x) - log pi_base(y|x),
-    y sampled from pi (the paper's Fig. 2c reward-hacking sign)."""
+    """KL(pi || pi_base) per sequence, y sampled from pi (the paper's Fig. 2c reward-hacking
+    sign): at each position of y the exact KL between the two next-token distributions,
+    summed over y, averaged over samples.
+
+    Why not the plain Monte-Carlo mean of log pi(y|x) - log pi_base(y|x): with the one or two
+    samples a held-out prompt gets, it is often negative (measured: -0.49 nats after two RLAC
+    rounds), which reads as nonsense. The per-position sum is the same quantity in
+    expectation, never negative, and zero exactly when the two models agree on y's prefixes.
+    """
+    import torch
+
     if not samples:
         return 0.0
-    lp = sequence_logprobs(policy.model, policy.tokenizer, prompts, samples)
-    lb = sequence_logprobs(base.model, base.tokenizer, prompts, samples)
-    return sum(a - b for a, b in zip(lp, lb)) / len(samples)
+    total = 0.0
+    with torch.inference_mode():
+        for prompt, sample in zip(prompts, samples):
+            logp, _ = _completion_logprobs(policy.model, policy.tokenizer, prompt, sample)
+            if logp is None:
+                continue
+            logb, _ = _completion_logprobs(base.model, base.tokenizer, prompt, sample)
+            # max(0, .): float rounding when the two models barely differ, nothing more.
+            total += max(0.0, float((logp.exp() * (logp - logb)).sum()))
+    return total / len(samples)
 
 
 # --------------------------------------------------------------------------- the loop
@@ -469,7 +496,7 @@ def _run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
               else load_model(config.models.critic, store=store, **config.models.frozen_options))
     base = load_model(config.models.generator, trainable=True) if config.kl else None
     validator = RandomValidator(seed=config.seed) if config.validator == "random" else domain.validator
-    checkpoints = {"generator": _base_path(config.models.generator), "critic": _base_path(config.models.critic)}
+    checkpoints = {"generator": base_model_path(config.models.generator), "critic": base_model_path(config.models.critic)}
     counts = {"rlac": 0, "enumerative": 0, "used": 0}
     rounds: list[dict[str, Any]] = []
 
@@ -540,7 +567,9 @@ def _run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
     _tables(store, baseline, rounds, config)
     ratio = counts["enumerative"] / counts["rlac"] if counts["rlac"] else None
     return {
-        "base_model": config.models.generator,
+        "base_model": base_model_path(config.models.generator),
+        "base_models": {"generator": base_model_path(config.models.generator),
+                        "critic": base_model_path(config.models.critic)},
         "task": config.task,
         "condition": _condition(config),
         "baseline": baseline["eval"],
@@ -634,14 +663,6 @@ def _check(validator: Any, items: list[tuple[Sample, str, Proposal]]) -> list[Ve
     if hasattr(validator, "check_many"):
         return validator.check_many(items)
     return [validator.check(*item) for item in items]
-
-
-def _base_path(spec: str) -> str:
-    if spec == "smollm2":
-        from coevo.llm import embedded
-
-        return str(embedded.hf_dir())
-    return spec.split(":", 1)[1] if spec.startswith("hf:") else spec
 
 
 def _condition(config: RlacConfig) -> str:

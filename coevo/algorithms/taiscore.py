@@ -40,6 +40,7 @@ from pydantic import Field, model_validator
 
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import rollout_judge
+from coevo.llm.specs import base_model_path
 from coevo.progress import map_batches
 from coevo.refine import Templates, load_data, refine
 from coevo.roles.actor import Actor
@@ -301,16 +302,6 @@ def default_backend() -> Backend:
 
     return Backend(load_trainable=lambda spec: load_model(spec, trainable=True), restore=restore,
                    train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=lambda spec: load_model(spec))
-
-
-def base_model_path(spec: str) -> str:
-    """The transformers folder (or hub id) a trainable spec starts from."""
-    if spec.strip() == "smollm2":
-        from coevo.llm import embedded
-
-        return str(embedded.hf_dir())
-    kind, _, rest = spec.partition(":")
-    return rest.strip() if kind == "hf" else spec
 
 
 # ─── the loop ───────────────────────────────────────────────────────────────────────

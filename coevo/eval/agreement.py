@@ -17,13 +17,13 @@ nothing about agreement.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from itertools import combinations
 
 from pydantic import BaseModel
 
+from coevo.jsonl import iter_jsonl
 from coevo.tasks.loaders import DataError
 
 Scores = dict[str, dict[str, float]]
@@ -154,18 +154,8 @@ def read_scores_jsonl(path: str | os.PathLike[str]) -> ScoresFile:
     except FileNotFoundError:
         raise DataError(f"no such scores file: {path}.") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+        for number, row in iter_jsonl(handle, str(path), DataError):
             where = f"{path}: line {number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where} is not valid JSON ({exc.msg}).") from None
-            if not isinstance(row, dict):
-                raise DataError(
-                    f'{where} must be an object like {{"group": ..., "candidate": ..., "score": ...}}.'
-                )
             missing = [key for key in ("group", "candidate", "score") if key not in row]
             if missing:
                 raise DataError(f"{where} lacks {missing}; keys present: {sorted(row)}.")

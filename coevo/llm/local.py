@@ -8,6 +8,7 @@ so the padding must sit on the left where the attention mask hides it). Trainers
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,18 @@ from typing import Any
 from coevo.llm.base import ModelError
 from coevo.llm.common import copies, folder_digest, truncate_at_stop
 from coevo.types import Completion, Conversation, Sampling
+
+
+def default_device(cuda_available: bool) -> str:
+    """`cuda:$LOCAL_RANK` under `accelerate launch`/torchrun, else `cuda`, else `cpu`.
+
+    Each process of a multi-GPU launch must hold its in-process roles on its own GPU;
+    plain `cuda` would stack every rank's copy on GPU 0.
+    """
+    if not cuda_available:
+        return "cpu"
+    rank = os.environ.get("LOCAL_RANK")
+    return f"cuda:{int(rank)}" if rank is not None and rank.isdigit() else "cuda"
 
 
 class LocalModel:
@@ -34,7 +47,7 @@ class LocalModel:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = device or default_device(torch.cuda.is_available())
         torch_dtype = getattr(torch, dtype) if dtype else (
             torch.bfloat16 if device.startswith("cuda") else torch.float32
         )

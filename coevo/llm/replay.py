@@ -12,10 +12,10 @@ given distinct answers.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from coevo.jsonl import iter_jsonl
 from coevo.llm.base import ModelError
 from coevo.types import Completion, Conversation, Sampling
 
@@ -64,15 +64,8 @@ class ReplayModel:
 def _read_rules(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ModelError(f"replay file {path} does not exist")
-    rules = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rules.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ModelError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-    return rules
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [rule for _, rule in iter_jsonl(lines, str(path), ModelError)]
 
 
 def _normalise(rule: dict[str, Any], index: int) -> dict[str, Any]:

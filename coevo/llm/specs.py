@@ -66,6 +66,16 @@ def clear_loaded() -> None:
         _loaded.clear()
 
 
+def base_model_path(spec: str) -> str:
+    """The transformers folder (or hub id) a trainable spec starts from."""
+    if spec.strip() == "smollm2":
+        from coevo.llm import embedded
+
+        return str(embedded.hf_dir())
+    kind, _, rest = spec.partition(":")
+    return rest.strip() if kind == "hf" else spec
+
+
 def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     kind, sep, rest = spec.partition(":")
     if spec == "smollm2":

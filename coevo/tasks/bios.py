@@ -9,11 +9,11 @@ people, a few paragraphs each. A user's own corpus (a Wikipedia dump, say) is an
 
 from __future__ import annotations
 
-import json
 import re
 from importlib import resources
 from pathlib import Path
 
+from coevo.jsonl import iter_jsonl
 from coevo.tasks.loaders import DataError
 from coevo.types import Sample
 
@@ -37,16 +37,8 @@ def load_corpus(source: str | Path = BUNDLED_CORPUS) -> list[dict[str, str]]:
                             f'{{"title": ..., "text": ...}} or {BUNDLED_CORPUS}')
         text, label = path.read_text(encoding="utf-8"), str(path)
     docs = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{label} line {number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or not str(row.get("title", "")).strip() or not str(
-            row.get("text", "")
-        ).strip():
+    for number, row in iter_jsonl(text.splitlines(), label, DataError):
+        if not str(row.get("title", "")).strip() or not str(row.get("text", "")).strip():
             raise DataError(f'{label} line {number}: each row needs non-empty "title" and "text"')
         docs.append({"title": str(row["title"]).strip(), "text": str(row["text"]).strip()})
     if not docs:

@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from coevo.jsonl import iter_jsonl
 from coevo.tasks.loaders import DataError
 from coevo.types import Sample
 
@@ -79,13 +80,7 @@ def load_code_problems(source: str | Path, limit: int | None = None) -> list[Sam
                         "{prompt, entry_point, reference, tests} rows.")
     samples: list[Sample] = []
     with path.open(encoding="utf-8-sig") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: line {number} is not valid JSON ({exc.msg}).") from None
+        for number, row in iter_jsonl(fh, str(path), DataError):
             samples.append(_row_to_sample(row, f"{path}: line {number}"))
             if limit is not None and len(samples) >= limit:
                 break

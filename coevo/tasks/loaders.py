@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from coevo.jsonl import iter_jsonl
 from coevo.types import Rubric, Sample
 
 # A plain dict, not a registry: adding a bundled set is one line and one data file.
@@ -152,21 +153,7 @@ def _take(rows: Iterator[tuple[str, dict[str, Any]]], limit: int | None):
 
 
 def _jsonl_rows(lines, label: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"{label}: line {number} is not valid JSON ({exc.msg} at column "
-                f"{exc.colno}). Each line must hold exactly one JSON object."
-            ) from None
-        if not isinstance(row, dict):
-            raise DataError(
-                f"{label}: line {number} is a JSON {type(row).__name__}, not an object. "
-                'Each line must be an object such as {"prompt": "..."}.'
-            )
+    for number, row in iter_jsonl(lines, label, DataError):
         yield f"line {number}", row
 
 

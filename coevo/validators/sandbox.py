@@ -1,6 +1,7 @@
 """Run untrusted, model-written Python where it cannot hurt the machine or coevo.
 
-Layers, outermost first (each one closes a hole the others leave):
+Layers, outermost first (each one closes a hole the others leave; 2 and 3 are built in
+`coevo.validators.isolation`):
 
 1. **A separate process in its own session.** coevo never forks the candidate directly:
    it starts `bwrap` (the supervisor) with ``start_new_session=True``, so a candidate that
@@ -28,20 +29,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import select
-import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+
+from coevo.validators.isolation import (
+    KINDS,
+    bwrap_argv,
+    detect_isolation,
+    private_uid,
+    sandbox_python,
+    unshare_argv,
+)
 
 Status = Literal["ok", "error", "timeout", "killed"]
 
@@ -99,6 +105,9 @@ class Job:
     argv: tuple[str, ...] = field(default_factory=tuple)
 
 
+__all__ = ["KINDS", "ExecResult", "Job", "Limits", "Sandbox", "SandboxUnavailable", "detect_isolation"]
+
+
 # Runs inside the sandbox (trusted code): sets the rlimits, then runs the candidate as
 # __main__. Limits are set here rather than in a preexec_fn because preexec_fn is not
 # thread-safe and run_many starts sandboxes from several threads.
@@ -124,17 +133,6 @@ exec(compile(source, path, "exec"), {"__name__": "__main__", "__file__": path,
 """
 
 
-def _sandbox_python() -> str:
-    """The interpreter that runs candidates: the system one, because it lives under /usr,
-    which the sandbox can bind read-only without exposing anything private."""
-    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if os.path.exists(cand):
-            return cand
-    import sys
-
-    return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-
-
 def _rlimits(lim: Limits) -> dict[str, int]:
     cpu = lim.cpu_s if lim.cpu_s is not None else int(lim.wall_s) + 1
     return {
@@ -148,132 +146,6 @@ def _rlimits(lim: Limits) -> dict[str, int]:
 
 
 _UNSAFE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-_uid_lock = threading.Lock()
-_uid_counter = [secrets.randbelow(20_000)]
-
-
-def _private_uid() -> int | None:
-    """A uid no other live sandbox uses (root only), so NPROC counts this sandbox alone."""
-    if os.geteuid() != 0:
-        return None
-    with _uid_lock:
-        _uid_counter[0] = (_uid_counter[0] + 1) % 50_000
-        return 200_000 + _uid_counter[0]
-
-
-def _bwrap_argv(python: str, jobdir: str, lim: Limits) -> list[str]:
-    argv = [
-        # --disable-userns: no nested user namespaces, so no capabilities to play with
-        # inside (and less kernel surface).
-        "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-        "--new-session", "--clearenv",
-        "--ro-bind", "/usr", "/usr",
-    ]
-    for link in ("bin", "lib", "lib64", "sbin"):
-        target = os.path.join("/", link)
-        if os.path.islink(target):
-            argv += ["--symlink", os.readlink(target), target]
-        elif os.path.isdir(target):
-            argv += ["--ro-bind", target, target]
-    pydir = os.path.dirname(python)
-    if not pydir.startswith(("/usr/", "/bin")):
-        argv += ["--ro-bind", os.path.dirname(pydir), os.path.dirname(pydir)]
-    argv += [
-        "--proc", "/proc", "--dev", "/dev",
-        "--size", str(lim.tmp_mb * 2**20), "--tmpfs", "/tmp",
-        "--ro-bind", jobdir, "/job",
-        "--chdir", "/tmp",
-        "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-        "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONHASHSEED", "0",
-        "--", python,
-    ]
-    return argv
-
-
-# The unshare fallback (root only): new PID, network, mount, IPC and UTS namespaces; in the
-# private mount namespace a size-bounded tmpfs becomes the new root, with /usr (and the
-# /bin, /lib links) read-only, the job folder read-only, a fresh /proc and a few devices;
-# then chroot into it as a private uid, which has no capability to leave the chroot.
-_UNSHARE_SETUP = r"""
-set -e
-T=$1; U=$2; SIZE=$3; shift 3
-R=$T/root
-mkdir -p "$R"
-mount -t tmpfs -o size=$SIZE,mode=755 coevo-root "$R"
-mkdir -p "$R/usr" "$R/proc" "$R/dev" "$R/tmp" "$R/job"
-mount --bind /usr "$R/usr"; mount -o remount,bind,ro,nosuid,nodev "$R/usr"
-for l in bin lib lib64 sbin; do
-  if [ -L "/$l" ]; then ln -s "$(readlink "/$l")" "$R/$l"
-  elif [ -d "/$l" ]; then mkdir "$R/$l"; mount --bind "/$l" "$R/$l"; mount -o remount,bind,ro "$R/$l"; fi
-done
-for d in null zero urandom random; do touch "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
-mount --bind "$T/job" "$R/job"; mount -o remount,bind,ro,nosuid,nodev "$R/job"
-chmod 1777 "$R/tmp"
-mount -t proc proc "$R/proc"
-# Not exec: this root shell stays PID 1 of the namespace (the candidate may not signal it),
-# and reports a signal death as 128 + signal.
-chroot --userspec="$U:$U" --groups="$U" "$R" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp \
-  LANG=C.UTF-8 PYTHONHASHSEED=0 "$@" && exit 0
-exit $?
-"""
-
-
-def _unshare_argv(python: str, tmp: str, uid: int, lim: Limits) -> list[str]:
-    return ["unshare", "--fork", "--pid", "--net", "--mount", "--ipc", "--uts", "--kill-child",
-            "--", "/bin/sh", "-c", _UNSHARE_SETUP, "coevo-sandbox", tmp, str(uid),
-            str(lim.tmp_mb * 2**20), python]
-
-
-KINDS = ("bwrap", "unshare")
-
-
-def detect_isolation(python: str | None = None, kinds: tuple[str, ...] = KINDS) -> tuple[str | None, str]:
-    """Which isolation works here: ("bwrap" or "unshare", "") or (None, why not). Probed
-    (once per process) by running a real sandboxed `python -c ...`, because a tool may be
-    installed yet unusable (no user namespaces in a container, no root for unshare)."""
-    return _detect(python or _sandbox_python(), tuple(kinds))
-
-
-@lru_cache(maxsize=8)
-def _detect(python: str, kinds: tuple[str, ...]) -> tuple[str | None, str]:
-    why: list[str] = []
-    for kind in kinds:
-        ok, reason = _probe(kind, python)
-        if ok:
-            return kind, ""
-        why.append(reason)
-    return None, "; ".join(why)
-
-
-def _probe(kind: str, python: str) -> tuple[bool, str]:
-    if kind == "bwrap" and shutil.which("bwrap") is None:
-        return False, "bubblewrap (bwrap) is not installed"
-    if kind == "unshare":
-        if os.geteuid() != 0:
-            return False, "the unshare fallback needs root"
-        if not (shutil.which("unshare") and shutil.which("chroot")) or not python.startswith("/usr/"):
-            return False, "unshare/chroot missing or python not under /usr"
-    with tempfile.TemporaryDirectory(prefix="coevo-probe-") as tmp:
-        jobdir = Path(tmp) / "job"
-        jobdir.mkdir()
-        os.chmod(tmp, 0o755)
-        os.chmod(jobdir, 0o755)
-        uid = _private_uid()
-        if kind == "bwrap":
-            argv = _bwrap_argv(python, str(jobdir), Limits())
-        else:
-            argv = _unshare_argv(python, tmp, uid or 0, Limits())
-        # The probe also checks that the candidate really runs as the private uid.
-        argv += ["-I", "-S", "-c", f"import os; assert {uid} is None or os.getuid() == {uid}"]
-        try:
-            proc = subprocess.run(argv, capture_output=True, timeout=30, env={},
-                                  user=uid if kind == "bwrap" else None, start_new_session=True)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return False, f"{kind} failed to start: {exc}"
-    if proc.returncode != 0:
-        return False, f"{kind} does not work here: " + proc.stderr.decode(errors="replace").strip()[-300:]
-    return True, ""
-
 
 def _wait_unreaped(pid: int, timeout: float) -> bool:
     """Wait up to `timeout` s for `pid` to exit WITHOUT reaping it; True when it exited.
@@ -324,7 +196,7 @@ class Sandbox:
         """`isolation`: "auto" (bwrap, else unshare, whichever works), one of them by
         name, or "none" (no isolation; needs `unsafe_exec=True`)."""
         self.limits = limits or Limits()
-        self.python = python or _sandbox_python()
+        self.python = python or sandbox_python()
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
         if isolation not in ("auto", "none", *KINDS):
             raise ValueError(f"isolation must be 'auto', 'bwrap', 'unshare' or 'none', got {isolation!r}")
@@ -342,7 +214,7 @@ class Sandbox:
         """Run `program` (Python source) with `stdin`; never raises for what the program does."""
         lim = limits or self.limits
         self.executions += 1
-        uid = _private_uid() if self.isolation in KINDS else None
+        uid = private_uid() if self.isolation in KINDS else None
         with tempfile.TemporaryDirectory(prefix="coevo-sbx-") as tmp:
             jobdir = Path(tmp) / "job"
             jobdir.mkdir()
@@ -353,11 +225,11 @@ class Sandbox:
             cfg = {"rlimits": _rlimits(lim), "argv": list(argv)}
             if self.isolation == "bwrap":
                 cfg["program"] = "/job/main.py"
-                cmd = _bwrap_argv(self.python, str(jobdir), lim)
+                cmd = bwrap_argv(self.python, str(jobdir), lim.tmp_mb)
                 cwd = tmp
             elif self.isolation == "unshare":
                 cfg["program"], cfg["cwd"] = "/job/main.py", "/tmp"
-                cmd = _unshare_argv(self.python, tmp, uid or 0, lim)
+                cmd = unshare_argv(self.python, tmp, uid or 0, lim.tmp_mb)
                 cwd = tmp
             else:
                 cfg["program"] = str(jobdir / "main.py")

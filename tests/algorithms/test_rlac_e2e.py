@@ -7,6 +7,7 @@ and the held-out metric (FactScore / pass@1 in the sandbox) and the KL are real.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,7 @@ def check_summary(run_dir, summary, proposals=1):
     on_disk = json.loads((run_dir / "summary.json").read_text())
     [rnd] = on_disk["rounds"]
     assert set(rnd["checkpoints"]) == {"generator", "critic"}
+    assert Path(on_disk["base_model"]).is_dir()  # the transformers folder the checkpoints start from
     assert on_disk["verification_calls"]["rlac"] == 2 * 2 * proposals  # 2 instructions x K=2 x N
     assert on_disk["verification_calls"]["enumerative"] > 0
     assert (run_dir / "report.html").exists()
@@ -55,7 +57,7 @@ def test_rlac_facts_e2e_real_model(tmp_path):
     rnd = check_summary(tmp_path / "run", summary, proposals=2)
     assert rnd["trained"] == {"generator": True, "critic": True}
     assert rnd["eval"]["factscore_precision"] is not None
-    assert rnd["eval"]["kl_from_base"] != 0.0
+    assert rnd["eval"]["kl_from_base"] > 0.0  # moved from its base; the estimate is never negative
 
 
 def test_rlac_code_e2e_real_model(tmp_path):
@@ -72,4 +74,4 @@ def test_rlac_code_e2e_real_model(tmp_path):
     rnd = check_summary(tmp_path / "run", summary, proposals=2)
     assert rnd["trained"] == {"generator": True, "critic": True}
     assert rnd["eval"]["pass_at_1"] in (0.0, 1.0)
-    assert rnd["eval"]["kl_from_base"] != 0.0  # the generator moved away from its base
+    assert rnd["eval"]["kl_from_base"] > 0.0  # the generator moved away from its base

@@ -35,4 +35,20 @@ def test_kl_of_a_model_with_itself_is_zero_and_a_changed_copy_differs(tiny):
     with torch.no_grad():
         for p in other.model.parameters():
             p.add_(torch.randn_like(p) * 0.5)
-    assert kl_estimate(tiny, other, ["Say hi."], ["Hello there!"]) != pytest.approx(0.0, abs=1e-3)
+    assert kl_estimate(tiny, other, ["Say hi."], ["Hello there!"]) > 1e-3
+    assert kl_estimate(other, tiny, ["Say hi."], ["Hello there!"]) > 1e-3
+
+
+def test_kl_is_never_negative_on_any_sample(tiny):
+    """The plain log-ratio estimate goes negative on single samples; this one cannot."""
+    import torch
+
+    other = copy.copy(tiny)
+    other.model = copy.deepcopy(tiny.model)
+    with torch.no_grad():
+        for p in other.model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    prompts = ["Say hi.", "Name a colour.", "Count to three."]
+    samples = ["Hello there!", "Blue", "one two three"]
+    for prompt, sample in zip(prompts, samples):
+        assert kl_estimate(other, tiny, [prompt], [sample]) >= 0.0

@@ -85,7 +85,7 @@ def test_read_scores_jsonl(tmp_path):
     ('{"group": 1, "candidate": "a", "score": "8/10"}\n', r"line 1: score must be a finite number"),
     ('{"group": 1, "candidate": "a", "score": 1}\n{"group": "1", "candidate": "a", "score": 2}\n',
      r"line 2 repeats group '1' candidate 'a' \(first on line 1\)"),
-    ('[1, 2]\n', r"line 1 must be an object"),
+    ('[1, 2]\n', r"line 1 is a JSON list, not an object"),
 ])
 def test_read_scores_jsonl_errors(tmp_path, text, message):
     path = tmp_path / "judge.jsonl"

@@ -53,7 +53,7 @@ def test_unanswered_prompt_and_bad_files_raise_model_error(tmp_path):
         ReplayModel(tmp_path / "missing.jsonl")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"completions": ["ok"]}\nnot json\n', encoding="utf-8")
-    with pytest.raises(ModelError, match=":2: not JSON"):
+    with pytest.raises(ModelError, match="line 2 is not valid JSON"):
         ReplayModel(bad)
     with pytest.raises(ModelError, match="no 'completions'"):
         ReplayModel(rules=[{"match": "x"}])

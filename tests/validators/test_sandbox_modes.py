@@ -5,6 +5,7 @@ import signal
 
 import pytest
 
+from coevo.validators import isolation
 from coevo.validators import sandbox as sbx
 from coevo.validators.sandbox import Job, Limits, Sandbox, SandboxUnavailable
 
@@ -27,12 +28,12 @@ def test_isolation_none_needs_unsafe_exec():
 
 
 def test_detection_names_every_reason(monkeypatch):
-    monkeypatch.setattr(sbx.shutil, "which", lambda name: None)
-    sbx._detect.cache_clear()
+    monkeypatch.setattr(isolation.shutil, "which", lambda name: None)
+    isolation._detect.cache_clear()
     try:
-        kind, why = sbx.detect_isolation("/usr/bin/python3")
+        kind, why = isolation.detect_isolation("/usr/bin/python3")
     finally:
-        sbx._detect.cache_clear()
+        isolation._detect.cache_clear()
     assert kind is None and "bwrap" in why and "unshare" in why
 
 
