@@ -13,9 +13,11 @@ from typing import Any
 
 
 def iter_jsonl(
-    lines: Iterable[str], label: str, error: type[Exception] = ValueError
+    lines: Iterable[str], label: str, error: type[Exception] = ValueError,
+    example: str = '{"prompt": "..."}',
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield `(line number, object)` for each non-blank line; raise `error` on a bad one."""
+    """Yield `(line number, object)` for each non-blank line; raise `error` on a bad one.
+    `example` is the well-formed line the error shows."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -29,6 +31,6 @@ def iter_jsonl(
         if not isinstance(row, dict):
             raise error(
                 f"{label}: line {number} is a JSON {type(row).__name__}, not an object. "
-                'Each line must be an object such as {"prompt": "..."}.'
+                f"Each line must be an object such as {example}."
             )
         yield number, row

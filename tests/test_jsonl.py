@@ -20,5 +20,5 @@ def test_bad_json_names_file_line_and_column_in_the_callers_error_type():
 
 
 def test_a_non_object_line_is_refused():
-    with pytest.raises(CallerError, match=r"line 1 is a JSON list, not an object"):
-        list(iter_jsonl(["[1, 2]"], "f.jsonl", CallerError))
+    with pytest.raises(CallerError, match=r"line 1 is a JSON list, not an object.*such as \{\"id\": 1\}"):
+        list(iter_jsonl(["[1, 2]"], "f.jsonl", CallerError, example='{"id": 1}'))

@@ -154,7 +154,8 @@ def read_scores_jsonl(path: str | os.PathLike[str]) -> ScoresFile:
     except FileNotFoundError:
         raise DataError(f"no such scores file: {path}.") from None
     with handle:
-        for number, row in iter_jsonl(handle, str(path), DataError):
+        for number, row in iter_jsonl(handle, str(path), DataError,
+                                      example='{"group": ..., "candidate": ..., "score": ...}'):
             where = f"{path}: line {number}"
             missing = [key for key in ("group", "candidate", "score") if key not in row]
             if missing:

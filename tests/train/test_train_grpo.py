@@ -112,3 +112,42 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
     (advantages,) = seen_advantages
     expected = _group_z(call["values"], settings.num_generations)
     assert torch.allclose(advantages, expected, atol=1e-4), (advantages, expected)
+
+
+@pytest.mark.slow
+def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path):
+    """A kill after step 1's checkpoint; the resumed stage runs step 2 only, from checkpoint-1."""
+    from transformers import AutoModelForCausalLM, TrainerCallback
+
+    from coevo.llm.specs import load_model
+
+    class Killed(RuntimeError):
+        pass
+
+    class KillAfterFirstSave(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            raise Killed("simulated kill after checkpoint-1")
+
+    scored: list[int] = []
+
+    def reward(prompts, completions, **kwargs):
+        scored.append(len(completions))
+        return [float(len(c[-1]["content"])) for c in completions]
+
+    settings = GRPOSettings(num_generations=2, batch_size=2, max_steps=2, max_completion_length=8,
+                            learning_rate=1e-4, temperature=1.0, save_steps=1)
+    prompts = ["Write one word.", "Name an animal."]
+    with pytest.raises(Killed):
+        train_grpo(load_model("smollm2", trainable=True), prompts, reward, settings, tmp_path,
+                   callbacks=[KillAfterFirstSave()])
+    assert scored == [2] and (tmp_path / "checkpoints" / "checkpoint-1").is_dir()
+    assert not (tmp_path / "final").exists()
+
+    result = train_grpo(load_model("smollm2", trainable=True), prompts, reward, settings, tmp_path)
+    assert result.resumed_from is not None and result.resumed_from.endswith("checkpoint-1")
+    assert result.steps == 2
+    assert scored == [2, 2]  # only step 2 was generated and scored again
+    name = "model.layers.0.mlp.down_proj.weight"
+    step1 = AutoModelForCausalLM.from_pretrained(tmp_path / "checkpoints" / "checkpoint-1").state_dict()[name]
+    final = AutoModelForCausalLM.from_pretrained(result.checkpoint).state_dict()[name]
+    assert not torch.equal(step1, final), "the resumed step did not train"
