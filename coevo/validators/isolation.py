@@ -45,6 +45,8 @@ def private_uid() -> int | None:
 
 
 def bwrap_argv(python: str, jobdir: str, tmp_mb: int) -> list[str]:
+    """The bubblewrap command up to `python`: every namespace new, `/usr` and `jobdir` (as
+    `/job`) read-only, a `tmp_mb` tmpfs as `/tmp`, an environment of four fixed variables."""
     argv = [
         # --disable-userns: no nested user namespaces, so no capabilities to play with
         # inside (and less kernel surface).
@@ -102,6 +104,8 @@ exit $?
 
 
 def unshare_argv(python: str, tmp: str, uid: int, tmp_mb: int) -> list[str]:
+    """The unshare + chroot command up to `python` (root only), running as `uid`; `tmp`
+    holds the job folder and becomes the mount point of the new root."""
     return ["unshare", "--fork", "--pid", "--net", "--mount", "--ipc", "--uts", "--kill-child",
             "--", "/bin/sh", "-c", _UNSHARE_SETUP, "coevo-sandbox", tmp, str(uid),
             str(tmp_mb * 2**20), python]
