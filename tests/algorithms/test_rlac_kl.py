@@ -39,8 +39,9 @@ def test_kl_of_a_model_with_itself_is_zero_and_a_changed_copy_differs(tiny):
     assert kl_estimate(other, tiny, ["Say hi."], ["Hello there!"]) > 1e-3
 
 
-def test_kl_is_never_negative_on_any_sample(tiny):
-    """The plain log-ratio estimate goes negative on single samples; this one cannot."""
+def test_kl_is_positive_on_every_single_sample_of_a_changed_model(tiny):
+    """The plain log-ratio estimate goes negative on single samples; this one is the exact
+    next-token KL summed along the sample, so any change of the model shows as > 0."""
     import torch
 
     other = copy.copy(tiny)
@@ -51,4 +52,4 @@ def test_kl_is_never_negative_on_any_sample(tiny):
     prompts = ["Say hi.", "Name a colour.", "Count to three."]
     samples = ["Hello there!", "Blue", "one two three"]
     for prompt, sample in zip(prompts, samples):
-        assert kl_estimate(other, tiny, [prompt], [sample]) >= 0.0
+        assert kl_estimate(other, tiny, [prompt], [sample]) > 0.0
