@@ -363,9 +363,9 @@ DOMAINS = {"facts": FactsDomain, "code": CodeDomain}
 # --------------------------------------------------------------------------- KL
 
 
-def _completion_logprobs(model: Any, tokenizer: Any, prompt: str, completion: str) -> tuple[Any, list[int]]:
-    """(log pi(. | x, y_<t) over the vocabulary at each completion position, [T, V], and y's
-    token ids); (None, []) for an empty completion. The prompt gets the chat template."""
+def _next_token_logprobs(model: Any, tokenizer: Any, prompt: str, completion: str) -> Any:
+    """log pi(. | x, y_<t) over the vocabulary at each position of y, a [T, V] tensor (None for
+    an empty y). The prompt gets the chat template, as the generator saw it."""
     import torch
 
     head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
@@ -373,25 +373,10 @@ def _completion_logprobs(model: Any, tokenizer: Any, prompt: str, completion: st
     p_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
     c_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
     if not c_ids:
-        return None, []
+        return None
     ids = torch.tensor([p_ids + c_ids], device=model.device)
     logits = model(ids).logits[0, len(p_ids) - 1:-1].float()
-    return torch.log_softmax(logits, dim=-1), c_ids
-
-
-def sequence_logprobs(model: Any, tokenizer: Any, prompts: list[str], completions: list[str]) -> list[float]:
-    """log pi(y | x) summed over the completion's tokens."""
-    import torch
-
-    out = []
-    with torch.inference_mode():
-        for prompt, completion in zip(prompts, completions):
-            logp, c_ids = _completion_logprobs(model, tokenizer, prompt, completion)
-            if logp is None:
-                out.append(0.0)
-                continue
-            out.append(float(logp.gather(1, torch.tensor(c_ids, device=logp.device)[:, None]).sum()))
-    return out
+    return torch.log_softmax(logits, dim=-1)
 
 
 def kl_estimate(policy: Any, base: Any, prompts: list[str], samples: list[str]) -> float:
@@ -411,10 +396,10 @@ def kl_estimate(policy: Any, base: Any, prompts: list[str], samples: list[str]) 
     total = 0.0
     with torch.inference_mode():
         for prompt, sample in zip(prompts, samples):
-            logp, _ = _completion_logprobs(policy.model, policy.tokenizer, prompt, sample)
+            logp = _next_token_logprobs(policy.model, policy.tokenizer, prompt, sample)
             if logp is None:
                 continue
-            logb, _ = _completion_logprobs(base.model, base.tokenizer, prompt, sample)
+            logb = _next_token_logprobs(base.model, base.tokenizer, prompt, sample)
             # max(0, .): float rounding when the two models barely differ, nothing more.
             total += max(0.0, float((logp.exp() * (logp - logb)).sum()))
     return total / len(samples)
@@ -496,7 +481,9 @@ def _run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
               else load_model(config.models.critic, store=store, **config.models.frozen_options))
     base = load_model(config.models.generator, trainable=True) if config.kl else None
     validator = RandomValidator(seed=config.seed) if config.validator == "random" else domain.validator
-    checkpoints = {"generator": base_model_path(config.models.generator), "critic": base_model_path(config.models.critic)}
+    base_paths = {"generator": base_model_path(config.models.generator),
+                  "critic": base_model_path(config.models.critic)}
+    checkpoints = dict(base_paths)  # where each model's latest weights are; the base until trained
     counts = {"rlac": 0, "enumerative": 0, "used": 0}
     rounds: list[dict[str, Any]] = []
 
@@ -567,9 +554,8 @@ def _run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
     _tables(store, baseline, rounds, config)
     ratio = counts["enumerative"] / counts["rlac"] if counts["rlac"] else None
     return {
-        "base_model": base_model_path(config.models.generator),
-        "base_models": {"generator": base_model_path(config.models.generator),
-                        "critic": base_model_path(config.models.critic)},
+        "base_model": base_paths["generator"],
+        "base_models": base_paths,
         "task": config.task,
         "condition": _condition(config),
         "baseline": baseline["eval"],
