@@ -59,7 +59,7 @@ def run_one(name: str, steps: int, prompts: int, max_tokens: int) -> dict:
         reward, columns, critic_prompts, timer = _taiscore_reward(prompts, max_tokens)
 
         def stage(tag: str, n: int):
-            settings = GRPOSettings(num_generations=2, batch_size=2 * prompts, max_steps=n, learning_rate=1e-6,
+            settings = GRPOSettings(num_generations=2, batch_size=prompts, max_steps=n, learning_rate=1e-6,
                                     max_completion_length=max_tokens, save_steps=10_000, lora=lora)
             return train_grpo(policy, critic_prompts, reward, settings, work / tag, extra_columns=columns)
 

@@ -79,17 +79,20 @@ def quickstart(
         raise typer.BadParameter("--prompts must be at least 4 (2 held out, 2 or more to train on)")
     if fresh and out_dir.exists():
         shutil.rmtree(out_dir)
-    tokens = {"temperature": 0.8, "top_p": 0.95, "max_tokens": 40}
+    # The budgets of examples/taiscore_tiny.yaml (see its comments): critiques that end
+    # before their limit, and a judge scored by expectation, so GRPO has rewards to learn from.
     data = {
         "algorithm": "taiscore",
         "data": {"source": "bundled:writing", "limit": prompts},
         "models": {"actor": model, "critic": model, "judge": judge},
-        "sampling": {"rollout": tokens, "revision": {**tokens, "temperature": 0.2},
-                     "judge": {"temperature": 0.2, "top_p": 1.0, "max_tokens": 256}},
+        "templates": {"critic": "critic_brief"},
+        "sampling": {"rollout": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 320},
+                     "revision": {"temperature": 0.2, "top_p": 0.95, "max_tokens": 128},
+                     "judge": {"temperature": 0.2, "top_p": 1.0, "max_tokens": 320, "scoring": "expected"}},
         "rounds": 1,
         "critic_queries": 2,
         "pairs_per_round": 4,
-        "grpo": {"num_generations": 2, "batch_size": 2, "learning_rate": 1e-5, "max_steps": 2,
+        "grpo": {"num_generations": 2, "batch_size": 1, "learning_rate": 1e-5, "max_steps": 2,
                  "save_steps": 1},
         "dpo": {"learning_rate": 1e-5, "max_steps": 2, "max_length": 512, "max_prompt_length": 384,
                 "save_steps": 1},
@@ -145,11 +148,20 @@ def judge(
     input: Path = typer.Option(..., "--input", help="JSONL of rollouts: x (or prompt), y0, c, y1."),
     out_file: Path = typer.Option(..., "--out", help="JSONL written with a 'judgment' field per line."),
     judge_model: str = typer.Option("smollm2", "--judge", help="Judge model spec."),
+    scoring: str = typer.Option("expected", help="expected: probability-weighted mean over the score's tokens "
+                                "(where the backend returns log-probabilities); sampled: the integer written."),
 ) -> None:
-    """Score a JSONL file of rollouts with one judge."""
+    """Score a JSONL file of rollouts with one judge.
+
+    Each output line gets `judgment`: `score` (null when unreadable), `valid`, `sampled` and
+    `expected`, the diagnostics in `scores` / `reasons`, and for taiscore and critique-quality
+    `reward`, the GRPO training reward (0.0 for an unreadable answer or an empty critique).
+    """
     from coevo.judging import judge_file
 
-    counts = judge_file(kind, input, out_file, judge_model)
+    if scoring not in ("expected", "sampled"):
+        raise typer.BadParameter(f"--scoring must be expected or sampled, not {scoring!r}")
+    counts = judge_file(kind, input, out_file, judge_model, scoring=scoring)
     out.print(f"wrote {out_file}: {counts['valid']} valid, {counts['invalid']} invalid judgments")
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from coevo.types import Sampling
+from coevo.types import JudgeSampling, Sampling
 
 
 class ConfigError(ValueError):
@@ -34,11 +34,12 @@ class Models(StrictModel):
 
 
 class SamplingConfig(StrictModel):
-    """The papers' decoding settings as defaults (TAIScore Table 12)."""
+    """The papers' decoding settings as defaults (TAIScore Table 12; the refiner's and the
+    judge's 2048-token limits are those of the authors' reward code)."""
 
     rollout: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=256)
-    revision: Sampling = Sampling(temperature=0.2, top_p=0.95, max_tokens=384)
-    judge: Sampling = Sampling(temperature=0.2, top_p=1.0, max_tokens=256)
+    revision: Sampling = Sampling(temperature=0.2, top_p=0.95, max_tokens=2048)
+    judge: JudgeSampling = JudgeSampling(temperature=0.2, top_p=1.0, max_tokens=2048)
 
 
 class DataConfig(StrictModel):

@@ -14,6 +14,7 @@ from pathlib import Path
 from coevo.config import ConfigError
 from coevo.jsonl import iter_jsonl
 from coevo.llm.base import ChatModel
+from coevo.roles.parsing import strip_reasoning
 from coevo.roles.judges import (
     AdherenceJudge,
     CritiqueQualityJudge,
@@ -23,7 +24,7 @@ from coevo.roles.judges import (
     TaiScoreJudge,
 )
 from coevo.tasks.loaders import DataError
-from coevo.types import Judgment, Rollout, Sample, Sampling
+from coevo.types import JudgeSampling, Judgment, Rollout, Sample, Sampling
 
 RolloutJudge = Callable[[list[Rollout], dict[str, Sample]], list[Judgment]]
 
@@ -48,6 +49,32 @@ def rollout_judge(name: str, model: ChatModel, sampling: Sampling, template: str
     raise ConfigError(f"unknown judge {name!r}; choose from {list(JUDGE_NAMES)}")
 
 
+#: Judges whose score serves as a GRPO reward (TAIScore §5: the reward ablations).
+REWARD_JUDGES = ("taiscore", "outcome_gain", "critique_quality")
+
+
+def judge_as_reward(rollouts: list[Rollout], judge: Callable[[list[Rollout]], list[Judgment]], name: str,
+                    *, invalid_reward: float = 0.0, needs_revision: bool = True) -> list[float]:
+    """Judge rollouts as training rewards, under the TAIScore authors' rules
+    (`compute_score_batched` in their reward code), and return one reward per rollout.
+
+    A rollout with an empty critique (or, where the judge reads one, an empty revision) is
+    not judged and gets `invalid_reward`; so does an answer the judge could not give
+    readably after its re-ask. Such rewards stay in their GRPO group's mean and std. Each
+    rollout's `judgments[name]` holds the judgment with the reward it gave in `reward`.
+    """
+    scorable = [r for r in rollouts if (r.c or "").strip() and (not needs_revision or (r.y1 or "").strip())]
+    for rollout, judgment in zip(scorable, judge(scorable) if scorable else []):
+        judgment.reward = judgment.score if judgment.valid and judgment.score is not None else invalid_reward
+        rollout.judgments[name] = judgment
+    for rollout in rollouts:
+        if name not in rollout.judgments:
+            missing = "an empty critique" if not (rollout.c or "").strip() else "an empty revision"
+            rollout.judgments[name] = Judgment(judge=name, valid=False, reward=invalid_reward,
+                                               error=f"{missing}: not judged")
+    return [float(r.judgments[name].reward) for r in rollouts]  # type: ignore[arg-type]
+
+
 def read_rollouts(path: Path) -> list[Rollout]:
     """Rollouts from JSONL: `x` (or `prompt`), `y0` (or `response`), optional `c`, `y1`."""
     if not path.is_file():
@@ -64,8 +91,12 @@ def read_rollouts(path: Path) -> list[Rollout]:
 
 
 def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
-               sampling: Sampling | None = None) -> dict[str, int]:
-    """Score a JSONL of rollouts with one judge; write each line back with its judgment."""
+               sampling: Sampling | None = None, scoring: str | None = None) -> dict[str, int]:
+    """Score a JSONL of rollouts with one judge; write each line back with its judgment.
+
+    `scoring` (expected | sampled) overrides the sampling's; judges that serve as GRPO
+    rewards also write `judgment.reward` under the training rules of `judge_as_reward`.
+    """
     from coevo.config import SamplingConfig
     from coevo.llm.specs import load_model
 
@@ -74,7 +105,10 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
         raise ConfigError("gold-rubric judging needs samples with rubrics: use `coevo run` with a "
                           "controls or refine config instead")
     rollouts = read_rollouts(input_path)
-    scorer = rollout_judge(kind, load_model(judge_spec), sampling or SamplingConfig().judge)
+    sampling = sampling or SamplingConfig().judge
+    if scoring is not None:
+        sampling = JudgeSampling(**{**sampling.model_dump(), "scoring": scoring})
+    scorer = rollout_judge(kind, load_model(judge_spec), sampling)
     needs_critique = kind in ("taiscore", "critique_quality", "adherence")
     needs_revision = kind in ("taiscore", "adherence", "outcome_gain", "pairwise")
     missing = [r.sample_id for r in rollouts
@@ -84,7 +118,14 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
                         + " and ".join(n for n, need in (("a critique 'c'", needs_critique),
                                                           ("a revision 'y1'", needs_revision)) if need)
                         + f"; lines with ids {missing[:5]} lack them")
-    judgments = scorer(rollouts, {})
+    if needs_critique and kind in REWARD_JUDGES:
+        # As the critic's GRPO reward sees it: reasoning stripped, empty critiques not judged.
+        for rollout in rollouts:
+            rollout.c = strip_reasoning(rollout.c or "")
+        judge_as_reward(rollouts, lambda rs: scorer(rs, {}), kind, needs_revision=kind != "critique_quality")
+        judgments = [r.judgments[kind] for r in rollouts]
+    else:
+        judgments = scorer(rollouts, {})
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w", encoding="utf-8") as f:
         for rollout, judgment in zip(rollouts, judgments):

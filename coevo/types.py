@@ -36,10 +36,25 @@ class Sampling(BaseModel):
     seed: int | None = None
     stop: tuple[str, ...] = ()
     #: A JSON Schema (as JSON text, so Sampling stays hashable) that the answer must follow.
-    #: llama.cpp and OpenAI-compatible servers decode under it (a grammar), which is what
-    #: lets a small judge return readable scores; transformers ignores it and the judge's
-    #: lenient parser reads what comes back.
+    #: The model backends decode under it (a grammar: llama.cpp's own, xgrammar in
+    #: transformers, the server's behind the OpenAI API), which is what lets a small judge
+    #: return readable scores; parsers stay lenient for servers that ignore it.
     json_schema: str | None = None
+    #: How many of the most likely tokens to return with their log-probabilities at every
+    #: generated position (0: none). Judges ask for them to score by expectation (G-Eval).
+    logprobs: int = Field(0, ge=0, le=20)
+
+
+class JudgeSampling(Sampling):
+    """A judge's decoding settings plus how its integer answer becomes a score.
+
+    `expected` (default) scores by the probability-weighted mean over the score's tokens
+    (G-Eval, Liu et al. 2023) where the backend returns token log-probabilities, and falls
+    back to `sampled` (the integer the judge wrote) where it does not, saying so once.
+    Continuous scores are what let a small judge separate two answers it would both call 4.
+    """
+
+    scoring: Literal["expected", "sampled"] = "expected"
 
 
 class Completion(BaseModel):
@@ -47,6 +62,10 @@ class Completion(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     logprobs: list[float] | None = None
+    #: With `Sampling.logprobs > 0`: the generated tokens' texts (joined, they spell the raw
+    #: completion) and, per position, the top alternatives {token text: log-probability}.
+    tokens: list[str] | None = None
+    top_logprobs: list[dict[str, float]] | None = None
     cached: bool = False
 
 
@@ -81,6 +100,16 @@ class Judgment(Record):
     raw: str = ""
     valid: bool = True
     error: str | None = None
+    #: The integer the judge wrote and the probability-weighted mean over its score tokens
+    #: (None where the backend gave no log-probabilities); `score` is the one the judge's
+    #: `scoring` setting uses.
+    sampled: float | None = None
+    expected: float | None = None
+    #: The training reward this judgment gave, where it was one (TAIScore's GRPO: the score,
+    #: or `invalid_reward` for an unreadable answer, an empty critique or revision).
+    reward: float | None = None
+    #: How many times the judge was asked for this answer (2: the first was unreadable).
+    asked: int = 1
 
 
 class Rollout(Record):

@@ -26,6 +26,28 @@ def test_judge_scores_a_jsonl_file(tmp_path):
     assert "2 valid, 0 invalid" in proc.stdout
 
 
+def test_judge_taiscore_writes_the_training_reward_under_the_authors_rules(tmp_path):
+    dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+    good = json.dumps({**{d: {"score": 6, "reason": "r"} for d in dims}, "score": 7})
+    rows = [{"id": "read", "x": "Write.", "y0": "old", "c": "<think>hm</think>SHARP", "y1": "new"},
+            {"id": "unread", "x": "Write.", "y0": "old", "c": "VAGUE", "y1": "new"},
+            {"id": "empty", "x": "Write.", "y0": "old", "c": "  ", "y1": "new"}]
+    rollouts = tmp_path / "rollouts.jsonl"
+    rollouts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    replay = tmp_path / "judge.jsonl"
+    replay.write_text(json.dumps({"match": "SHARP", "completion": good}) + "\n"
+                      + json.dumps({"completion": "no idea"}) + "\n")
+    out = tmp_path / "scored.jsonl"
+    proc = coevo("judge", "taiscore", "--input", rollouts, "--out", out, "--judge", f"replay:{replay}",
+                 "--scoring", "sampled")
+    assert proc.returncode == 0, proc.stderr
+    read, unread, empty = (json.loads(line)["judgment"] for line in out.read_text().splitlines())
+    assert (read["reward"], read["valid"], read["score"], read["scores"]["quality_gain"]) == (7.0, True, 7.0, 6.0)
+    assert (unread["reward"], unread["valid"], unread["score"]) == (0.0, False, None)
+    assert (empty["reward"], empty["valid"], empty["error"]) == (0.0, False, "an empty critique: not judged")
+    assert coevo("judge", "taiscore", "--input", rollouts, "--out", out, "--scoring", "maybe").returncode == 2
+
+
 def test_eval_agreement_matches_hand_computed_values(tmp_path):
     # group g1: A ranks c1 > c2 > c3, B ranks c1 > c3 > c2 -> top sets share c1; pairs: 2 of 3 agree
     # group g2: A ties c1 = c2 (top set {c1, c2}), B prefers c2 -> overlap; the tied pair is excluded

@@ -56,7 +56,7 @@ from coevo.config import ConfigError, DataConfig, StrictModel
 from coevo.progress import progress_bar
 from coevo.store import RunStore
 from coevo.tasks.loaders import DataError
-from coevo.types import Rollout, Rubric, Sample, Sampling, Skill
+from coevo.types import JudgeSampling, Rollout, Rubric, Sample, Sampling, Skill
 
 Method = Literal["zero_shot", "skillopt", "sc_coevo", "decoevo"]
 METHODS: tuple[str, ...] = ("zero_shot", "skillopt", "sc_coevo", "decoevo")
@@ -76,15 +76,23 @@ DEFAULT_GENERATOR_SKILL = (
 
 # ====================================================================== config
 class DecoEvoSampling(StrictModel):
-    """Decoding per role. Greedy (T 0) roles are shared across seeds through the cache."""
+    """Decoding per role. Greedy (T 0) roles are shared across seeds through the cache.
+
+    The scoring roles (criterion judge, auditor, gold grader) take `scoring: expected |
+    sampled` (`JudgeSampling`): `expected`, the default, scores by the probabilities of the
+    verdict's or grade's tokens where the backend returns them (a greedy judge returns them
+    too), and falls back to the written value where it does not, saying so once. The
+    auditor's scoring applies to the structural auditor's adequacy grade; the contrastive
+    auditor's preferences are decisions, not scores.
+    """
 
     solver: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=384)
     rollout: Sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=384)
     generator: Sampling = Sampling(temperature=0.3, top_p=0.95, max_tokens=400)
-    judge: Sampling = Sampling(temperature=0.0, max_tokens=400)
-    auditor: Sampling = Sampling(temperature=0.0, max_tokens=300)
+    judge: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+    auditor: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=300)
     rewriter: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=600)
-    grader: Sampling = Sampling(temperature=0.0, max_tokens=400)
+    grader: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
 
 
 class Partitions(StrictModel):
@@ -175,7 +183,19 @@ def solver_gate(incumbent: list[float | None], candidate: list[float | None], de
     verb = "beats" if accept else "does not beat"
     return Decision(accept, f"gate score {cand:.3f} vs {inc:.3f} (gain {gain:+.3f}) {verb} the "
                             f"margin delta={delta:g} on {len(pairs)} paired questions",
-                    {"gate_incumbent": inc, "gate_candidate": cand, "gain": gain, "n_pairs": len(pairs)})
+                    {"gate_incumbent": inc, "gate_candidate": cand, "gain": gain, "n_pairs": len(pairs),
+                     "gate_tie": gate_tie(inc, cand)})
+
+
+def gate_tie(incumbent: float | None, candidate: float | None) -> bool | None:
+    """Whether a gate comparison is an exact tie (None: nothing was compared).
+
+    Equal up to float rounding (_EPS): a tie cannot be told apart by any margin delta, so
+    the gate rejects the candidate without having measured a difference.
+    """
+    if incumbent is None or candidate is None:
+        return None
+    return abs(candidate - incumbent) <= _EPS
 
 
 def outer_step_due(steps_since_outer: int, stall: int, k: int, s: int) -> bool:
@@ -264,6 +284,8 @@ class Meter:
 
     def __init__(self, inner: Any):
         self.inner, self.model_id = inner, inner.model_id
+        # Passed on: without it every scoring role would think the backend has no logprobs.
+        self.supports_logprobs = getattr(inner, "supports_logprobs", False)
         self.calls = self.cached = 0
 
     def generate(self, conversations, sampling, n=1):
@@ -331,7 +353,12 @@ def _mean(values: list[float | None]) -> float | None:
 def gold_scores(grader: Any, samples: list[Sample], responses: list[str]) -> list[tuple[float | None, Any]]:
     """Gold-rubric grade of each response, mapped from 1-10 to 0-1, with its Judgment."""
     judged = grader.judge(samples, responses) if samples else []
-    return [((j.score - 1) / 9 if j.valid and j.score is not None else None, j) for j in judged]
+    return [(_unit(j.score) if j.valid else None, j) for j in judged]
+
+
+def _unit(grade: float | None) -> float | None:
+    """A 1-10 grade on the 0-1 scale."""
+    return None if grade is None else (grade - 1) / 9
 
 
 # ====================================================================== one method, one seed
@@ -353,6 +380,7 @@ class MethodRun:
         self.invalid: dict[str, int] = {}
         self.trajectory: list[dict[str, Any]] = []
         self.costs: list[dict[str, Any]] = []
+        self.test_sampled: list[float | None] = []  # the grader's written grades, beside `test`'s
         self._rubrics: dict[tuple[str, str], R.GeneratedRubric] = {}
 
     @property
@@ -422,9 +450,14 @@ class MethodRun:
         candidate = self.history.propose(self.solver_skill, rewrite.text)
         gate = self.parts["solver_gate"]
         gate_rubrics = self.rubrics(gate, self.generator_skill)  # same cached rubrics for both
-        incumbent = [j.score for j in self.judge(gate, self.solve(gate, self.solver_skill), gate_rubrics)]
-        challenger = [j.score for j in self.judge(gate, self.solve(gate, candidate), gate_rubrics)]
-        decision = solver_gate(incumbent, challenger, self.config.delta)
+        incumbent = self.judge(gate, self.solve(gate, self.solver_skill), gate_rubrics)
+        challenger = self.judge(gate, self.solve(gate, candidate), gate_rubrics)
+        decision = solver_gate([j.score for j in incumbent], [j.score for j in challenger], self.config.delta)
+        decision.details.update(self._sampled_gate(incumbent, challenger))
+        if self.store is not None:
+            self.store.put_record("gate_judgment", f"{self.stage}/step{step}", {
+                "step": step, "question_ids": [q.id for q in gate], "candidate_version": candidate.version,
+                "incumbent": [j.record() for j in incumbent], "candidate": [j.record() for j in challenger]})
         decided = self.history.decide(candidate, self.solver_skill, decision.accept, decision.reason,
                                       step=step, diagnosis=rewrite.note, n_failures=len(failures),
                                       **decision.details)
@@ -433,6 +466,15 @@ class MethodRun:
         else:
             self.stall += 1
         return decision.accept
+
+    def _sampled_gate(self, incumbent: list[R.CriterionJudgment],
+                      challenger: list[R.CriterionJudgment]) -> dict[str, Any]:
+        """The same gate on the verdicts as written: what it would have said without expected
+        scores (kept beside the decision, so the ties expectation removed can be counted)."""
+        sampled = solver_gate([j.sampled for j in incumbent], [j.sampled for j in challenger], self.config.delta)
+        return {"gate_incumbent_sampled": sampled.details.get("gate_incumbent"),
+                "gate_candidate_sampled": sampled.details.get("gate_candidate"),
+                "gate_tie_sampled": sampled.details.get("gate_tie")}
 
     def _stall(self, step: int, why: str) -> bool:
         self.stall += 1
@@ -536,8 +578,11 @@ class MethodRun:
         deltas = {"structural": adequacy,
                   "resolution": None if r_inc is None or r_cand is None else r_cand - r_inc}
         decision = pareto_accept(deltas, self.config.eta, self.config.tau)
+        written = [(x.sampled, y.sampled) for x, y in zip(a_inc, a_cand) if x.valid and y.valid]
         decision.details.update({
             "adequacy_incumbent": _mean([x for x, _ in pairs]), "adequacy_candidate": _mean([y for _, y in pairs]),
+            "adequacy_incumbent_sampled": _mean([x for x, _ in written]),
+            "adequacy_candidate_sampled": _mean([y for _, y in written]),
             "resolution_incumbent": r_inc, "resolution_candidate": r_cand, "n_frozen": len(frozen)})
         return decision
 
@@ -593,6 +638,7 @@ class MethodRun:
                 self.store.save_rollout("test", Rollout(sample_id=sample.id, x=sample.prompt, y0=response,
                                                         condition=self.stage,
                                                         judgments={"gold_rubric": judgment}))
+        self.test_sampled = [None if g is None else _unit(j.sampled) for g, j in graded]
         return [g for g, _ in graded]
 
     # -- the loop -----------------------------------------------------------------------
@@ -614,6 +660,9 @@ class MethodRun:
         scores = self.test()
         return {"method": self.method, "seed": self.seed, "test_scores": scores,
                 "test_ids": [s.id for s in self.parts["test"]], "test_mean": _mean(scores),
+                "test_scores_sampled": self.test_sampled, "test_mean_sampled": _mean(self.test_sampled),
+                "scoring": {"judge": self.roles.judge.scoring, "auditor": self.roles.structural.scoring,
+                            "grader": getattr(self.roles.grader, "scoring", "sampled")},
                 "solver": self.solver_skill.model_dump(), "rubric_generator": self.generator_skill.model_dump(),
                 "trajectory": self.trajectory, "costs": self.costs, "invalid": self.invalid}
 

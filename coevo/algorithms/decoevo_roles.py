@@ -8,6 +8,12 @@ what lets a 135M backbone return parseable output, and read leniently with
 `coevo.roles.parsing`. An answer that cannot be read becomes a result with `valid=False`
 and its raw text kept: it is counted by the loop and never raises.
 
+The roles whose answer is a score (the criterion judge's true / false verdicts, the
+structural auditor's 0-10 adequacy) score by expectation as the judges in
+`coevo.roles.judges` do (G-Eval): from the probabilities of the verdict's or the score's
+tokens where the backend returns them (`JudgeSampling.scoring`), keeping the value written
+beside the expected one.
+
 No role here ever receives a gold rubric: they take question *text* (see `blind`), and
 the gold-rubric grader lives apart (`coevo.roles.judges.GoldRubricJudge`).
 """
@@ -21,9 +27,10 @@ from typing import Any
 
 from coevo.llm.base import ChatModel, user
 from coevo.prompts import Template, load_template
-from coevo.roles.judges import order_swapped
+from coevo.roles.expected import TOP_LOGPROBS, expected_value, integer_answers, json_value_offsets
+from coevo.roles.judges import Scoring, _say_once, order_swapped
 from coevo.roles.parsing import extract_json_object, normalise_key, strip_reasoning
-from coevo.types import Criterion, Message, Rubric, Sample, Sampling
+from coevo.types import Completion, Criterion, Message, Rubric, Sample, Sampling
 
 #: Short free-text fields keep a 135M model's JSON cheap and inside max_tokens.
 def _text(limit: int) -> dict[str, Any]:
@@ -54,16 +61,48 @@ class _Role:
     def _ask(self, prompts: Sequence[str], schemas: Sequence[dict[str, Any] | None],
              sampling: Sampling | None = None) -> list[str]:
         """One answer per prompt; prompts sharing a schema go to the backend as one batch."""
+        return [c.text for c in self._complete(prompts, schemas, sampling)]
+
+    def _complete(self, prompts: Sequence[str], schemas: Sequence[dict[str, Any] | None],
+                  sampling: Sampling | None = None) -> list[Completion]:
+        """As `_ask`, with the whole completions (their token log-probabilities, if asked)."""
         groups: dict[str | None, list[int]] = {}
         for i, schema in enumerate(schemas):
             groups.setdefault(None if schema is None else json.dumps(schema), []).append(i)
-        answers = [""] * len(prompts)
+        answers = [Completion(text="")] * len(prompts)
         for schema_text, rows in groups.items():
-            sampling = (sampling or self.sampling).model_copy(update={"json_schema": schema_text})
-            outputs = self.model.generate([user(prompts[i]) for i in rows], sampling, n=1)
+            asked = (sampling or self.sampling).model_copy(update={"json_schema": schema_text})
+            outputs = self.model.generate([user(prompts[i]) for i in rows], asked, n=1)
             for i, completions in zip(rows, outputs):
-                answers[i] = completions[0].text if completions else ""
+                answers[i] = completions[0] if completions else Completion(text="")
         return answers
+
+
+def resolve_scoring(model: ChatModel, sampling: Sampling) -> Scoring:
+    """`coevo.roles.judges.Judge`'s rule: `expected` where the sampling asks for it (its
+    `scoring`, default expected) and the backend returns token log-probabilities, else
+    `sampled`, said once per model in the run's log (the judges' message, so the criterion
+    judge and the gold grader on one backbone say it once between them)."""
+    if getattr(sampling, "scoring", "expected") != "expected":
+        return "sampled"
+    if getattr(model, "supports_logprobs", False):
+        return "expected"
+    _say_once(f"{model.model_id} returns no token log-probabilities: judges on it score "
+              "by the integer they write (scoring=sampled)")
+    return "sampled"
+
+
+class _ScoringRole(_Role):
+    """A role whose answer holds a score: it may score by expectation over its tokens."""
+
+    def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None, *,
+                 text_chars: int = 240):
+        super().__init__(model, sampling, template, text_chars=text_chars)
+        self.scoring: Scoring = resolve_scoring(model, sampling)
+
+    def _scoring_sampling(self) -> Sampling:
+        """The role's sampling, asking for the top alternatives of every token when expected."""
+        return self.sampling.model_copy(update={"logprobs": TOP_LOGPROBS if self.scoring == "expected" else 0})
 
 
 # -- solver --------------------------------------------------------------------------------
@@ -146,17 +185,30 @@ def rubric_block(rubric: Rubric) -> str:
 # -- criterion-level judge ------------------------------------------------------------------
 @dataclass
 class CriterionJudgment:
-    """Per criterion: satisfied or not, with a rationale; score = satisfied / total points."""
+    """Per criterion: satisfied or not, with a rationale; score = satisfied / total points.
+
+    `sampled` is the rubric score of the verdicts written, `expected` Σ points ·
+    P(satisfied) / total points from the verdict tokens' probabilities (`p_satisfied`; None
+    without them); `score` is the one the judge's scoring uses.
+    """
 
     satisfied: dict[str, bool] = field(default_factory=dict)
     rationales: dict[str, str] = field(default_factory=dict)
     score: float | None = None
     raw: str = ""
     error: str | None = None
+    sampled: float | None = None
+    expected: float | None = None
+    p_satisfied: dict[str, float] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
         return self.score is not None
+
+    def record(self) -> dict[str, Any]:
+        """What the run store keeps of it: both scores, the verdicts and their probabilities."""
+        return {"score": self.score, "sampled": self.sampled, "expected": self.expected,
+                "satisfied": self.satisfied, "p_satisfied": self.p_satisfied, "error": self.error}
 
 
 def rubric_score(rubric: Rubric, satisfied: dict[str, bool]) -> float:
@@ -165,8 +217,31 @@ def rubric_score(rubric: Rubric, satisfied: dict[str, bool]) -> float:
     return sum(c.weight for c in rubric.criteria if satisfied.get(c.name)) / total
 
 
-class CriterionJudge(_Role):
-    """Judges one response against every criterion of a generated rubric, in one call."""
+def expected_rubric_score(rubric: Rubric, p_satisfied: dict[str, float]) -> float:
+    """The rubric score in expectation: Σ points · P(satisfied) / total points."""
+    total = sum(c.weight for c in rubric.criteria)
+    return sum(c.weight * p_satisfied[c.name] for c in rubric.criteria) / total
+
+
+#: A verdict as the schema writes it: the JSON boolean.
+_VERDICT = {"true": 1.0, "false": 0.0}
+_ZERO_TO_TEN = integer_answers(0, 10)
+
+
+def _offsets(raw: str) -> dict[tuple, int]:
+    """Where each JSON value of an answer starts, by normalised key path."""
+    return {tuple(normalise_key(k) if isinstance(k, str) else k for k in path): at
+            for path, at in json_value_offsets(raw).items()}
+
+
+class CriterionJudge(_ScoringRole):
+    """Judges one response against every criterion of a generated rubric, in one call.
+
+    With `scoring: expected` each criterion counts with P(satisfied), the probability of the
+    `true` token against `false` where its verdict was written, so two answers that meet
+    the same criteria still differ by how surely they meet them; a verdict whose
+    probabilities are missing makes the whole judgment fall back to the written verdicts.
+    """
 
     template_name = "decoevo_judge"
 
@@ -185,31 +260,45 @@ class CriterionJudge(_Role):
         rows = [i for i, r in enumerate(rubrics) if r is not None]
         prompts = [self.template.render(question=questions[i].prompt, response=responses[i],
                                         criteria=rubric_block(rubrics[i])) for i in rows]
-        answers = self._ask(prompts, [self.schema(rubrics[i]) for i in rows])
+        answers = self._complete(prompts, [self.schema(rubrics[i]) for i in rows], self._scoring_sampling())
         out = [CriterionJudgment(error="no rubric for this question") for _ in questions]
-        for i, raw in zip(rows, answers):
-            out[i] = self._parse(raw, rubrics[i])
+        for i, completion in zip(rows, answers):
+            out[i] = self._read(completion, rubrics[i])
         return out
 
-    def _parse(self, raw: str, rubric: Rubric) -> CriterionJudgment:
+    def _read(self, completion: Completion, rubric: Rubric) -> CriterionJudgment:
+        judged, positions = self._parse(completion.text, rubric)
+        if judged.valid and self.scoring == "expected":
+            offsets = _offsets(completion.text)
+            p = {name: expected_value(completion, offsets.get(("verdicts", at, "satisfied")), _VERDICT)
+                 for name, at in positions.items()}
+            if None not in p.values():
+                judged.p_satisfied = p  # type: ignore[assignment]
+                judged.expected = judged.score = expected_rubric_score(rubric, judged.p_satisfied)
+        return judged
+
+    def _parse(self, raw: str, rubric: Rubric) -> tuple[CriterionJudgment, dict[str, int]]:
+        """The written verdicts, and where in the answer's list each criterion's entry sits."""
         data = extract_json_object(raw, ["verdicts"])
         entries = data.get("verdicts") if data else None
         if not isinstance(entries, list):
-            return CriterionJudgment(raw=raw, error="no 'verdicts' list in the answer")
+            return CriterionJudgment(raw=raw, error="no 'verdicts' list in the answer"), {}
         names = [c.name for c in rubric.criteria]
         found: dict[str, dict[str, Any]] = {}
+        positions: dict[str, int] = {}
         for position, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 continue
             name = normalise_key(entry.get("id", "")) or (names[position] if position < len(names) else "")
             if name in names and name not in found:
-                found[name] = entry
+                found[name], positions[name] = entry, position
         missing = [n for n in names if n not in found or _boolean(found[n].get("satisfied")) is None]
         if missing:
-            return CriterionJudgment(raw=raw, error=f"no readable verdict for {', '.join(missing)}")
+            return CriterionJudgment(raw=raw, error=f"no readable verdict for {', '.join(missing)}"), {}
         satisfied = {n: bool(_boolean(found[n]["satisfied"])) for n in names}
         rationales = {n: str(found[n].get("rationale", "")) for n in names}
-        return CriterionJudgment(satisfied, rationales, rubric_score(rubric, satisfied), raw)
+        score = rubric_score(rubric, satisfied)
+        return CriterionJudgment(satisfied, rationales, score, raw, sampled=score), positions
 
 
 # -- rewriters ------------------------------------------------------------------------------
@@ -283,19 +372,25 @@ class GeneratorRewriter(_Rewriter):
 @dataclass
 class StructuralAudit:
     question_id: str
-    adequacy: float | None  # 0..1 (the 0-10 answer / 10)
+    adequacy: float | None  # 0..1 (the 0-10 answer / 10), by the auditor's scoring
     rationale: str = ""
     repair: str = ""
     raw: str = ""
     error: str | None = None
+    #: The grade written and its expectation over the grade's tokens, both / 10.
+    sampled: float | None = None
+    expected: float | None = None
 
     @property
     def valid(self) -> bool:
         return self.adequacy is not None
 
 
-class StructuralAuditor(_Role):
-    """Sees question, generated rubric and the family's audit spec: never a response or score."""
+class StructuralAuditor(_ScoringRole):
+    """Sees question, generated rubric and the family's audit spec: never a response or score.
+
+    With `scoring: expected` the adequacy is the expected 0-10 grade over its tokens.
+    """
 
     template_name = "decoevo_structural_auditor"
     def __init__(self, model: ChatModel, sampling: Sampling, spec: str, template: str | None = None,
@@ -309,18 +404,26 @@ class StructuralAuditor(_Role):
         rows = [i for i, r in enumerate(rubrics) if r is not None]
         prompts = [self.template.render(spec=self.spec, question=questions[i].prompt,
                                         rubric=rubric_block(rubrics[i])) for i in rows]
-        answers = self._ask(prompts, [self.schema] * len(rows))
+        answers = self._complete(prompts, [self.schema] * len(rows), self._scoring_sampling())
         # A question whose rubric could not be read at all is covered by nothing.
         out = [StructuralAudit(q.id, 0.0, "no readable rubric", "", error="no rubric") for q in questions]
-        for i, raw in zip(rows, answers):
-            data = extract_json_object(raw, ["adequacy", "rationale", "repair"]) or {}
-            value = _number(data.get("adequacy"))
-            if value is None or not 0 <= value <= 10:
-                out[i] = StructuralAudit(questions[i].id, None, raw=raw, error="no adequacy score 0-10")
-            else:
-                out[i] = StructuralAudit(questions[i].id, value / 10, str(data.get("rationale", "")),
-                                         str(data.get("repair", "")), raw)
+        for i, completion in zip(rows, answers):
+            out[i] = self._read(questions[i].id, completion)
         return out
+
+    def _read(self, question_id: str, completion: Completion) -> StructuralAudit:
+        raw = completion.text
+        data = extract_json_object(raw, ["adequacy", "rationale", "repair"]) or {}
+        value = _number(data.get("adequacy"))
+        if value is None or not 0 <= value <= 10:
+            return StructuralAudit(question_id, None, raw=raw, error="no adequacy score 0-10")
+        expected = None
+        if self.scoring == "expected":
+            expected = expected_value(completion, _offsets(raw).get(("adequacy",)), _ZERO_TO_TEN)
+        chosen = value if expected is None else expected
+        return StructuralAudit(question_id, chosen / 10, str(data.get("rationale", "")),
+                               str(data.get("repair", "")), raw, sampled=value / 10,
+                               expected=None if expected is None else expected / 10)
 
 
 # -- near-tie contrastive auditor -----------------------------------------------------------

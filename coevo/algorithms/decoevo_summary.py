@@ -1,6 +1,6 @@
 """DecoEvo's summary.json: per-method test score over seeds, the paired CI of DecoEvo -
-SkillOpt, skill versions, cost per inner / outer step, the diagnostic trajectory, and the
-report's table and plot (set in the run store's meta)."""
+SkillOpt, skill versions, solver-gate ties, cost per inner / outer step, the diagnostic
+trajectory, and the report's table and plot (set in the run store's meta)."""
 
 from __future__ import annotations
 
@@ -22,19 +22,24 @@ def summarise(config: DecoEvoConfig, results: dict[str, dict[str, Any]], records
         means = [r["test_mean"] for r in runs if r["test_mean"] is not None]
         mean, sd = mean_sd(means) if means else (None, None)
         mine = [r for r in records if r["method"] == method]
+        sampled_means = [r.get("test_mean_sampled") for r in runs]
         entry = {"test_mean": mean, "test_sd": sd, "per_seed": [r["test_mean"] for r in runs],
+                 "test_mean_sampled": _mean(sampled_means),
                  "solver_accepted": sum(r["accepted"] and r["version"] > 0 for r in mine if r["name"] == SOLVER),
                  "solver_candidates": sum(r["version"] > 0 for r in mine if r["name"] == SOLVER),
                  "generator_accepted": sum(r["accepted"] and r["version"] > 0 for r in mine if r["name"] == GENERATOR),
                  "generator_candidates": sum(r["version"] > 0 for r in mine if r["name"] == GENERATOR),
+                 **gate_ties([r for r in mine if r["name"] == SOLVER and r["version"] > 0]),
                  "invalid_outputs": _sum_dicts([r["invalid"] for r in runs])}
         methods[method] = entry
         rows.append({"method": method, "test_mean": mean, "test_sd": sd, "seeds": len(runs),
                      "solver_acc": f"{entry['solver_accepted']}/{entry['solver_candidates']}",
+                     "gate_ties": f"{entry['gate_ties']}/{entry['gate_comparisons']}",
                      "generator_acc": f"{entry['generator_accepted']}/{entry['generator_candidates']}",
                      "invalid": sum(entry["invalid_outputs"].values())})
     summary: dict[str, Any] = {
         "methods": methods,
+        "scoring": next((r["scoring"] for r in results.values() if "scoring" in r), None),
         "skill_versions": {name: [{k: r[k] for k in ("method", "seed", "version", "parent", "decision",
                                                      "why", "step")} for r in records if r["name"] == name]
                            for name in (SOLVER, GENERATOR)},
@@ -42,8 +47,8 @@ def summarise(config: DecoEvoConfig, results: dict[str, dict[str, Any]], records
         "partitions": sizes,
         "cost": cost_summary(results),
         "trajectory": trajectory_means(results, config),
-        "table": {"columns": ["method", "test_mean", "test_sd", "seeds", "solver_acc", "generator_acc",
-                              "invalid"], "rows": rows},
+        "table": {"columns": ["method", "test_mean", "test_sd", "seeds", "solver_acc", "gate_ties",
+                              "generator_acc", "invalid"], "rows": rows},
     }
     if store is not None:
         store.set_meta("tables", {"DecoEvo: gold-rubric test score (0-1), mean ± sd over seeds": summary["table"]})
@@ -52,6 +57,16 @@ def summarise(config: DecoEvoConfig, results: dict[str, dict[str, Any]], records
             store.set_meta("figures", {"Diagnostic trajectory: proxy under generated rubrics (dashed) vs "
                                        "gold-rubric score (solid), mean over seeds": figure})
     return summary
+
+
+def gate_ties(candidates: list[dict[str, Any]]) -> dict[str, int]:
+    """Solver-gate comparisons and their exact ties (candidate score == incumbent score),
+    by the scores the gate used and by the verdicts as written (`_sampled`), from the
+    solver candidates' records. A candidate whose gate question was unreadable for either
+    skill was compared on nothing and is not counted."""
+    compared = [r for r in candidates if r.get("gate_tie") is not None]
+    return {"gate_comparisons": len(compared), "gate_ties": sum(bool(r["gate_tie"]) for r in compared),
+            "gate_ties_sampled": sum(bool(r.get("gate_tie_sampled")) for r in compared)}
 
 
 def paired_ci(results: dict[str, dict[str, Any]], seeds: list[int], a: str, b: str) -> dict[str, Any] | None:

@@ -84,9 +84,9 @@ class FactsSettings(StrictModel):
 class CodeSettings(StrictModel):
     timeout_s: float = Field(5.0, gt=0)
     unsafe_exec: bool = False
-    #: Fill the critic prompt's {optional_examples_block} with one answer in the required
-    #: format, built from a call in the problem's own docstring (`>>> f(3.5)`). Without it a
-    #: small critic rarely writes a <testcase> at all; a strong critic ignores the hint.
+    #: critic_form=paper only: fill the paper prompt's {optional_examples_block} with one
+    #: answer in its <testcase> format, built from a call in the problem's own docstring
+    #: (`>>> f(3.5)`). The schema form needs no example: its grammar fixes the form.
     critic_examples: bool = False
 
 
@@ -99,6 +99,12 @@ class RlacConfig(StrictModel):
     k: int = Field(10, ge=2)  # generator outputs per instruction
     n: int = Field(4, ge=1)  # critic proposals per output when the critic is trained
     critic_training: Literal["adversarial", "static"] = "adversarial"
+    #: How the critic answers. `schema` (default): decoded under a JSON schema built for the
+    #: output at hand (facts: {"sentence": 1..n, "error_fact", "reason"}; code: the arguments
+    #: of one call of the function under test), with prompts saying so (critic_*_schema.md);
+    #: the form is fixed, the content is the model's. `paper`: the paper's App. A prompts and
+    #: free text (<testcase> tags, three lines), which a 135M critic rarely writes.
+    critic_form: Literal["schema", "paper"] = "schema"
     verification: Literal["critic", "enumerative"] = "critic"
     validator: Literal["real", "random"] = "real"
     #: Also count (facts: split into atomic facts) what enumerative checking of the same
@@ -190,7 +196,7 @@ class FactsDomain:
             EntailmentJudge(judge_model, config.sampling.judge, mode=config.facts.judge),
             k=config.facts.passages, min_overlap=config.facts.min_overlap)
         self.generator_template = load_template("generator_bio")
-        self.critic_template = load_template("critic_fact")
+        self.critic_template = load_template("critic_fact" if config.critic_form == "paper" else "critic_fact_schema")
         self._facts_cache: dict[tuple[str, str], list[str]] = {}
 
     def samples(self) -> list[Sample]:
@@ -212,6 +218,14 @@ class FactsDomain:
 
         return self.critic_template.render(topic=sample.meta["entity"],
                                            numbered_paragraph=numbered(split_sentences(output)))
+
+    def critic_schema(self, sample: Sample, output: str) -> dict[str, Any] | None:
+        """{"sentence": N, "error_fact": 3-8 words quoted from sentence N, "reason"}, one
+        branch per sentence of THIS output (see `critic_schemas.quoted_fact_proposal`)."""
+        from coevo.roles.critic_schemas import quoted_fact_proposal
+        from coevo.tasks.bios import split_sentences
+
+        return None if self.config.critic_form == "paper" else quoted_fact_proposal(split_sentences(output))
 
     def proposal(self, sample: Sample, output: str, text: str) -> Proposal:
         from coevo.validators.facts import parse_fact_proposal
@@ -269,7 +283,7 @@ class CodeDomain:
         self.validator = CodeValidator(sandbox, timeout_s=config.code.timeout_s)
         self.tests = ReferenceTests(sandbox, timeout_s=max(10.0, config.code.timeout_s))
         self.generator_template = load_template("generator_code")
-        self.critic_template = load_template("critic_code")
+        self.critic_template = load_template("critic_code" if config.critic_form == "paper" else "critic_code_schema")
 
     def samples(self) -> list[Sample]:
         from coevo.tasks.code import load_code_problems
@@ -284,9 +298,13 @@ class CodeDomain:
 
     def critic_prompt(self, sample: Sample, output: str) -> str:
         from coevo.tasks.code import extract_code
+        from coevo.validators.code import answer_format
 
-        return self.critic_template.render(question=sample.prompt, optional_examples_block=self._examples(sample),
-                                           code=extract_code(output, sample.meta.get("entry_point")))
+        code = extract_code(output, sample.meta.get("entry_point"))
+        if self.config.critic_form == "paper":
+            return self.critic_template.render(question=sample.prompt, code=code,
+                                               optional_examples_block=self._examples(sample))
+        return self.critic_template.render(question=sample.prompt, code=code, answer_format=answer_format(sample))
 
     def _examples(self, sample: Sample) -> str:
         import re
@@ -299,10 +317,16 @@ class CodeDomain:
                 f"case that the generated code gets wrong):\n<think>Check the code on an input.</think>\n"
                 f"<testcase> CALL: {call.group(1)} </testcase>")
 
-    def proposal(self, sample: Sample, output: str, text: str) -> Proposal:
-        from coevo.validators.code import parse_proposal
+    def critic_schema(self, sample: Sample, output: str) -> dict[str, Any] | None:
+        """The arguments of one call of the function under test (see validators/code.py)."""
+        from coevo.validators.code import answer_schema
 
-        proposal = parse_proposal(sample.id, output, text)
+        return None if self.config.critic_form == "paper" else answer_schema(sample)
+
+    def proposal(self, sample: Sample, output: str, text: str) -> Proposal:
+        from coevo.validators.code import parse_answer
+
+        proposal = parse_answer(sample, output, text)
         if not proposal.valid:
             call = _bare_call(text, str(sample.meta.get("entry_point") or ""))
             if call:
@@ -527,7 +551,8 @@ def _run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
                                store.run_dir / f"round{r}" / "generator")
             checkpoints["generator"], trained["generator"] = result.checkpoint, True
             train_info["generator"] = {"steps": result.steps, "seconds": result.seconds,
-                                       "loss": result.metrics.get("train_loss")}
+                                       "loss": result.metrics.get("train_loss"),
+                                       "weight_delta": result.metrics.get("weight_delta")}
             _sync(generator)
         # Lines 17-21: policy improvement for the critic (optional: static critic skips it).
         if trained_critic and stats["critic_pairs"]:
@@ -535,7 +560,8 @@ def _run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
                                store.run_dir / f"round{r}" / "critic")
             checkpoints["critic"], trained["critic"] = result.checkpoint, True
             train_info["critic"] = {"steps": result.steps, "seconds": result.seconds,
-                                    "loss": result.metrics.get("train_loss")}
+                                    "loss": result.metrics.get("train_loss"),
+                                    "weight_delta": result.metrics.get("weight_delta")}
             _sync(critic)
         evaluation = evaluate(r)
         store.log_metrics("generator", evaluation, round=r)
@@ -601,7 +627,7 @@ def _one_iteration(r: int, config: RlacConfig, store: RunStore, domain: Any, val
                 advance()
                 continue
             critic_prompts = [domain.critic_prompt(sample, o) for o in outs]
-            texts = _texts(critic.generate([user(p) for p in critic_prompts], critic_sampling, n=n_props))
+            texts = _propose(critic, domain, sample, outs, critic_prompts, critic_sampling, n_props)
             items = [(sample, o, domain.proposal(sample, o, t)) for o, row in zip(outs, texts) for t in row]
             verdicts = _check(validator, items)
             counts["rlac"] += len(items)
@@ -643,6 +669,25 @@ def _one_iteration(r: int, config: RlacConfig, store: RunStore, domain: Any, val
                        "generator_pairs": float(len(gen_pairs)), "critic_pairs": float(len(crit_pairs))}
     return {"generator_pairs": gen_pairs, "critic_pairs": crit_pairs,
             "critic_metrics": critic_metrics, "rollout_metrics": rollout_metrics}
+
+
+def _propose(critic: Any, domain: Any, sample: Sample, outputs: list[str], prompts: list[str],
+             sampling: Sampling, n: int) -> list[list[str]]:
+    """n critic answers per output, each decoded under its domain's answer schema (the
+    validator reads them; see roles/schemas.py). Outputs whose answers share a schema (code:
+    all of one problem; facts: outputs with as many sentences) share one batched call."""
+    from coevo.roles.schemas import as_text
+
+    groups: dict[Sampling, list[int]] = {}
+    for i, output in enumerate(outputs):
+        schema = as_text(domain.critic_schema(sample, output))
+        groups.setdefault(sampling.model_copy(update={"json_schema": schema}), []).append(i)
+    texts: list[list[str]] = [[] for _ in outputs]
+    for group_sampling, members in groups.items():
+        answers = _texts(critic.generate([user(prompts[i]) for i in members], group_sampling, n=n))
+        for i, row in zip(members, answers):
+            texts[i] = row
+    return texts
 
 
 def _check(validator: Any, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:
@@ -701,6 +746,10 @@ def _warnings(baseline: dict[str, Any], rounds: list[dict[str, Any]], metric: st
             if rec["pairs"][role] == 0 and (role == "generator" or critic_trains):
                 out.append(f"round {rec['round']}: no {role} preference pairs, so the {role} was not "
                            "updated (every verdict the same, or every proposal invalid)")
+        for role, info in rec.get("training", {}).items():
+            if info.get("weight_delta") == 0.0:
+                out.append(f"round {rec['round']}: the {role}'s DPO stage ran {info.get('steps')} steps "
+                           f"but changed no weight (max |delta| 0): it did not learn this round")
     if rounds:
         last, first = rounds[-1], baseline["eval"].get(metric)
         kl, now = last["eval"].get("kl_from_base"), last["eval"].get(metric)

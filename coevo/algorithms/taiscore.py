@@ -30,6 +30,7 @@ stage is recorded with `store.finish_step` and only reloaded on `--resume`.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,18 +40,21 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
-from coevo.judging import rollout_judge
+from coevo.judging import judge_as_reward, rollout_judge
 from coevo.llm.specs import base_model_path
 from coevo.progress import map_batches
 from coevo.refine import Templates, load_data, refine
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.judges import PairwiseJudge
+from coevo.roles.parsing import strip_reasoning
 from coevo.store import RunStore
 from coevo.train.common import LoRASettings, TrainResult
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
 from coevo.types import Judgment, PreferencePair, Rollout, Sample
+
+log = logging.getLogger(__name__)
 
 RewardName = Literal["taiscore", "outcome_gain", "critique_quality"]
 Schedule = Literal["coevolution", "single_stage"]
@@ -112,6 +116,9 @@ class TaiScoreConfig(StrictModel):
     schedule: Schedule = "coevolution"
     critic_training: Literal["grpo", "none"] = "grpo"
     reward: RewardName = "taiscore"
+    #: The GRPO reward of a critique the judge could not score (unreadable twice, or an
+    #: empty critique or revision); it stays in its group, as in the authors' code.
+    invalid_reward: float = 0.0
     tailored_to: str | None = None
     #: Queries per shard the critic trains on (None: the whole shard; paper: 2K of 3K).
     critic_queries: int | None = Field(None, ge=1)
@@ -200,31 +207,39 @@ def make_reward_fn(
     judge: Callable[[list[Rollout]], list[Judgment]],
     reward: RewardName,
     *,
+    invalid_reward: float = 0.0,
     on_scored: Callable[[list[Rollout]], None] | None = None,
-) -> Callable[..., list[float | None]]:
+) -> Callable[..., list[float]]:
     """The GRPO reward: critique c -> actor revision y1 -> judge -> RAW score per completion.
 
     The dataset's extra columns `x`, `y0`, `sample_id` arrive as keyword lists aligned with
     `completions`. Scores are returned raw (TAIScore 1–10, outcome gain 1/0.5/0, critique
     quality mean of six): TRL normalises them within each group of N critiques, so they must
-    not be normalised here. An unreadable judgment is None: TRL leaves it out of the group
-    baseline and gives it zero advantage, instead of treating it as a real low score.
+    not be normalised here. The rules are the TAIScore authors' (`compute_score_batched`):
+    reasoning is stripped from the critique; an empty critique or an empty revision gets
+    `invalid_reward` without a judge call; an answer the judge could not give readably
+    (after its one re-ask) gets `invalid_reward` too, and it STAYS in its group's mean and
+    std — a group of one 7 and three unreadable answers still teaches the critic something.
+    Each judgment records the reward it gave in `reward`.
     """
 
-    def reward_fn(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
-        critiques = [completion_text(c) for c in completions]
+    def reward_fn(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float]:
+        critiques = [strip_reasoning(completion_text(c)) for c in completions]
         xs, y0s, ids = columns["x"], columns["y0"], columns["sample_id"]
+        rollouts = [Rollout(sample_id=f"{sid}#{_digest(c)}", x=x, y0=y0, c=c, condition="grpo")
+                    for sid, x, y0, c in zip(ids, xs, y0s, critiques)]
         # Critique quality judges (x, y0, c) alone: revising would cost time and change nothing.
-        y1s = [None] * len(critiques) if reward == "critique_quality" else actor.revise(xs, y0s, critiques)
-        rollouts = [
-            Rollout(sample_id=f"{sid}#{_digest(c)}", x=x, y0=y0, c=c, y1=y1, condition="grpo")
-            for sid, x, y0, c, y1 in zip(ids, xs, y0s, critiques, y1s)
-        ]
-        for rollout, judgment in zip(rollouts, judge(rollouts)):
-            rollout.judgments[reward] = judgment
+        needs_revision = reward != "critique_quality"
+        revise = [r for r in rollouts if r.c]
+        if needs_revision and revise:
+            for rollout, y1 in zip(revise, actor.revise([r.x for r in revise], [r.y0 for r in revise],
+                                                        [r.c or "" for r in revise])):
+                rollout.y1 = y1
+        rewards = judge_as_reward(rollouts, judge, reward, invalid_reward=invalid_reward,
+                                  needs_revision=needs_revision)
         if on_scored:
             on_scored(rollouts)
-        return [r.judgments[reward].score if r.judgments[reward].valid else None for r in rollouts]
+        return rewards
 
     reward_fn.__name__ = f"{reward}_reward"  # TRL logs rewards/<name>/mean
     return reward_fn
@@ -249,12 +264,15 @@ def select_pairs(rollouts: Sequence[Rollout], m: int, seed: int,
     eligible = []
     for rollout in rollouts:
         verdict = rollout.judgments.get(judge)
-        if verdict is None or not verdict.valid or verdict.score is None:
+        # `winner` is the judge's decision (with expected scoring: the most probable answer);
+        # `score` may then be a probability, so it is not compared with 1.0.
+        winner = getattr(verdict, "winner", None) if verdict is not None and verdict.valid else None
+        if winner is None:
             counts.invalid += 1
-        elif verdict.score == 1.0:
+        elif winner == "y1":
             counts.y1_wins += 1
             eligible.append(rollout)
-        elif verdict.score == 0.5:
+        elif winner == "tie":
             counts.ties += 1
         else:
             counts.y0_wins += 1
@@ -402,6 +420,8 @@ def run_condition(ctx: Context, plan: Plan, seed_index: int) -> dict[str, Any]:
                 _finish(store, step, result)
             checkpoints["critic"] = result.checkpoint
             round_metrics.update(_train_metrics("grpo", result))
+            if not done:
+                _warn(store, learning_warnings(step, "grpo", round_metrics))
         round_metrics.update(_reward_metrics(store, f"{prefix}/grpo", plan.reward))
 
         # 2. Actor update: pairs from κ_r's critiques of π_{r-1}'s responses, then DPO.
@@ -443,6 +463,8 @@ def run_condition(ctx: Context, plan: Plan, seed_index: int) -> dict[str, Any]:
             _finish(store, step, result)
         checkpoints["actor"] = result.checkpoint
         round_metrics.update(_train_metrics("dpo", result))
+        if not done:
+            _warn(store, learning_warnings(step, "dpo", round_metrics))
 
         # 3. Evaluate (π_r, κ_r) on the held-out prompts; log everything with round=r.
         round_metrics.update(evaluator.evaluate(r, actor_role(actor_local), critic_role(), round_metrics))
@@ -458,7 +480,7 @@ def _train_critic(ctx: Context, plan: Plan, critic_local: Any, critic: Critic, a
     store = ctx.store
     judge = rollout_judge(plan.reward, ctx.cached(ctx.judge_model), judge_sampling)
     reward_fn = make_reward_fn(
-        actor, lambda rollouts: judge(rollouts, {}), plan.reward,
+        actor, lambda rollouts: judge(rollouts, {}), plan.reward, invalid_reward=ctx.config.invalid_reward,
         on_scored=lambda rollouts: [store.save_rollout(f"{prefix}/grpo", r_) for r_ in rollouts])
     prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in queries]
     extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
@@ -503,11 +525,46 @@ def _train_metrics(kind: str, result: TrainResult) -> dict[str, float | None]:
         if key in result.metrics:
             out[f"{kind}_loss"] = result.metrics[key]
             break
-    # GRPO's cost split: reward (actor revisions + judge) vs sampling critiques vs the update.
-    for key in ("reward_time_share", "generation_time_share"):
+    # GRPO's cost split: reward (actor revisions + judge) vs sampling critiques vs the update,
+    # and whether it could learn at all: groups with equal rewards, critiques cut off.
+    for key in ("reward_time_share", "generation_time_share", "zero_std_fraction", "clipped_ratio",
+                "reward_group_sd", "grad_norm"):
         if key in result.metrics:
             out[f"{kind}_{key}"] = result.metrics[key]
+    if "weight_delta" in result.metrics:
+        out[f"{STAGE_ROLE[kind]}_weight_delta"] = result.metrics["weight_delta"]
     return out
+
+
+#: Which role a training stage updates.
+STAGE_ROLE = {"grpo": "critic", "dpo": "actor"}
+
+
+def learning_warnings(stage: str, kind: str, metrics: dict[str, float | None]) -> list[str]:
+    """Plain-words findings when a training stage could not have learned."""
+    role = STAGE_ROLE[kind]
+    found = []
+    if metrics.get(f"{role}_weight_delta") == 0.0:
+        found.append(f"{stage}: the {role}'s weights did not change in its {kind.upper()} stage (max |Δw| = 0): "
+                     "this stage learned nothing")
+    zero = metrics.get("grpo_zero_std_fraction") if kind == "grpo" else None
+    if zero is not None and zero >= 1.0:
+        found.append(f"{stage}: every GRPO group's rewards were equal (zero-std fraction 1.0), so no critique was "
+                     "preferred over another; use expected scoring, more critiques per prompt or a stronger judge")
+    clipped = metrics.get("grpo_clipped_ratio") if kind == "grpo" else None
+    if clipped is not None and clipped > 0.5:
+        found.append(f"{stage}: {clipped:.0%} of critiques were cut at the length limit "
+                     "(grpo.max_completion_length / sampling.rollout.max_tokens)")
+    return found
+
+
+def _warn(store: RunStore, warnings: list[str]) -> None:
+    """Say it on the console and keep it for the report."""
+    if not warnings:
+        return
+    for warning in warnings:
+        log.warning(warning)
+    store.set_meta("warnings", [*store.get_meta("warnings", []), *warnings])
 
 
 def _reward_metrics(store: RunStore, stage: str, reward: str) -> dict[str, float | None]:
@@ -515,15 +572,17 @@ def _reward_metrics(store: RunStore, stage: str, reward: str) -> dict[str, float
     judgments = [r.judgments[reward] for r in store.rollouts(stage) if reward in r.judgments]
     if not judgments:
         return {}
-    scores = [j.score for j in judgments if j.valid and j.score is not None]
+    rewards = [j.reward if j.reward is not None else j.score for j in judgments]
+    rewards = [r for r in rewards if r is not None]
+    valid = sum(j.valid for j in judgments)
     out: dict[str, float | None] = {
         "reward_count": float(len(judgments)),
-        "reward_invalid_rate": 1 - len(scores) / len(judgments),
-        "reward_mean": sum(scores) / len(scores) if scores else None,
+        "reward_invalid_rate": 1 - valid / len(judgments),
+        "reward_mean": sum(rewards) / len(rewards) if rewards else None,
     }
-    if len(scores) > 1:
+    if len(rewards) > 1:
         mean = out["reward_mean"]
-        out["reward_sd"] = (sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)) ** 0.5  # type: ignore[operator]
+        out["reward_sd"] = (sum((s - mean) ** 2 for s in rewards) / (len(rewards) - 1)) ** 0.5  # type: ignore[operator]
     return out
 
 

@@ -4,6 +4,12 @@ llama.cpp decodes one sequence at a time here, so a batch is a loop. Its chat te
 from the GGUF's own metadata, the same one transformers reads, so prompts match the
 `local` backend's. n samples are n calls with seeds seed, seed+1, ...: different from each
 other, and the same again on a rerun.
+
+Token log-probabilities (`Sampling.logprobs > 0`) are computed after the answer is written,
+by one extra batched pass over the answer's own tokens that keeps the logits of every
+position. llama-cpp-python's own `logprobs` option needs `logits_all=True`, which keeps an
+n_ctx × vocabulary matrix (800 MB for this model at n_ctx 4096) and sorts the whole
+vocabulary at every token in Python; the extra pass costs one prompt-sized evaluation.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ class LlamaCppModel:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
         self.path = path
         self.reuse_prefix = reuse_prefix
+        self.supports_logprobs = True
         # Named by file name and content so a moved file keeps its cache entries.
         self.model_id = model_id or f"gguf:{path.name}@{file_digest(path)[:16]}"
         self._lock = threading.Lock()
@@ -98,13 +105,64 @@ class LlamaCppModel:
                 seed=seed,
                 response_format=_response_format(sampling),
             )
-        choice = response["choices"][0]
-        usage = response.get("usage") or {}
+            choice = response["choices"][0]
+            usage = response.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens", 0))
+            tokens = top = None
+            if sampling.logprobs:
+                tokens, top = self._answer_logprobs(prompt_tokens, sampling.logprobs)
+        text = choice["message"]["content"] or ""
+        if tokens is not None and "".join(tokens) != text:
+            tokens = top = None  # the answer was re-spelled (stop string, trimming): no map
         return Completion(
-            text=truncate_at_stop(choice["message"]["content"] or "", sampling.stop),
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            text=truncate_at_stop(text, sampling.stop),
+            prompt_tokens=prompt_tokens,
             completion_tokens=int(usage.get("completion_tokens", 0)),
+            tokens=tokens,
+            top_logprobs=top,
         )
+
+    def _answer_logprobs(self, prompt_tokens: int, k: int) -> tuple[list[str], list[dict[str, float]]]:
+        """The answer's token texts and the top-k log-probabilities at each of its positions.
+
+        Re-evaluates the answer's tokens in batches whose every position keeps its logits
+        (llama-cpp-python 0.3.36's batch and context objects: pinned, and tested). Position i
+        of the answer is predicted by the logits after token prompt+i-1.
+        """
+        import numpy as np
+
+        llama = self.llama
+        ids = [int(t) for t in llama.input_ids[:llama.n_tokens]]
+        answer = ids[prompt_tokens:]
+        if llama.n_tokens < prompt_tokens or not answer:
+            return [], []
+        start = prompt_tokens - 1
+        llama._ctx.kv_cache_seq_rm(-1, start, -1)
+        llama.n_tokens = start
+        rows = []
+        inputs = ids[start:start + len(answer)]
+        for i in range(0, len(inputs), llama.n_batch):
+            batch = inputs[i:i + llama.n_batch]
+            llama._batch.set_batch(batch=batch, n_past=llama.n_tokens, logits_all=True)
+            llama._ctx.decode(llama._batch)
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(batch) * llama.n_vocab(),))
+            rows.append(logits.reshape(len(batch), llama.n_vocab()).copy())
+            llama.n_tokens += len(batch)
+        logits = np.concatenate(rows)
+        logits = logits - logits.max(axis=1, keepdims=True)
+        logprobs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        texts, top = [], []
+        for i, token in enumerate(answer):
+            before = ids[:prompt_tokens + i]
+            texts.append(self._piece(token, before))
+            best = np.argpartition(-logprobs[i], k)[:k]
+            alternatives = {self._piece(int(t), before): float(logprobs[i, t]) for t in best}
+            alternatives[texts[-1]] = float(logprobs[i, token])
+            top.append(alternatives)
+        return texts, top
+
+    def _piece(self, token: int, before: list[int]) -> str:
+        return self.llama.detokenize([token], prev_tokens=before[-8:]).decode("utf-8", errors="ignore")
 
 
 def _cpus() -> int:

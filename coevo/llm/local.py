@@ -3,6 +3,8 @@
 Generation is batched with left padding (decoder-only models continue from the right edge,
 so the padding must sit on the left where the attention mask hides it). Trainers build a
 `LocalModel` around their policy with `from_loaded` to sample from the weights they train.
+`Sampling.json_schema` is honoured with xgrammar's grammar mask, as in the other backends: a
+trained role (RLAC's critic) then answers in a form its reader can parse.
 """
 
 from __future__ import annotations
@@ -89,8 +91,10 @@ class LocalModel:
         self.tokenizer = tokenizer
         self.model_id = model_id or ""
         self.batch_size = batch_size
+        self.supports_logprobs = True
         # Roles sharing one instance may call from several threads; one forward at a time.
         self._lock = threading.Lock()
+        self._grammar_compiler: Any = None  # built on the first call with a json_schema
 
     def refresh_model_id(self) -> str:
         """Recompute the id from the current weights (after they were trained in place)."""
@@ -152,20 +156,74 @@ class LocalModel:
         if sampling.stop:
             settings["stop_strings"] = list(sampling.stop)
             extra["tokenizer"] = self.tokenizer
+        if sampling.json_schema is not None:
+            extra["logits_processor"] = [self._schema_mask(sampling.json_schema)]
+        if sampling.logprobs:
+            # Raw logits (before temperature and top-p), as the other backends report them.
+            settings.update(output_logits=True, return_dict_in_generate=True)
         output = self.model.generate(**batch, generation_config=GenerationConfig(**settings), **extra)
+        sequences = output.sequences if sampling.logprobs else output
         width = batch["input_ids"].shape[1]
         completions = []
-        for row, prompt_len in zip(output[:, width:].tolist(), batch["attention_mask"].sum(dim=1).tolist()):
+        for b, (row, prompt_len) in enumerate(zip(sequences[:, width:].tolist(),
+                                                  batch["attention_mask"].sum(dim=1).tolist())):
             end = next((k for k, tok in enumerate(row) if tok in eos), None)
             kept = row if end is None else row[:end]
             text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            tokens = top = None
+            if sampling.logprobs:
+                tokens, top = self._top_logprobs(kept, [step[b] for step in output.logits], sampling.logprobs)
+                if "".join(tokens) != text:
+                    tokens = top = None  # a token that decodes differently alone: no map
             completions.append(Completion(
                 text=truncate_at_stop(text, sampling.stop),
                 prompt_tokens=int(prompt_len),
                 # Without the end-of-sequence token, as llama.cpp counts.
                 completion_tokens=len(kept),
+                tokens=tokens,
+                top_logprobs=top,
             ))
         return completions
+
+    def _top_logprobs(self, kept: list[int], logits: list[Any], k: int
+                      ) -> tuple[list[str], list[dict[str, float]]]:
+        """Each kept token's text and the top-k {token text: log-probability} at its position."""
+        import torch
+
+        texts, top = [], []
+        for token, step in zip(kept, logits):
+            logprobs = torch.log_softmax(step.float(), dim=-1)
+            values, ids = torch.topk(logprobs, k)
+            texts.append(self.tokenizer.decode([token]))
+            alternatives = {self.tokenizer.decode([int(i)]): float(v) for v, i in zip(values, ids)}
+            alternatives[texts[-1]] = float(logprobs[token])
+            top.append(alternatives)
+        return texts, top
+
+    def _schema_mask(self, schema: str) -> Any:
+        """A logits processor that lets only tokens continuing an answer of `schema` be sampled.
+
+        xgrammar is the structured-output engine of vLLM and SGLang; its transformers processor
+        keeps one matcher per row, so it serves one `generate` call and is built anew each
+        time (the compiled grammar is cached by the compiler). The mask runs before
+        temperature and top-p (transformers appends its own warpers after custom processors),
+        so sampling only ever sees allowed tokens. Whitespace between JSON tokens is fixed:
+        with free whitespace a small model can spend its whole budget on newlines.
+        """
+        import xgrammar
+        from xgrammar.contrib.hf import LogitsProcessor
+
+        if self._grammar_compiler is None:
+            # The logits' width, not len(tokenizer): embedding matrices are often padded.
+            width = self.model.get_output_embeddings().weight.shape[0]
+            info = xgrammar.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=width,
+                                                           stop_token_ids=self._eos_ids())
+            self._grammar_compiler = xgrammar.GrammarCompiler(info)
+        try:
+            grammar = self._grammar_compiler.compile_json_schema(schema, any_whitespace=False)
+        except (RuntimeError, ValueError) as exc:
+            raise ModelError(f"cannot decode under this json_schema: {exc}") from exc
+        return LogitsProcessor(grammar)
 
     def _eos_ids(self) -> list[int]:
         ids = self.model.generation_config.eos_token_id

@@ -84,6 +84,8 @@ class OpenAIModel:
         # Named by model, not URL: replicas of one model, or a server moved to another
         # port for a resumed run, keep answering from the same cache entries.
         self.model_id = model_id or f"openai:{model}"
+        # Every server coevo targets (vLLM, SGLang, llama.cpp server, OpenAI) returns them.
+        self.supports_logprobs = True
         self._next_url = itertools.count()
         # Learnt on the first n>1 call: llama.cpp's server ignores `n` and answers once.
         self._n_supported: bool | None = None
@@ -166,6 +168,8 @@ class OpenAIModel:
             params["seed"] = seed
         if sampling.stop:
             params["stop"] = list(sampling.stop)
+        if sampling.logprobs:
+            params.update(logprobs=True, top_logprobs=sampling.logprobs)
         if sampling.json_schema is not None:
             # Structured outputs: vLLM, SGLang, llama.cpp server and OpenAI all accept this.
             params["response_format"] = {"type": "json_schema", "json_schema": {
@@ -213,9 +217,26 @@ def _completions(response: Any, sampling: Sampling) -> list[Completion]:
             text=truncate_at_stop(choice.message.content or "", sampling.stop),
             prompt_tokens=prompt,
             completion_tokens=share + (rest if i == 0 else 0),
+            **_logprobs(choice),
         )
         for i, choice in enumerate(choices)
     ]
+
+
+def _logprobs(choice: Any) -> dict[str, Any]:
+    """`tokens` and `top_logprobs` from a choice's `logprobs.content`, when the server sent them."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return {}
+    tokens = [entry.token for entry in content]
+    if "".join(tokens) != (choice.message.content or ""):
+        return {}  # tokens that do not spell the answer cannot locate a score in it
+    top = []
+    for entry in content:
+        alternatives = {alt.token: float(alt.logprob) for alt in (entry.top_logprobs or [])}
+        alternatives[entry.token] = float(entry.logprob)
+        top.append(alternatives)
+    return {"tokens": tokens, "top_logprobs": top}
 
 
 def _describe(exc: Exception) -> str:

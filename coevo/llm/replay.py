@@ -7,7 +7,8 @@ Each line is one rule, tried in file order:
   {"completions": ["..."]}                             fallback for anything else
 `"completion": "..."` may stand for a one-element list. Sample index i of a call gets
 completion i modulo the list's length, so answers are deterministic and n>1 calls can be
-given distinct answers.
+given distinct answers. A completion may also be an object {"text": ..., "tokens": [...],
+"top_logprobs": [{token: logprob, ...}, ...]} to replay token log-probabilities.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class ReplayModel:
             rules = _read_rules(Path(path))
         self.rules = [_normalise(rule, i) for i, rule in enumerate(rules, 1)]
         self.model_id = f"replay:{path or 'inline'}"
+        # Only a file that recorded log-probabilities can answer with them.
+        self.supports_logprobs = any(isinstance(c, dict) and "top_logprobs" in c
+                                     for rule in self.rules for c in rule["completions"])
         self.calls: list[Conversation] = []  # what was asked, for tests that check prompts
 
     def _answers(self, conversation: Conversation) -> list[str]:
@@ -52,13 +56,21 @@ class ReplayModel:
         for conversation in conversations:
             self.calls.append(conversation)
             answers = self._answers(conversation)
-            out.append([
-                Completion(text=answers[i % len(answers)],
-                           prompt_tokens=sum(len(m.content.split()) for m in conversation),
-                           completion_tokens=len(answers[i % len(answers)].split()))
-                for i in range(n)
-            ])
+            out.append([self._completion(answers[i % len(answers)], conversation, sampling)
+                        for i in range(n)])
         return out
+
+    @staticmethod
+    def _completion(answer: str | dict[str, Any], conversation: Conversation, sampling: Sampling) -> Completion:
+        recorded = answer if isinstance(answer, dict) else {"text": answer}
+        text = recorded["text"]
+        return Completion(
+            text=text,
+            prompt_tokens=sum(len(m.content.split()) for m in conversation),
+            completion_tokens=len(text.split()),
+            tokens=recorded.get("tokens") if sampling.logprobs else None,
+            top_logprobs=recorded.get("top_logprobs") if sampling.logprobs else None,
+        )
 
 
 def _read_rules(path: Path) -> list[dict[str, Any]]:

@@ -13,14 +13,23 @@ the critique to their template, so even an overriding template cannot show it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from coevo.llm.base import ChatModel, user
 from coevo.prompts import Template, load_template
 from coevo.roles import schemas
+from coevo.roles.expected import (
+    TOP_LOGPROBS,
+    answer_distribution,
+    bare_answer_offset,
+    expected_value,
+    integer_answers,
+    json_value_offsets,
+)
 from coevo.roles.parsing import (
     Parsed,
     extract_json_object,
@@ -30,36 +39,61 @@ from coevo.roles.parsing import (
     parse_single_answer,
     reason_of,
 )
-from coevo.types import Judgment, Rollout, Sample, Sampling
+from coevo.types import Completion, Judgment, Rollout, Sample, Sampling
+
+log = logging.getLogger(__name__)
+
+Scoring = Literal["expected", "sampled"]
 
 
 class Judge:
     """Base of every judge: holds the model, the sampling and the (hashed) template.
 
-    Subclasses add a `judge(...)` method whose inputs fit what they score.
+    Subclasses add a `judge(...)` method whose inputs fit what they score, and read each
+    answer with `_judge_all(fields, schemas, read)`: one batched call for every item, then
+    one more for the answers that could not be read (see `reask`).
     """
 
     name: ClassVar[str]
     default_template: ClassVar[str]
+    #: Whether the judge's score can be an expectation (False: its score is a decision rule's
+    #: input, as the query filter's 1–5 grade).
+    expectable: ClassVar[bool] = True
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None,
-                 *, structured: bool = True):
+                 *, structured: bool = True, scoring: Scoring | None = None, reask: int = 1):
         """`template` overrides the bundled prompt with a file path (or a bundled name).
 
         `structured` asks the backend to decode under the answer's JSON Schema (see
         `coevo.roles.schemas`); turn it off for a custom template with another format.
+        `scoring` (default: the sampling's own, else `expected`) picks the integer the judge
+        wrote or its expectation over the score's tokens; `expected` needs a backend that
+        returns token log-probabilities and falls back to `sampled`, saying so once.
+        `reask`: how many more times an unreadable answer is asked (the TAIScore authors ask
+        twice in all); the re-asks are seeded, so a rerun asks and caches the same ones.
         """
         self.model = model
         self.sampling = sampling
         self.structured = structured
+        self.reask = reask
         self.template: Template = load_template(str(template or self.default_template))
+        wanted = scoring or getattr(sampling, "scoring", "expected")
+        self.scoring: Scoring = "sampled"
+        if wanted == "expected" and self.expectable:
+            if getattr(model, "supports_logprobs", False):
+                self.scoring = "expected"
+            else:
+                _say_once(f"{model.model_id} returns no token log-probabilities: judges on it score "
+                          "by the integer they write (scoring=sampled)")
 
     def _ask(self, fields: list[dict[str, Any]],
-             answer_schemas: Sequence[dict[str, Any] | None] | None = None) -> list[str]:
-        """Render every item and ask for all of them; one answer per item, in order.
+             answer_schemas: Sequence[dict[str, Any] | None] | None = None,
+             attempt: int = 0) -> list[Completion]:
+        """Render every item and ask for all of them; one completion per item, in order.
 
         Items that share an answer schema go in one batched call; a judge whose schema
         depends on the item (the gold rubric's criterion names) makes one call per schema.
+        Attempt k > 0 is a re-ask, seeded apart from the first answer.
         """
         if not fields:
             return []
@@ -69,21 +103,52 @@ class Judge:
         groups: dict[str | None, list[int]] = {}
         for i, schema in enumerate(answer_schemas):
             groups.setdefault(schemas.as_text(schema), []).append(i)
-        answers = [""] * len(fields)
+        update: dict[str, Any] = {"logprobs": TOP_LOGPROBS if self.scoring == "expected" else 0}
+        if attempt:
+            update["seed"] = (self.sampling.seed or 0) + attempt
+        answers = [Completion(text="")] * len(fields)
         for schema_text, rows in groups.items():
-            sampling = self.sampling.model_copy(update={"json_schema": schema_text})
+            sampling = self.sampling.model_copy(update={**update, "json_schema": schema_text})
             outputs = self.model.generate([conversations[i] for i in rows], sampling, n=1)
             # A backend that returns no completion for an item is a model failure, not ours.
             for i, completions in zip(rows, outputs):
-                answers[i] = completions[0].text if completions else ""
+                answers[i] = completions[0] if completions else Completion(text="")
         return answers
 
-    def _judgment(self, raw: str, parsed: Parsed, score: float | None, **extra: Any) -> Judgment:
+    def _judge_all(self, fields: list[dict[str, Any]],
+                   answer_schemas: Sequence[dict[str, Any] | None] | None,
+                   read: Callable[[int, Completion], Judgment]) -> list[Judgment]:
+        """Ask for every item, read each answer with `read(index, completion)`, and ask the
+        unreadable ones again (up to `reask` times) as the TAIScore authors' reward does.
+
+        Greedy judges are not re-asked: the same prompt would get the same answer.
+        """
+        judgments = [read(i, c) for i, c in enumerate(self._ask(fields, answer_schemas))]
+        for attempt in range(1, self.reask + 1 if self.sampling.temperature > 0 else 1):
+            again = [i for i, j in enumerate(judgments) if not j.valid]
+            if not again:
+                break
+            retry = self._ask([fields[i] for i in again],
+                              None if answer_schemas is None else [answer_schemas[i] for i in again],
+                              attempt)
+            for i, completion in zip(again, retry):
+                judgments[i] = read(i, completion)
+                judgments[i].asked = attempt + 1
+        return judgments
+
+    def _judgment(self, raw: str, parsed: Parsed, score: float | None,
+                  expected: float | None = None, **extra: Any) -> Judgment:
+        """`score` is the value the judge wrote; `expected` its expectation, where known."""
+        sampled = score if parsed.valid else None
+        expected = expected if parsed.valid else None
+        chosen = expected if self.scoring == "expected" and expected is not None else sampled
         return Judgment(
             judge=self.name,
             scores=parsed.scores,
             reasons=parsed.reasons,
-            score=score if parsed.valid else None,
+            score=chosen,
+            sampled=sampled,
+            expected=expected,
             raw=raw,
             valid=parsed.valid,
             error=parsed.error if not parsed.valid else None,
@@ -92,38 +157,71 @@ class Judge:
         )
 
 
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.warning(message)
+
+
 class _DimensionJudge(Judge):
     """A judge whose answer is a JSON object of 1–10 scores, one per dimension."""
 
     dimensions: ClassVar[tuple[str, ...]]
     aliases: ClassVar[dict[str, str]] = {}
     needs_revision: ClassVar[bool] = True
+    #: Longest reason the answer schema allows (None: no cap).
+    reason_limit: ClassVar[int | None] = schemas.REASON_LIMIT
     #: A key the judge must also answer whose value IS the final score (TAIScore's
     #: "score"); without one the final score is the mean of the dimensions.
     final_key: ClassVar[str | None] = None
 
     def judge(self, rollouts: Sequence[Rollout]) -> list[Judgment]:
         """Score each rollout's (x, y0, c[, y1]), one Judgment per rollout, in order."""
-        revision = self.needs_revision
-        fields = [_rollout_fields(r, critique=True, revision=revision) for r in rollouts]
-        required = self.dimensions + ((self.final_key,) if self.final_key else ())
-        answer = schemas.scored_dimensions(self.dimensions, self.final_key)
-        judgments = []
-        for raw in self._ask(fields, [answer] * len(fields)):
-            parsed = parse_scored_dimensions(raw, required, aliases=self.aliases)
-            if self.final_key:
-                final = parsed.scores.pop(self.final_key, None)
-                parsed.reasons.pop(self.final_key, None)
-            else:
-                final = sum(parsed.scores.get(d, 0.0) for d in self.dimensions) / len(
-                    self.dimensions
-                )
-            judgments.append(self._judgment(raw, parsed, final))
-        return judgments
+        fields = [self._fields(r) for r in rollouts]
+        answer = schemas.scored_dimensions(self.dimensions, self.final_key, reason_limit=self.reason_limit)
+        return self._judge_all(fields, [answer] * len(fields), lambda _i, c: self._read(c))
+
+    def _fields(self, rollout: Rollout) -> dict[str, str]:
+        return _rollout_fields(rollout, critique=True, revision=self.needs_revision)
+
+    def _read(self, completion: Completion) -> Judgment:
+        raw = completion.text
+        parsed = parse_scored_dimensions(raw, self.dimensions, aliases=self.aliases)
+        offsets = _offsets(raw)
+        expected = [self._expected(completion, offsets, (d, "score"), (d,)) for d in self.dimensions]
+        final = sum(parsed.scores.get(d, 0.0) for d in self.dimensions) / len(self.dimensions)
+        mean_expected = None if None in expected else sum(expected) / len(expected)  # type: ignore[arg-type]
+        return self._judgment(raw, parsed, final, mean_expected)
+
+    def _expected(self, completion: Completion, offsets: dict[tuple, int],
+                  *paths: tuple[str, ...]) -> float | None:
+        """The expected 1–10 score at the first of `paths` the answer holds."""
+        if self.scoring != "expected":
+            return None
+        at = next((offsets[p] for p in paths if p in offsets), None)
+        return expected_value(completion, at, _ONE_TO_TEN)
+
+
+_ONE_TO_TEN = integer_answers(1, 10)
+
+
+def _offsets(raw: str) -> dict[tuple, int]:
+    """Where each JSON value of an answer starts, by normalised key path."""
+    return {tuple(normalise_key(k) if isinstance(k, str) else k for k in path): at
+            for path, at in json_value_offsets(raw).items()}
 
 
 class TaiScoreJudge(_DimensionJudge):
-    """Table 14: four 1–10 diagnostics plus a final 1–10 `score`, which is the reward."""
+    """Table 14: four 1–10 diagnostics plus a final 1–10 `score`, which is the reward.
+
+    As in the authors' reward code (`taiscore/reward/taiscore.py`): the final `score` alone
+    decides, so an answer whose diagnostics are missing or unreadable still counts (they
+    are stored where readable, the problem in `diagnostics_error`); the inputs are trimmed;
+    the reasons are free text of any length.
+    """
 
     name = "taiscore"
     default_template = "judge_taiscore"
@@ -131,6 +229,24 @@ class TaiScoreJudge(_DimensionJudge):
     # The rubric calls the third dimension "Targeted Quality Gain"; models echo that name.
     aliases = {"targeted_quality_gain": "quality_gain", "final_score": "score"}
     final_key = "score"
+    reason_limit = None
+
+    def _fields(self, rollout: Rollout) -> dict[str, str]:
+        return {k: v.strip() for k, v in super()._fields(rollout).items()}
+
+    def _read(self, completion: Completion) -> Judgment:
+        raw = completion.text
+        # All keys are looked for, so the answer's top level wins over the dimension objects
+        # nested in it (each has a "score" of its own); only the final one is required.
+        parsed = parse_scored_dimensions(raw, (*self.dimensions, "score"), aliases=self.aliases)
+        score = parsed.scores.pop("score", None)
+        parsed.reasons.pop("score", None)
+        problems, parsed.valid, parsed.error = parsed.error, score is not None, None
+        if score is None:
+            parsed.error = problems or "no final 'score'"
+        expected = self._expected(completion, _offsets(raw), ("score",), ("final_score",))
+        extra = {"diagnostics_error": problems} if score is not None and problems else {}
+        return self._judgment(raw, parsed, score, expected, **extra)
 
 
 class CritiqueQualityJudge(_DimensionJudge):
@@ -166,12 +282,23 @@ class OutcomeGainJudge(Judge):
     def judge(self, rollouts: Sequence[Rollout]) -> list[Judgment]:
         """One judgment per rollout; `scores["gain"]` and `score` are 1, 0.5 or 0."""
         fields = [_rollout_fields(r, critique=False, revision=True) for r in rollouts]
-        judgments = []
-        for raw in self._ask(fields, [schemas.choice([1, 0.5, 0])] * len(fields)):
-            value, error = parse_single_answer(raw, self.ANSWERS)
+
+        def read(_i: int, completion: Completion) -> Judgment:
+            value, error = parse_single_answer(completion.text, self.ANSWERS)
             parsed = Parsed.invalid(error) if error else Parsed(scores={"gain": value})
-            judgments.append(self._judgment(raw, parsed, value))
-        return judgments
+            expected = None
+            if self.scoring == "expected":
+                expected = expected_value(completion, bare_answer_offset(completion.text), _GAIN)
+            return self._judgment(completion.text, parsed, value, expected)
+
+        return self._judge_all(fields, [schemas.choice([1, 0.5, 0])] * len(fields), read)
+
+
+_GAIN = {"1": 1.0, "0.5": 0.5, "0": 0.0}
+
+
+#: The pairwise answers as written: the schema's enum writes the tie as a JSON string.
+_PAIRWISE = {"1": 1.0, "2": 2.0, '"tie"': 0.5, "tie": 0.5}
 
 
 def order_swapped(item_id: str, seed: int = 0) -> bool:
@@ -190,6 +317,8 @@ class PairwiseJudge(Judge):
     The answer is mapped back to the ORIGINAL order: `scores["preference"]` is 1.0 when
     the second original response wins (y1 in `judge_rollouts`), 0.0 when the first wins,
     0.5 for a tie. Extra fields `shown_order` (labels in the order shown) and `winner`.
+    With `scoring=expected` the score is P(second wins) + P(tie)/2 from the answer token's
+    probabilities and `winner` the most probable outcome.
     """
 
     name = "pairwise"
@@ -223,22 +352,34 @@ class PairwiseJudge(Judge):
             {"prompt": x, "response_1": b if swap else a, "response_2": a if swap else b}
             for x, a, b, swap in zip(prompts, first, second, swapped)
         ]
-        judgments = []
-        answer = schemas.choice([1, 2, "tie"])
-        for raw, swap in zip(self._ask(fields, [answer] * len(fields)), swapped):
-            shown = [labels[1], labels[0]] if swap else [labels[0], labels[1]]
+        labels_shown = [[labels[1], labels[0]] if swap else [labels[0], labels[1]] for swap in swapped]
+
+        def read(i: int, completion: Completion) -> Judgment:
+            raw, shown = completion.text, labels_shown[i]
             answer, error = parse_single_answer(raw, self.ANSWERS, words=("tie",))
             reasons = {"shown_order": ", ".join(shown)}
             if error:
-                parsed, winner, preference = Parsed.invalid(error, reasons=reasons), None, None
-            else:
-                reasons["answer"] = answer
-                winner = "tie" if answer == "tie" else shown[int(answer) - 1]
-                preference = 0.5 if winner == "tie" else float(winner == labels[1])
-                parsed = Parsed(scores={"preference": preference}, reasons=reasons)
-            judgments.append(self._judgment(raw, parsed, preference, shown_order=shown,
-                                            winner=winner))
-        return judgments
+                return self._judgment(raw, Parsed.invalid(error, reasons=reasons), None,
+                                      shown_order=shown, winner=None)
+            reasons["answer"] = answer
+            winner = "tie" if answer == "tie" else shown[int(answer) - 1]
+            preference = 0.5 if winner == "tie" else float(winner == labels[1])
+            expected, dist = None, None
+            if self.scoring == "expected":
+                dist = answer_distribution(completion, bare_answer_offset(raw), _PAIRWISE)
+            if dist:
+                # P(A) vs P(B): the preference is P(second original wins) + P(tie)/2, and the
+                # winner the most probable of first / second / tie.
+                total = sum(dist.values())
+                p_shown = {shown[0]: dist.get("1", 0.0) / total, shown[1]: dist.get("2", 0.0) / total,
+                           "tie": (dist.get('"tie"', 0.0) + dist.get("tie", 0.0)) / total}
+                expected = p_shown[labels[1]] + 0.5 * p_shown["tie"]
+                winner = max(p_shown, key=p_shown.__getitem__)
+                reasons["probabilities"] = ", ".join(f"{k} {v:.2f}" for k, v in p_shown.items())
+            parsed = Parsed(scores={"preference": preference}, reasons=reasons)
+            return self._judgment(raw, parsed, preference, expected, shown_order=shown, winner=winner)
+
+        return self._judge_all(fields, [schemas.choice([1, 2, "tie"])] * len(fields), read)
 
     def judge_rollouts(
         self, rollouts: Sequence[Rollout], *, seed: int = 0, rng: random.Random | None = None
@@ -272,17 +413,27 @@ class GoldRubricJudge(Judge):
             {"prompt": s.prompt, "response": y, "criteria": _criteria_block(s)}
             for s, y in zip(samples, responses)
         ]
-        judgments = []
         answers = [schemas.criteria_scores([c.name for c in s.rubric.criteria]) for s in samples]
-        for raw, sample in zip(self._ask(fields, answers), samples):
+
+        def read(i: int, completion: Completion) -> Judgment:
+            sample, raw = samples[i], completion.text
             parsed = self._parse(raw, sample)
-            score = None
-            if parsed.valid:
-                criteria = sample.rubric.criteria  # type: ignore[union-attr]
-                total = sum(c.weight for c in criteria)
-                score = sum(c.weight * parsed.scores[c.name] for c in criteria) / total
-            judgments.append(self._judgment(raw, parsed, score))
-        return judgments
+            if not parsed.valid:
+                return self._judgment(raw, parsed, None)
+            criteria = sample.rubric.criteria  # type: ignore[union-attr]
+            total = sum(c.weight for c in criteria)
+            score = sum(c.weight * parsed.scores[c.name] for c in criteria) / total
+            expected = None
+            if self.scoring == "expected":
+                # The schema writes the criteria in rubric order: entry k scores criterion k.
+                offsets = _offsets(raw)
+                each = [expected_value(completion, offsets.get(("criteria", k, "score")), _ONE_TO_TEN)
+                        for k in range(len(criteria))]
+                if None not in each:
+                    expected = sum(c.weight * e for c, e in zip(criteria, each)) / total  # type: ignore[operator]
+            return self._judgment(raw, parsed, score, expected)
+
+        return self._judge_all(fields, answers, read)
 
     def _parse(self, raw: str, sample: Sample) -> Parsed:
         # Criterion names count too: a model may drop the "criteria" wrapper.
@@ -331,24 +482,26 @@ class QueryFilterJudge(Judge):
 
     name = "query_filter"
     default_template = "query_filter"
+    expectable = False
     _OPTIONAL_FIELDS = ("ability", "domain", "category", "language_hint")
 
     def judge(self, samples: Sequence[Sample]) -> list[Judgment]:
         """One query per call; extra field `decision`; a model decision that contradicts
         its own score is overridden by the score rule (noted in `reasons["decision"]`)."""
         fields = [self._fields(s) for s in samples]
-        judgments = []
-        answers = [schemas.query_grade()] * len(samples)
-        for raw, sample in zip(self._ask(fields, answers), samples):
-            parsed, model_decision = self._parse(raw, sample.id)
+
+        def read(i: int, completion: Completion) -> Judgment:
+            raw = completion.text
+            parsed, model_decision = self._parse(raw, samples[i].id)
             score = parsed.scores.get("quality") if parsed.valid else None
             decision = None if score is None else ("GRADE" if score >= 3 else "SKIP")
             if decision and model_decision and model_decision != decision:
                 parsed.reasons["decision"] = (
                     f"model said {model_decision}; score {score:g} means {decision}"
                 )
-            judgments.append(self._judgment(raw, parsed, score, decision=decision))
-        return judgments
+            return self._judgment(raw, parsed, score, decision=decision)
+
+        return self._judge_all(fields, [schemas.query_grade()] * len(samples), read)
 
     def _fields(self, sample: Sample) -> dict[str, str]:
         meta = dict(sample.meta)

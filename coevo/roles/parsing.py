@@ -58,10 +58,15 @@ class Parsed:
 def strip_reasoning(text: str) -> str:
     """Drop `<think>...</think>` blocks that reasoning models put before their answer.
 
+    A lone `</think>` closes reasoning whose opening tag the chat template wrote (Qwen3
+    does): everything before it is reasoning, as in the TAIScore authors' `strip_think`.
     An unclosed `<think>` means the answer was cut off mid-thought, so nothing after it is
     an answer.
     """
     text = _THINK_BLOCK.sub("", text or "")
+    closed = text.lower().rfind("</think>")
+    if closed >= 0:
+        text = text[closed + len("</think>"):]
     opened = text.lower().find("<think>")
     if opened >= 0:
         text = text[:opened]

@@ -13,17 +13,22 @@ import json
 from typing import Any
 
 #: Long enough for a sentence of justification, short enough that a judge call stays cheap.
-REASON = {"type": "string", "maxLength": 160}
+REASON_LIMIT = 160
+REASON = {"type": "string", "maxLength": REASON_LIMIT}
 
 
 def score_range(low: int, high: int) -> dict[str, Any]:
     return {"type": "integer", "minimum": low, "maximum": high}
 
 
-def scored_dimensions(dimensions: tuple[str, ...], final_key: str | None) -> dict[str, Any]:
-    """Tables 8, 9, 14: {"dim": {"score": 1-10, "reason": "..."}, ..., ["score": 1-10]}."""
+def scored_dimensions(dimensions: tuple[str, ...], final_key: str | None,
+                      reason_limit: int | None = REASON_LIMIT) -> dict[str, Any]:
+    """Tables 8, 9, 14: {"dim": {"score": 1-10, "reason": "..."}, ..., ["score": 1-10]}.
+
+    `reason_limit=None` leaves the reasons free (the TAIScore authors' judge has no cap)."""
+    reason = {"type": "string"} if reason_limit is None else {"type": "string", "maxLength": reason_limit}
     properties: dict[str, Any] = {
-        d: {"type": "object", "properties": {"score": score_range(1, 10), "reason": REASON},
+        d: {"type": "object", "properties": {"score": score_range(1, 10), "reason": reason},
             "required": ["score", "reason"], "additionalProperties": False}
         for d in dimensions
     }

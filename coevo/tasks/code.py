@@ -22,6 +22,7 @@ import ast
 import gzip
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,92 @@ def _called_name(assert_line: str) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------ the function's signature
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of the function under test, as its `def` spells it."""
+
+    name: str
+    annotation: str | None  # source text ("List[float]"), None when unannotated
+    required: bool  # no default value
+    keyword_only: bool = False
+
+
+def entry_parameters(sample: Sample) -> list[Parameter] | None:
+    """The entry point's parameters, read from the problem statement, else from the
+    reference solution (MBPP statements are prose); None when neither defines it.
+
+    Only the signature is read (`ast.parse` runs nothing). `*args` and `**kwargs` are left
+    out: a call needs none of them.
+    """
+    entry = sample.meta.get("entry_point")
+    if not entry:
+        return None
+    for source in (sample.prompt, sample.reference or ""):
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
+                return _parameters(node.args)
+    return None
+
+
+def _parameters(args: ast.arguments) -> list[Parameter]:
+    positional = args.posonlyargs + args.args
+    # Defaults belong to the last positional parameters.
+    first_default = len(positional) - len(args.defaults)
+    params = [Parameter(a.arg, ast.unparse(a.annotation) if a.annotation else None, i < first_default)
+              for i, a in enumerate(positional)]
+    params += [Parameter(a.arg, ast.unparse(a.annotation) if a.annotation else None, default is None,
+                         keyword_only=True)
+               for a, default in zip(args.kwonlyargs, args.kw_defaults)]
+    return params
+
+
+def example_calls(sample: Sample) -> list[list[Any]]:
+    """The argument lists of the entry-point calls the problem statement shows with literal
+    arguments (">>> f(3.5)", "f([1, 2]) ==> 3", "for f(7, 34, 12) == 34").
+
+    The literals are read with `ast.literal_eval`, which builds constants and runs nothing.
+    Keyword arguments and non-literal arguments (`f(x)`) leave a call out.
+    """
+    entry = sample.meta.get("entry_point")
+    calls: list[list[Any]] = []
+    if not entry:
+        return calls
+    for match in re.finditer(rf"(?<![\w.]){re.escape(entry)}\(", sample.prompt):
+        text = _balanced_call(sample.prompt, match.start(), match.end() - 1)
+        try:
+            node = ast.parse(text, mode="eval").body if text else None
+            if isinstance(node, ast.Call) and not node.keywords:
+                calls.append([ast.literal_eval(arg) for arg in node.args])
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            continue
+    return calls
+
+
+def _balanced_call(text: str, start: int, open_paren: int) -> str | None:
+    """text[start:] up to the parenthesis that closes text[open_paren], or None."""
+    depth, quote = 0, None
+    for i in range(open_paren, min(len(text), open_paren + 2000)):
+        char = text[i]
+        if quote:
+            quote = None if char == quote and text[i - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return None
+
+
 # ------------------------------------------------------------------ program text
 
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|$)", re.S | re.I)
@@ -136,14 +223,20 @@ _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|$)", re.S | r
 
 def extract_code(text: str, entry_point: str | None = None) -> str:
     """The code in a model's answer: the fenced block defining `entry_point` (else the
-    longest fenced block), or the whole text when there is no fence."""
+    longest fenced block), or the whole text when there is no fence. Code that only closes
+    a fence ("def f(): ...\n```\nThis function..."; the 135M generator writes it) is what
+    precedes the stray fence."""
     blocks = [b for b in _FENCE.findall(text) if b.strip()]
+    defines = (lambda code: bool(re.search(rf"\bdef\s+{re.escape(entry_point)}\s*\(", code))) \
+        if entry_point else (lambda code: False)
+    before_fence = text.split("```", 1)[0]
     if not blocks:
-        return text
-    if entry_point:
-        defining = [b for b in blocks if re.search(rf"\bdef\s+{re.escape(entry_point)}\s*\(", b)]
-        if defining:
-            return defining[-1]
+        return before_fence if before_fence.strip() else text
+    defining = [b for b in blocks if defines(b)]
+    if defining:
+        return defining[-1]
+    if defines(before_fence):
+        return before_fence
     return max(blocks, key=len)
 
 

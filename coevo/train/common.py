@@ -324,3 +324,44 @@ class Stopwatch:
 
     def __exit__(self, *exc: Any) -> None:
         self.seconds = time.perf_counter() - self.start
+
+
+class weight_probe:
+    """How far a block moved a model's trainable weights: `max_abs_delta`, the largest
+    |w_after − w_before| over every trainable parameter (LoRA: the adapter's).
+
+    A stage whose delta is 0 changed nothing (every GRPO group's rewards were equal, say);
+    the algorithms surface that as a finding instead of a silent success. The snapshot is
+    a CPU copy of the trainable parameters only: for full fine-tuning of a large model,
+    give the stage LoRA or expect one extra copy of the weights in host memory.
+    """
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.max_abs_delta = 0.0
+        self._before: dict[str, Any] = {}
+
+    def __enter__(self) -> weight_probe:
+        self._before = {name: p.detach().to("cpu", copy=True)
+                        for name, p in self.model.named_parameters() if p.requires_grad}
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch
+
+        delta = 0.0
+        with torch.no_grad():
+            for name, p in self.model.named_parameters():
+                before = self._before.get(name)
+                if before is not None and before.shape == p.shape:
+                    delta = max(delta, float((p.detach().to("cpu").float() - before.float()).abs().max()))
+        self.max_abs_delta = delta
+        self._before = {}
+
+
+def world_size() -> int:
+    """Processes training together (torchrun / accelerate launch set WORLD_SIZE)."""
+    import os
+
+    value = os.environ.get("WORLD_SIZE", "1")
+    return int(value) if value.isdigit() and int(value) > 0 else 1

@@ -34,6 +34,7 @@ from coevo.train.common import (
     prepare_lora,
     stage_callbacks,
     unpatch_forward,
+    weight_probe,
 )
 from coevo.types import PreferencePair
 
@@ -172,7 +173,7 @@ def train_dpo(
         callbacks=stage_callbacks(callbacks),
     )
     try:
-        with PeakRSS() as rss, Stopwatch() as clock:
+        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(policy.model) as moved:
             trainer.train(resume_from_checkpoint=resume_from)
     finally:
         drop_reference_adapter(trainer.model)
@@ -180,5 +181,5 @@ def train_dpo(
         unpatch_forward(ref_model)
     return finish_stage(
         policy, trainer, final, start_step=start_step, seconds=clock.seconds, peak_rss_mb=rss.peak_mb,
-        metrics={"pairs": float(len(pairs))}, resumed_from=resume_from,
+        metrics={"pairs": float(len(pairs)), "weight_delta": moved.max_abs_delta}, resumed_from=resume_from,
     )

@@ -36,6 +36,8 @@ from coevo.train.common import (
     prepare_lora,
     stage_callbacks,
     unpatch_forward,
+    weight_probe,
+    world_size,
 )
 
 if TYPE_CHECKING:
@@ -51,13 +53,21 @@ _RESERVED = {"prompt", "prompts", "completion", "completions", "completion_ids",
 
 
 class GRPOSettings(StrictModel):
-    """GRPO hyper-parameters (TAIScore Table 12 defaults: 4 critiques per y0, T 0.8, top-p 0.95)."""
+    """GRPO hyper-parameters (TAIScore Table 12 defaults: 4 critiques per y0, T 0.8, top-p 0.95).
+
+    `batch_size` counts PROMPTS per optimizer step, as the paper's Table 12 (a VeRL setting:
+    batch 8 = 8 prompts x N critiques = 32 completions); `grad_accum` splits those
+    completions into micro-batches without changing what one step sees.
+    """
 
     num_generations: int = Field(4, ge=2)
     beta: float = Field(0.02, ge=0)  # KL coefficient; 0 = no reference model at all
     learning_rate: float = Field(1e-6, gt=0)
-    batch_size: int = Field(8, ge=1)  # completions per device per step, a multiple of num_generations
-    grad_accum: int = Field(1, ge=1)
+    batch_size: int = Field(8, ge=1)  # prompts per optimizer step (x num_generations completions)
+    grad_accum: int = Field(1, ge=1)  # micro-batches per step (memory, not semantics)
+    #: The paper's objective is GRPO's (Shao et al. 2024): each critique's token losses
+    #: averaged over its own length, then over the group; TRL 1.16 defaults to "dapo".
+    loss_type: str = "grpo"
     temperature: float = Field(0.8, gt=0)
     top_p: float = Field(0.95, gt=0, le=1)
     max_prompt_length: int = Field(2048, ge=1)
@@ -71,15 +81,29 @@ class GRPOSettings(StrictModel):
     vllm_mode: Literal["server", "colocate"] = "server"
     vllm_server_base_url: str | None = None
 
+    @property
+    def completions_per_step(self) -> int:
+        return self.batch_size * self.num_generations
+
     @model_validator(mode="after")
-    def _whole_groups(self) -> GRPOSettings:
-        if self.batch_size % self.num_generations:
+    def _whole_micro_batches(self) -> GRPOSettings:
+        if self.completions_per_step % self.grad_accum:
             raise ValueError(
-                f"batch_size ({self.batch_size}) must be a multiple of num_generations "
-                f"({self.num_generations}): each step trains on whole groups of completions of one prompt; "
-                f"e.g. batch_size: {self.num_generations * max(1, self.batch_size // self.num_generations)}"
+                f"grad_accum ({self.grad_accum}) must divide the {self.completions_per_step} completions of a "
+                f"step (batch_size {self.batch_size} prompts x num_generations {self.num_generations}); "
+                f"e.g. grad_accum: {self.num_generations}"
             )
         return self
+
+    def per_device_batch(self, world_size: int) -> int:
+        """Completions per device per micro-batch: a step's completions over devices and micro-batches."""
+        per_device, rest = divmod(self.completions_per_step, self.grad_accum * world_size)
+        if rest or not per_device:
+            raise TrainError(
+                f"{self.completions_per_step} completions per step (batch_size {self.batch_size} x "
+                f"num_generations {self.num_generations}) do not split over {world_size} processes x grad_accum "
+                f"{self.grad_accum}; make batch_size x num_generations a multiple of {self.grad_accum * world_size}")
+        return per_device
 
 
 def prompts_to_dataset(
@@ -188,8 +212,9 @@ def train_grpo(
         num_generations=settings.num_generations,
         beta=settings.beta,
         learning_rate=settings.learning_rate,
-        per_device_train_batch_size=settings.batch_size,
+        per_device_train_batch_size=settings.per_device_batch(world_size()),
         gradient_accumulation_steps=settings.grad_accum,
+        loss_type=settings.loss_type,
         temperature=settings.temperature,
         top_p=settings.top_p,
         max_completion_length=settings.max_completion_length,
@@ -220,7 +245,7 @@ def train_grpo(
         timed_generate = _Timed(trainer._generate)
         trainer._generate = timed_generate
     try:
-        with PeakRSS() as rss, Stopwatch() as clock:
+        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(policy.model) as moved:
             trainer.train(resume_from_checkpoint=resume_from)
     finally:
         drop_reference_adapter(trainer.model)
@@ -229,6 +254,8 @@ def train_grpo(
         "reward_time_share": timed_reward.seconds / max(clock.seconds, 1e-9),
         "reward_seconds": timed_reward.seconds,
         "prompts": float(len(dataset)),
+        "weight_delta": moved.max_abs_delta,
+        **learning_signals(trainer.state.log_history),
     }
     if timed_generate is not None:
         metrics["generation_time_share"] = timed_generate.seconds / max(clock.seconds, 1e-9)
@@ -236,6 +263,22 @@ def train_grpo(
         policy, trainer, final, start_step=start_step, seconds=clock.seconds, peak_rss_mb=rss.peak_mb,
         metrics=metrics, resumed_from=resume_from,
     )
+
+
+def learning_signals(log_history: list[dict[str, Any]]) -> dict[str, float]:
+    """What says whether GRPO could learn, averaged over the stage's logged steps:
+    `zero_std_fraction` (share of groups whose rewards were all equal: no advantage, no
+    gradient), `clipped_ratio` (share of completions cut at the length limit), the reward's
+    mean and within-group sd, and the loss and gradient norm."""
+    keys = {"zero_std_fraction": "frac_reward_zero_std", "clipped_ratio": "completions/clipped_ratio",
+            "reward_mean": "reward", "reward_group_sd": "reward_std", "grad_norm": "grad_norm",
+            "step_loss": "loss"}
+    out = {}
+    for name, key in keys.items():
+        values = [float(row[key]) for row in log_history if key in row and row[key] is not None]
+        if values:
+            out[name] = sum(values) / len(values)
+    return out
 
 
 def _reference_is_policy_at_entry(trainer: Any, model: Any) -> None:

@@ -27,8 +27,12 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from coevo.tasks.code import candidate_program, count_test_cases, program_with_tests
+from coevo.roles import critic_schemas as schemas
+from coevo.roles.parsing import extract_json_object, strip_reasoning
+from coevo.tasks.code import (candidate_program, count_test_cases, entry_parameters, example_calls,
+                              program_with_tests)
 from coevo.types import Proposal, Sample, Verdict
 from coevo.validators.base import CountingValidator
 from coevo.validators.sandbox import ExecResult, Job, Sandbox
@@ -61,6 +65,8 @@ def parse_testcase(text: str) -> tuple[TestCase | None, str]:
     bodies = [b for b in _TAG.findall(text) if b.strip()]
     if bodies:
         body = bodies[0]
+    elif (keyed := _json_test(text)) is not None:
+        body = keyed
     else:  # no tags: a line that starts with CALL: / STDIN:
         m = re.search(r"^[ \t>*`-]*(CALL|STDIN)\s*:.*", text, re.M | re.I | re.S)
         if not m:
@@ -78,6 +84,17 @@ def parse_testcase(text: str) -> tuple[TestCase | None, str]:
         return TestCase("stdin", body if body.endswith("\n") else body + "\n"), ""
     expr, why = _call_expression(body.strip().strip("`").strip())
     return (TestCase("call", expr), "") if expr else (None, why)
+
+
+def _json_test(text: str) -> str | None:
+    """The schema's keyed forms, {"call": "f(1)"} or {"stdin": "..."}, as a CALL/STDIN body."""
+    if "{" not in text:
+        return None
+    answer = extract_json_object(text, ["call", "stdin"]) or {}
+    for key in ("call", "stdin"):
+        if isinstance(answer.get(key), str) and answer[key].strip():
+            return f"{key.upper()}: {answer[key]}"
+    return None
 
 
 def _call_expression(body: str) -> tuple[str | None, str]:
@@ -114,6 +131,86 @@ def parse_proposal(sample_id: str, output: str, critic_text: str) -> Proposal:
     parsed = {"kind": test.kind, "test": test.body} if test else {"error": why}
     return Proposal(sample_id=sample_id, output=output, text=critic_text, parsed=parsed,
                     valid=test is not None)
+
+
+# ------------------------------------------------------------------ the critic's answer form
+#
+# A critic decoding under `answer_schema` answers with the arguments of one call as JSON,
+# {"a": 5, "h": -3} for `triangle_area(a, h)`; the test is the call built from them. A
+# problem without a readable signature gets {"call": "f(...)"}, a stdin program
+# {"stdin": "..."}. The paper's text forms above stay accepted (a server that ignores the
+# schema, a critic prompted the paper's way).
+
+
+def answer_schema(sample: Sample) -> dict[str, Any]:
+    """The JSON Schema of a critic's test for `sample` (see above)."""
+    entry = sample.meta.get("entry_point")
+    if not entry:
+        return schemas.stdin_input()
+    params = entry_parameters(sample)
+    if params is None:
+        return schemas.call_text(str(entry))
+    calls = example_calls(sample)
+    return schemas.call_arguments([
+        (p.name, schemas.parameter_value(p.annotation, [c[i] for c in calls if len(c) > i]), p.required)
+        for i, p in enumerate(params)])
+
+
+def answer_format(sample: Sample) -> str:
+    """How the critic prompt spells the answer `answer_schema` asks for (names, no values)."""
+    entry = sample.meta.get("entry_point")
+    if not entry:
+        return 'the raw input of ONE run of the program, as {"stdin": "..."}'
+    params = entry_parameters(sample)
+    if params is None:
+        return f'ONE call of `{entry}`, as {{"call": "{entry}(...)"}}'
+    keys = ", ".join(f'"{p.name}": ...' for p in params)
+    signature = ", ".join(p.name for p in params)
+    return (f"the arguments of ONE call of `{entry}({signature})`, as a JSON object with one key "
+            f"per parameter: {{{keys}}}")
+
+
+def parse_answer(sample: Sample, output: str, critic_text: str) -> Proposal:
+    """A Proposal from a critic's answer in the schema's form or in the paper's text forms."""
+    call, why = arguments_call(sample, critic_text)
+    if call is not None:
+        return Proposal(sample_id=sample.id, output=output, text=critic_text, valid=True,
+                        parsed={"kind": "call", "test": call, "format": "arguments"})
+    proposal = parse_proposal(sample.id, output, critic_text)
+    if not proposal.valid and why:
+        proposal.parsed["error"] = f"{proposal.parsed.get('error')}; {why}"
+    return proposal
+
+
+def arguments_call(sample: Sample, critic_text: str) -> tuple[str | None, str]:
+    """The call an arguments answer means: {"number": 3.5} -> `truncate_number(3.5)`.
+
+    Each value goes in through `repr`, so whatever a string holds stays a string literal: a
+    value can never turn into code. A parameter the answer leaves out (one with a default)
+    switches the rest to keywords. Returns (None, why) when the answer is not of this form.
+    """
+    entry = sample.meta.get("entry_point")
+    params = entry_parameters(sample) if entry else None
+    text = strip_reasoning(critic_text)
+    if params is None or not text.lstrip().startswith(("{", "```")):
+        return None, ""
+    answer = extract_json_object(text, [p.name for p in params])
+    if answer is None or (params and not any(p.name in answer for p in params)):
+        return None, ""
+    missing = [p.name for p in params if p.required and p.name not in answer]
+    if missing:
+        return None, f"arguments answer lacks {missing}"
+    parts, by_keyword = [], False
+    for p in params:
+        if p.name not in answer:
+            by_keyword = True
+            continue
+        by_keyword = by_keyword or p.keyword_only
+        value = repr(answer[p.name])
+        parts.append(f"{p.name}={value}" if by_keyword else value)
+    call = f"{entry}({', '.join(parts)})"
+    expr, why = _call_expression(call)
+    return (expr, "") if expr else (None, why)
 
 
 # ------------------------------------------------------------------ programs run in the sandbox

@@ -59,12 +59,17 @@ def overlap(claim: str, text: str, ignore: set[str] = frozenset()) -> float | No
 
 
 def parse_fact_proposal(text: str) -> dict[str, Any] | None:
-    """Read the critic's three lines; None when the sentence number or the fact is missing.
+    """Read the critic's answer; None when the sentence number or the fact is missing.
 
-    Lenient about form (markdown bold, "Sentence 2", "[2]", any line order); strict about
-    meaning: a number and a non-empty fact must both be there.
+    The JSON object of `critic_schemas.fact_proposal` (a critic decoding under it) or the paper's
+    three lines. Lenient about form (markdown bold, "Sentence 2", "[2]", any line order);
+    strict about meaning: a number and a non-empty fact must both be there.
     """
-    text = strip_reasoning(text).replace("**", "")
+    text = strip_reasoning(text)
+    keyed = _json_fact_proposal(text)
+    if keyed is not None:
+        return keyed
+    text = text.replace("**", "")
     number = re.search(r"sentence\s*(?:number)?\s*[:#=-]?\s*\[?(\d+)", text, re.I)
     fact = re.search(r"error[_ ]?fact\s*[:=-]\s*(.+)", text, re.I)
     if not number or not fact or not fact.group(1).strip(" .\"'"):
@@ -79,6 +84,23 @@ def parse_fact_proposal(text: str) -> dict[str, Any] | None:
     reason = re.search(r"reason\s*[:=-]\s*(.+)", text, re.I)
     return {"reason": reason.group(1).strip() if reason else "",
             "sentence": int(number.group(1)), "error_fact": fact.group(1).strip().strip("\"'")}
+
+
+def _json_fact_proposal(text: str) -> dict[str, Any] | None:
+    """{"sentence": 2, "error_fact": "...", "reason": "..."} (json-repair reads a cut-off one)."""
+    if "{" not in text:
+        return None
+    answer = extract_json_object(text, ["sentence", "error_fact", "reason"]) or {}
+    number = answer.get("sentence")
+    if isinstance(number, str) and number.strip().isdigit():
+        number = int(number)
+    fact = answer.get("error_fact")
+    if isinstance(number, bool) or not isinstance(number, int) or not isinstance(fact, str) \
+            or not fact.strip(" .\"'"):
+        return None
+    reason = answer.get("reason")
+    return {"reason": reason.strip() if isinstance(reason, str) else "", "sentence": number,
+            "error_fact": fact.strip().strip("\"'"), "format": "json"}
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from coevo.llm.replay import ReplayModel
 
@@ -26,6 +27,31 @@ def rubric(*criteria):
 def verdicts(*flags):
     return json.dumps({"verdicts": [{"id": f"c{i}", "rationale": f"reason {i}", "satisfied": f}
                                     for i, f in enumerate(flags, 1)]})
+
+
+def scored_verdicts(*criteria):
+    """Verdicts with recorded token log-probabilities, as a replay completion object.
+
+    Each criterion is (written flag, P(" true"), P(" false")) at the token of its verdict;
+    what is left of the mass goes to ' "', a token that spells no verdict (the judge's raw
+    distribution is not bound by the answer's grammar).
+    """
+    tokens, top = ['{"verdicts": ['], [{}]
+    for i, (flag, p_true, p_false) in enumerate(criteria, 1):
+        tokens.append(("" if i == 1 else ", ") + f'{{"id": "c{i}", "rationale": "reason {i}", "satisfied":')
+        top.append({})
+        alternatives = {" true": p_true, " false": p_false}
+        if 1 - p_true - p_false > 1e-9:
+            alternatives[' "'] = 1 - p_true - p_false
+        tokens.append(" true" if flag else " false")
+        top.append({t: math.log(p) for t, p in alternatives.items()})
+        tokens.append("}")
+        top.append({})
+    tokens.append("]}")
+    top.append({})
+    # A written token always appears among its own alternatives.
+    top = [alts or {token: 0.0} for token, alts in zip(tokens, top)]
+    return {"text": "".join(tokens), "tokens": tokens, "top_logprobs": top}
 
 
 def rules(**override):
@@ -63,3 +89,23 @@ def write_data(path, n=28):
                                                          "description": f"{GOLD_SECRET} {i}",
                                                          "weight": 1}]}}) + "\n")
     return path
+
+
+def config(data, **overrides):
+    """A small DecoEvo config on the data file `data` (see `write_data`)."""
+    from coevo.algorithms.decoevo import DecoEvoConfig
+
+    base = dict(data={"source": str(data)}, model="replay:unused", seeds=[0], inner_steps=2, k=1, s=1,
+                batch_size=2, m=3, max_pairs=3, epsilon=0.5,
+                partitions={"sizes": {"test": 2, "diagnostic": 2}})
+    return DecoEvoConfig(**{**base, **overrides})
+
+
+def method_run(cfg, model, method="decoevo", store=None):
+    """One method's run on `model` (every role), as the runner builds it."""
+    from coevo.algorithms.decoevo import Meter, MethodRun, build_roles, make_partitions
+    from coevo.tasks.loaders import load_samples
+
+    parts = make_partitions(load_samples(cfg.data.source), cfg.partitions)
+    meter = Meter(model)
+    return MethodRun(method, 0, cfg, parts, build_roles(cfg, meter, meter, 0), store, meter)

@@ -11,6 +11,8 @@ from decoevo_fakes import (
     GOLD_SECRET,
     JUDGE,
     STRUCTURAL,
+    config,
+    method_run,
     replay,
     rubric,
     verdicts,
@@ -19,10 +21,6 @@ from decoevo_fakes import (
 
 from coevo.algorithms.decoevo import (
     PARTITIONS,
-    DecoEvoConfig,
-    Meter,
-    MethodRun,
-    build_roles,
     make_partitions,
 )
 from coevo.algorithms.skills import read_skill_file
@@ -34,18 +32,6 @@ from coevo.tasks.loaders import load_samples
 def data(tmp_path):
     return write_data(tmp_path / "data.jsonl")
 
-
-def config(data, **overrides):
-    base = dict(data={"source": str(data)}, model="replay:unused", seeds=[0], inner_steps=2, k=1, s=1,
-                batch_size=2, m=3, max_pairs=3, epsilon=0.5,
-                partitions={"sizes": {"test": 2, "diagnostic": 2}})
-    return DecoEvoConfig(**{**base, **overrides})
-
-
-def method_run(cfg, model, method="decoevo", store=None):
-    parts = make_partitions(load_samples(cfg.data.source), cfg.partitions)
-    meter = Meter(model)
-    return MethodRun(method, 0, cfg, parts, build_roles(cfg, meter, meter, 0), store, meter)
 
 
 def user_texts(model):

@@ -38,6 +38,13 @@ def test_summary_report_and_skill_history(setup):
     assert ci["n_pairs"] == 6 and ci["low"] <= ci["mean_diff"] <= ci["high"]
     assert summary["table"]["columns"][0] == "method" and len(summary["table"]["rows"]) == 4
     assert {"inner", "outer"} <= set(summary["cost"])
+    # The replay judge writes the same verdicts for every answer and gives no logprobs:
+    # every gate comparison ties, on the written verdicts.
+    assert summary["scoring"]["judge"] == "sampled"
+    for method in ("skillopt", "sc_coevo", "decoevo"):
+        entry = summary["methods"][method]
+        assert entry["gate_comparisons"] > 0 and entry["gate_ties"] == entry["gate_comparisons"]
+    assert summary["methods"]["zero_shot"]["gate_comparisons"] == 0
     assert len(summary["trajectory"]["decoevo"]) == 3  # steps 0, 1, 2
     run = tmp_path / "run"
     assert (run / "skills" / "decoevo" / "seed1" / "solver_v1.md").is_file()

@@ -91,10 +91,22 @@ def test_critic_examples_block_uses_a_call_from_the_docstring():
     from coevo.algorithms.rlac import CodeDomain
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
-    hinted = CodeDomain(config(code={"unsafe_exec": True, "critic_examples": True}), None)
+    hinted = CodeDomain(config(critic_form="paper", code={"unsafe_exec": True, "critic_examples": True}), None)
     assert "<testcase> CALL: truncate_number(3.5) </testcase>" in hinted.critic_prompt(sample, TRUNCATE)
-    plain = CodeDomain(config(), None)
+    assert hinted.critic_schema(sample, TRUNCATE) is None  # the paper's form is free text
+    plain = CodeDomain(config(critic_form="paper"), None)
     assert "truncate_number(3.5) </testcase>" not in plain.critic_prompt(sample, TRUNCATE)
+
+
+def test_schema_form_asks_for_the_arguments_of_one_call():
+    from coevo.algorithms.rlac import CodeDomain
+
+    [sample] = load_humaneval(ids=["HumanEval/2"])
+    domain = CodeDomain(config(), None)
+    prompt = domain.critic_prompt(sample, TRUNCATE)
+    assert "<testcase>" not in prompt and '"number": ...' in prompt
+    schema = domain.critic_schema(sample, TRUNCATE)
+    assert schema["required"] == ["number"] and schema["additionalProperties"] is False
 
 
 @pytest.mark.parametrize("text, call", [

@@ -61,17 +61,28 @@ def test_rlac_facts_e2e_real_model(tmp_path):
 
 
 def test_rlac_code_e2e_real_model(tmp_path):
-    # The 135M critic never writes a <testcase> (measured: 0 of 24 proposals in the tiny
-    # config), so the real validator would leave no pairs and no DPO step to test. The
-    # noisy-validator switch gives seeded labels instead (seed 0: one generator pair, two
-    # critic pairs), so both models take real DPO steps on real generations; pass@1 and the
-    # enumerative count still run every reference test in the sandbox. The code validator's
-    # own path is covered by tests/algorithms/test_rlac_code.py.
+    # On two problems the real validator may find no failing test at all, which leaves no
+    # pairs and no DPO step to test. The noisy-validator switch gives seeded labels instead,
+    # so the generator takes a real DPO step on real generations; pass@1 and the
+    # enumerative count still run every reference test in the sandbox. The critic's answers
+    # are decoded under the arguments schema (xgrammar on the trainable transformers
+    # critic): every one must read as a call of the function under test. (Its own DPO step
+    # on real pairs is the facts test's; here its two answers to an output are often the
+    # same call, which makes no pair.) The code validator's own path is test_rlac_code.py.
+    from coevo.store import RunStore
+    from coevo.tasks.code import load_humaneval
+    from coevo.validators.code import parse_answer
+
     config = {**COMMON, "task": "code", "n": 2, "validator": "random", "seed": 0,
               "data": {"train_ids": ["HumanEval/45", "HumanEval/2"], "heldout_ids": ["HumanEval/53"]},
-              "code": {"unsafe_exec": False, "timeout_s": 5, "critic_examples": True}}
+              "code": {"unsafe_exec": False, "timeout_s": 5}}
     summary = run_experiment(None, tmp_path / "run", data=config)
     rnd = check_summary(tmp_path / "run", summary, proposals=2)
-    assert rnd["trained"] == {"generator": True, "critic": True}
-    assert rnd["eval"]["pass_at_1"] in (0.0, 1.0)
+    assert rnd["trained"]["generator"]
     assert rnd["eval"]["kl_from_base"] > 0.0  # the generator moved away from its base
+    problems = {s.id: s for s in load_humaneval(ids=["HumanEval/45", "HumanEval/2"])}
+    proposals = [r for _, r in RunStore(tmp_path / "run").get_records("rlac_proposal")]
+    assert len(proposals) == 2 * 2 * 2
+    for record in proposals:
+        parsed = parse_answer(problems[record["sample_id"]], record["output"], record["proposal"])
+        assert parsed.valid and parsed.parsed["format"] == "arguments", record["proposal"]

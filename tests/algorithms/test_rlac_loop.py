@@ -176,3 +176,15 @@ def test_a_round_without_pairs_warns_and_does_not_train(tmp_path, fakes):
     warnings = store.get_meta("warnings")
     assert any("no generator preference pairs" in w for w in warnings)
     assert any("no critic preference pairs" in w for w in warnings)
+
+
+def test_a_dpo_stage_that_moved_no_weight_is_reported(tmp_path, fakes, monkeypatch):
+    def still(policy, pairs, settings, output_dir, **kwargs):
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=2, seconds=0.0, seconds_per_step=0.0,
+                           peak_rss_mb=0.0, metrics={"weight_delta": 0.0, "train_loss": 0.69})
+
+    monkeypatch.setattr(dpo, "train_dpo", still)
+    store = RunStore(tmp_path)
+    summary = run_rlac(facts_config(), store)
+    assert summary["rounds"][0]["training"]["generator"]["weight_delta"] == 0.0
+    assert any("generator's DPO stage ran 2 steps but changed no weight" in w for w in store.get_meta("warnings"))

@@ -41,7 +41,7 @@ RULES = [
     {"match": ["Response 1:\nGOOD"], "completion": "1"},
     {"match": ["Response 2:\nGOOD"], "completion": "2"},
     {"match": "Response 1:", "completion": "tie"},
-    {"match": "Response B (revised response", "completion": _taiscore_answer(7)},
+    {"match": "Response B:\n", "completion": _taiscore_answer(7)},
     {"match": "Your Critique:", "completions": ["CRIT-A", "CRIT-B"]},
     {"match": "Revised Response:", "completion": "GOOD revision"},
     {"completion": "plain initial"},
@@ -104,7 +104,7 @@ def _config(tmp_path, **extra):
 def test_reward_fn_returns_raw_judge_scores_in_completion_order():
     """Known judge scores per critique come back unchanged (no normalisation here)."""
     scores = {"CRIT-0": 2, "CRIT-1": 4, "CRIT-2": 6, "CRIT-3": 9}
-    rules = [{"match": ["Critique of Response A:\n" + c], "completion": _taiscore_answer(s)}
+    rules = [{"match": ["Critique:\n" + c, "Response B:"], "completion": _taiscore_answer(s)}
              for c, s in scores.items()]
     rules += [{"match": "Response B", "completion": "not json at all"},
               {"match": "Revised Response:", "completion": "revised"}]
@@ -116,7 +116,7 @@ def test_reward_fn_returns_raw_judge_scores_in_completion_order():
     critiques = ["CRIT-0", "CRIT-1", "CRIT-2", "CRIT-3", "CRIT-X"]
     rewards = reward_fn(prompts=[[]] * 5, completions=[[{"role": "assistant", "content": c}] for c in critiques],
                         x=["x"] * 5, y0=["y0"] * 5, sample_id=["s"] * 5, trainer_state=None)
-    assert rewards == [2.0, 4.0, 6.0, 9.0, None]  # unreadable -> None (TRL: NaN, zero advantage)
+    assert rewards == [2.0, 4.0, 6.0, 9.0, 0.0]  # unreadable twice -> invalid_reward, kept in the group
     assert [r.c for r in seen] == critiques and all(r.y1 == "revised" for r in seen)
     assert len({r.sample_id for r in seen}) == 5  # one stored rollout per distinct critique
 

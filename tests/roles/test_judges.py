@@ -91,7 +91,9 @@ def test_outcome_gain_is_critique_blind(replay, judge_sampling):
     assert [j.valid for j in judgments] == [True, True, True, False]
     assert judgments[0].scores == {"gain": 1.0}
     assert "0.7" in judgments[3].error
-    assert len(model.batches) == 1
+    # One call for all, then the unreadable answer asked once more with the next seed.
+    assert [(size, sampling.seed) for size, _, sampling in model.batches] == [(4, None), (1, 1)]
+    assert [j.asked for j in judgments] == [1, 1, 1, 2]
     for asked in model.prompts():
         assert CRITIQUE not in asked and "the ending is rushed" not in asked
         assert "REVISED-" in asked and "INITIAL-" in asked
@@ -314,7 +316,9 @@ def test_judges_ask_for_their_answer_schema(replay, judge_sampling):
     rubric = Rubric(criteria=[Criterion(name="tone"), Criterion(name="facts")])
     GoldRubricJudge(model, judge_sampling).judge([Sample(id="s", prompt="x", rubric=rubric)], ["a"])
     TaiScoreJudge(model, judge_sampling, structured=False).judge([rollout])
-    taiscore, gain, gold, unstructured = model.schemas
+    # "{}" is unreadable everywhere, so each call is followed by its re-ask with the same schema.
+    assert model.schemas[0::2] == model.schemas[1::2]
+    taiscore, gain, gold, unstructured = model.schemas[0::2]
     assert json.loads(taiscore)["required"][-1] == "score"
     assert json.loads(taiscore)["properties"]["quality_gain"]["properties"]["score"] == {
         "type": "integer", "minimum": 1, "maximum": 10}

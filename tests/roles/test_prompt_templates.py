@@ -8,6 +8,7 @@ from coevo.prompts import PROMPT_DIR, load_template
 
 FIELDS = {
     "critic": {"prompt", "response"},
+    "critic_brief": {"prompt", "response"},  # ours: Table 6 + a three-sentence limit
     "reviser": {"prompt", "response", "critique"},
     "reviser_no_critique": {"prompt", "response"},
     "generic_critique": set(),
@@ -29,9 +30,11 @@ FIELDS = {
     "decoevo_generator_rewriter": {"skill", "structural", "contrastive", "max_words"},
     "decoevo_audit_spec_writing": set(),
     "critic_code": {"question", "code", "optional_examples_block"},  # RLAC App. A.2
+    "critic_code_schema": {"question", "code", "answer_format"},  # ours: the JSON-schema form
     "generator_code": {"problem"},
     # RLAC facts (issue 4)
     "critic_fact": {"topic", "numbered_paragraph"},
+    "critic_fact_schema": {"topic", "numbered_paragraph"},  # ours: the JSON-schema form
     "generator_bio": {"topic", "n"},
     "atomic_facts": {"entity", "text"},
     "fact_authenticity": {"entity", "sentence", "fact"},

@@ -22,6 +22,7 @@ def test_filter_queries_keeps_scores_at_or_above_min(replay):
     assert [s.id for s in kept] == ["three", "five"]
     assert [j.decision for j in judgments] == ["SKIP", "GRADE", "GRADE", None]
     assert [j.valid for j in judgments] == [True, True, True, False]
-    assert model.batches == [(4, 1, sampling)]
+    # The unreadable answer is asked once more, seeded apart from the first call.
+    assert model.batches == [(4, 1, sampling), (1, 1, sampling.model_copy(update={"seed": 1}))]
     kept4, _ = filter_queries(samples, model, sampling, min_score=4)
     assert [s.id for s in kept4] == ["five"]

@@ -9,14 +9,21 @@ import torch
 from coevo.train import GRPOSettings, TrainError, prompts_to_dataset, train_grpo
 
 
-def test_batch_must_hold_whole_groups():
-    with pytest.raises(ValueError, match="multiple of num_generations"):
-        GRPOSettings(num_generations=4, batch_size=6)
+def test_batch_size_counts_prompts_and_splits_into_whole_micro_batches():
+    """Table 12's batch 8 is 8 prompts x N=4 critiques = 32 completions per optimizer step."""
+    paper = GRPOSettings(num_generations=4, batch_size=8)
+    assert paper.completions_per_step == 32 and paper.per_device_batch(world_size=1) == 32
+    assert paper.per_device_batch(world_size=2) == 16  # two processes share one step's completions
+    assert GRPOSettings(num_generations=4, batch_size=8, grad_accum=4).per_device_batch(1) == 8
+    with pytest.raises(ValueError, match="grad_accum"):
+        GRPOSettings(num_generations=4, batch_size=1, grad_accum=3)
+    with pytest.raises(TrainError, match="processes"):
+        GRPOSettings(num_generations=2, batch_size=1).per_device_batch(world_size=4)
     with pytest.raises(ValueError, match="num_generations"):
         GRPOSettings(num_generations=1, batch_size=2)
-    assert GRPOSettings(num_generations=2, batch_size=4).batch_size == 4
     with pytest.raises(ValueError, match="extra"):
         GRPOSettings(kl=0.1)
+    assert GRPOSettings().loss_type == "grpo"  # the paper's objective, not TRL 1.16's "dapo" default
 
 
 def test_prompts_become_conversations_with_extra_columns():
@@ -91,7 +98,7 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
     policy = load_model("smollm2", trainable=True)
     name = "model.layers.0.mlp.down_proj.weight"
     before = policy.model.state_dict()[name].clone()
-    settings = GRPOSettings(num_generations=2, batch_size=4, max_steps=1, max_completion_length=16,
+    settings = GRPOSettings(num_generations=2, batch_size=2, max_steps=1, max_completion_length=16,
                             learning_rate=1e-4, temperature=1.0, save_steps=100)
     result = train_grpo(policy, ["Write one word.", "Name an animal."], reward, settings, tmp_path,
                         extra_columns={"y0": ["A", "B"]})
@@ -134,7 +141,7 @@ def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path):
         scored.append(len(completions))
         return [float(len(c[-1]["content"])) for c in completions]
 
-    settings = GRPOSettings(num_generations=2, batch_size=2, max_steps=2, max_completion_length=8,
+    settings = GRPOSettings(num_generations=2, batch_size=1, max_steps=2, max_completion_length=8,
                             learning_rate=1e-4, temperature=1.0, save_steps=1)
     prompts = ["Write one word.", "Name an animal."]
     with pytest.raises(Killed):

@@ -44,6 +44,9 @@ def test_candidate_programs_from_model_answers():
     body_only = "    return strings[0] if strings else None\n"
     assert candidate_program(sample, body_only) == sample.prompt + body_only
     assert extract_code("```py\na = 1\n```\n```python\ndef f(): pass\n```", "f") == "def f(): pass\n"
+    # Only a closing fence (measured: the 135M generator writes this): the code before it.
+    assert extract_code("def f():\n    return 1\n```\nThis returns 1.", "f") == "def f():\n    return 1\n"
+    assert extract_code("def f():\n    return 1\n```", "f") == "def f():\n    return 1\n"
     assert "check(longest)" in program_with_tests(sample, program)
 
 
