@@ -107,16 +107,7 @@ def validate(model: type[T], data: dict[str, Any], source: str = "config") -> T:
         raise ConfigError(f"{source}: " + "; ".join(problems)) from None
 
 
-def load_config(model: type[T], path: str | Path | None, overrides: list[str] = ()) -> T:
-    data = read_yaml(path) if path else {}
-    return validate(model, apply_overrides(data, list(overrides)), str(path or "config"))
-
-
-def dump_config(config: BaseModel) -> dict[str, Any]:
-    return config.model_dump(mode="json")
-
-
 __all__ = [
     "ConfigError", "DataConfig", "Field", "Models", "SamplingConfig", "StrictModel", "apply_overrides",
-    "dump_config", "load_config", "read_yaml", "validate",
+    "read_yaml", "validate",
 ]

@@ -52,15 +52,9 @@ def _experiments() -> dict[str, Experiment]:
     }
 
 
-PLANNED = {
-}
-
-
 def resolve_config(data: dict[str, Any], source: str) -> tuple[str, BaseModel]:
     algorithm = data.get("algorithm")
     experiments = _experiments()
-    if algorithm in PLANNED:
-        raise ConfigError(f"{source}: algorithm {algorithm!r} is not available yet: {PLANNED[algorithm]}")
     if algorithm not in experiments:
         raise ConfigError(
             f"{source}: 'algorithm' must be one of {sorted(experiments)}; got {algorithm!r}"

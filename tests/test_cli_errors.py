@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 
 def coevo(*args, cwd=None):

@@ -51,8 +51,10 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from coevo.algorithms import decoevo_roles as R
+from coevo.algorithms.decoevo_summary import summarise
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, history
 from coevo.config import ConfigError, DataConfig, StrictModel
+from coevo.eval.stats import mean_of_known
 from coevo.progress import progress_bar
 from coevo.store import RunStore
 from coevo.tasks.loaders import DataError
@@ -345,11 +347,6 @@ def make_partitions(samples: list[Sample], config: Partitions) -> dict[str, list
             for name in PARTITIONS}
 
 
-def _mean(values: list[float | None]) -> float | None:
-    valid = [v for v in values if v is not None]
-    return sum(valid) / len(valid) if valid else None
-
-
 def gold_scores(grader: Any, samples: list[Sample], responses: list[str]) -> list[tuple[float | None, Any]]:
     """Gold-rubric grade of each response, mapped from 1-10 to 0-1, with its Judgment."""
     judged = grader.judge(samples, responses) if samples else []
@@ -436,7 +433,7 @@ class MethodRun:
         rubrics = self.rubrics(batch, self.generator_skill)
         judged = self.judge(batch, responses, rubrics)
         if self.store is not None:
-            self.store.log_metrics(self.stage, {"train_proxy": _mean([j.score for j in judged])}, round=step)
+            self.store.log_metrics(self.stage, {"train_proxy": mean_of_known([j.score for j in judged])}, round=step)
         failures = pick_failures(batch, rubrics, judged, self.config.max_failures)
         if not failures:
             return self._stall(step, "no unmet criterion on the train batch: nothing to rewrite")
@@ -533,7 +530,7 @@ class MethodRun:
             for i, record in enumerate(contrastive):
                 self.store.put_record("contrastive_audit", f"{self.stage}/step{step}/{i}", record.__dict__)
         if self.store is not None:
-            self.store.log_metrics(self.stage, {"probe_adequacy": _mean([a.adequacy for a in structural]),
+            self.store.log_metrics(self.stage, {"probe_adequacy": mean_of_known([a.adequacy for a in structural]),
                                                 "contrastive_records": float(len(contrastive))}, round=step)
         rewrite = self.roles.generator_rewriter.rewrite(self.generator_skill.text, structural, contrastive,
                                                         seed=self.step_seed(step))
@@ -580,9 +577,9 @@ class MethodRun:
         decision = pareto_accept(deltas, self.config.eta, self.config.tau)
         written = [(x.sampled, y.sampled) for x, y in zip(a_inc, a_cand) if x.valid and y.valid]
         decision.details.update({
-            "adequacy_incumbent": _mean([x for x, _ in pairs]), "adequacy_candidate": _mean([y for _, y in pairs]),
-            "adequacy_incumbent_sampled": _mean([x for x, _ in written]),
-            "adequacy_candidate_sampled": _mean([y for _, y in written]),
+            "adequacy_incumbent": mean_of_known([x for x, _ in pairs]), "adequacy_candidate": mean_of_known([y for _, y in pairs]),
+            "adequacy_incumbent_sampled": mean_of_known([x for x, _ in written]),
+            "adequacy_candidate_sampled": mean_of_known([y for _, y in written]),
             "resolution_incumbent": r_inc, "resolution_candidate": r_cand, "n_frozen": len(frozen)})
         return decision
 
@@ -606,8 +603,8 @@ class MethodRun:
         inc = [j.score for j in self.judge(gate, responses, self.rubrics(gate, self.generator_skill))]
         cand = [j.score for j in self.judge(gate, responses, self.rubrics(gate, candidate))]
         paired = [(a, b) for a, b in zip(inc, cand) if a is not None and b is not None]
-        proxy_inc = _mean([a for a, _ in paired]) if paired else None
-        proxy_cand = _mean([b for _, b in paired]) if paired else None
+        proxy_inc = mean_of_known([a for a, _ in paired]) if paired else None
+        proxy_cand = mean_of_known([b for _, b in paired]) if paired else None
         decision = score_coupled_accept(proxy_inc, proxy_cand, self.config.eta)
         decision.details.update({"proxy_incumbent": proxy_inc, "proxy_candidate": proxy_cand})
         return decision
@@ -619,10 +616,10 @@ class MethodRun:
         if not diag:
             return
         responses = self.solve(diag, self.solver_skill)
-        proxy = _mean([j.score for j in self.judge(diag, responses, self.rubrics(diag, self.generator_skill))])
+        proxy = mean_of_known([j.score for j in self.judge(diag, responses, self.rubrics(diag, self.generator_skill))])
         graded = gold_scores(self.roles.grader, self.gold["diagnostic"], responses)
         self._count("grader", sum(1 for g, _ in graded if g is None))
-        point = {"step": step, "proxy": proxy, "gold": _mean([g for g, _ in graded])}
+        point = {"step": step, "proxy": proxy, "gold": mean_of_known([g for g, _ in graded])}
         self.trajectory.append(point)
         if self.store is not None:
             self.store.log_metrics(self.stage, {"diag_proxy": proxy, "diag_gold": point["gold"]}, round=step)
@@ -659,8 +656,8 @@ class MethodRun:
             self.diagnose(step)
         scores = self.test()
         return {"method": self.method, "seed": self.seed, "test_scores": scores,
-                "test_ids": [s.id for s in self.parts["test"]], "test_mean": _mean(scores),
-                "test_scores_sampled": self.test_sampled, "test_mean_sampled": _mean(self.test_sampled),
+                "test_ids": [s.id for s in self.parts["test"]], "test_mean": mean_of_known(scores),
+                "test_scores_sampled": self.test_sampled, "test_mean_sampled": mean_of_known(self.test_sampled),
                 "scoring": {"judge": self.roles.judge.scoring, "auditor": self.roles.structural.scoring,
                             "grader": getattr(self.roles.grader, "scoring", "sampled")},
                 "solver": self.solver_skill.model_dump(), "rubric_generator": self.generator_skill.model_dump(),
@@ -718,7 +715,6 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> dict[str, Any]:
                 store.finish_step(key, result)
             results[key] = result
             advance(1)
-    from coevo.algorithms.decoevo_summary import summarise
 
     records = history(store)
     export_markdown(records, store.run_dir)

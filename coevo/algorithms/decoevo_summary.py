@@ -4,12 +4,14 @@ trajectory, and the report's table and plot (set in the run store's meta)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coevo.algorithms.decoevo import DecoEvoConfig, _mean
 from coevo.algorithms.skills import GENERATOR, SOLVER
-from coevo.eval.stats import mean_sd, paired_bootstrap_ci
+from coevo.eval.stats import mean_of_known, mean_sd, paired_bootstrap_ci
 from coevo.store import RunStore
+
+if TYPE_CHECKING:  # the config's type only: decoevo.py imports this module
+    from coevo.algorithms.decoevo import DecoEvoConfig
 
 
 def summarise(config: DecoEvoConfig, results: dict[str, dict[str, Any]], records: list[dict[str, Any]],
@@ -24,7 +26,7 @@ def summarise(config: DecoEvoConfig, results: dict[str, dict[str, Any]], records
         mine = [r for r in records if r["method"] == method]
         sampled_means = [r.get("test_mean_sampled") for r in runs]
         entry = {"test_mean": mean, "test_sd": sd, "per_seed": [r["test_mean"] for r in runs],
-                 "test_mean_sampled": _mean(sampled_means),
+                 "test_mean_sampled": mean_of_known(sampled_means),
                  "solver_accepted": sum(r["accepted"] and r["version"] > 0 for r in mine if r["name"] == SOLVER),
                  "solver_candidates": sum(r["version"] > 0 for r in mine if r["name"] == SOLVER),
                  "generator_accepted": sum(r["accepted"] and r["version"] > 0 for r in mine if r["name"] == GENERATOR),
@@ -106,8 +108,8 @@ def trajectory_means(results: dict[str, dict[str, Any]], config: DecoEvoConfig) 
         for seed in config.seeds:
             for point in results[f"{method}/seed{seed}"]["trajectory"]:
                 by_step.setdefault(point["step"], []).append(point)
-        out[method] = [{"step": step, "proxy": _mean([p["proxy"] for p in pts]),
-                        "gold": _mean([p["gold"] for p in pts])} for step, pts in sorted(by_step.items())]
+        out[method] = [{"step": step, "proxy": mean_of_known([p["proxy"] for p in pts]),
+                        "gold": mean_of_known([p["gold"] for p in pts])} for step, pts in sorted(by_step.items())]
     return out
 
 

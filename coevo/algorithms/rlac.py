@@ -25,7 +25,6 @@ import hashlib
 import itertools
 import random
 import time
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field

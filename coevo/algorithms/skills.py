@@ -103,15 +103,6 @@ def export_markdown(records: list[dict[str, Any]], run_dir: str | Path) -> list[
     return paths
 
 
-def final_skill(records: list[dict[str, Any]], method: str, seed: int, name: str) -> dict[str, Any]:
-    """The last accepted version of a skill for one (method, seed)."""
-    accepted = [r for r in records if r["method"] == method and r["seed"] == seed
-                and r["name"] == name and r["accepted"]]
-    if not accepted:
-        raise ValueError(f"no accepted {name} skill for method {method!r}, seed {seed}")
-    return accepted[-1]
-
-
 def read_skill_file(path: str | Path) -> str:
     """A skill's text from a file, without the metadata comment `export_markdown` adds."""
     path = Path(path)

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from coevo.algorithms.taiscore_eval import RoundEvaluator, comparison_table, rounds_table
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import judge_as_reward, rollout_judge
 from coevo.llm.specs import base_model_path
@@ -358,7 +359,6 @@ class RoundRecord:
 
 def run_condition(ctx: Context, plan: Plan, seed_index: int) -> dict[str, Any]:
     """One condition (one seed) from (π_0, κ_0) to the end of its schedule; see the module doc."""
-    from coevo.algorithms.taiscore_eval import RoundEvaluator
 
     config, store = ctx.config, ctx.store
     run_seed = config.seed + seed_index
@@ -626,7 +626,6 @@ def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any
 
 def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | None = None) -> dict[str, Any]:
     """`coevo run` entry for `algorithm: taiscore`: every condition × seed, one table."""
-    from coevo.algorithms.taiscore_eval import comparison_table, rounds_table
     from coevo.llm.specs import load_model
 
     backend = backend or default_backend()

@@ -25,7 +25,7 @@ from coevo.refine import Templates, build_roles, load_data
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.store import RunStore
-from coevo.types import Judgment, Rollout, Sample
+from coevo.types import Judgment, Rollout
 
 Condition = Literal["none", "generic", "shuffled", "matched"]
 

@@ -19,6 +19,12 @@ import numpy as np
 _MAX_CELLS_PER_CHUNK = 2_000_000
 
 
+def mean_of_known(values: Iterable[float | None]) -> float | None:
+    """Mean of the values that are not None (an unreadable score), None when none is."""
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
 def mean_sd(values: Iterable[float]) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof=1) of `values`; sd is 0 for one value.
 

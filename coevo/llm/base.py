@@ -31,7 +31,3 @@ class ChatModel(Protocol):
 def user(text: str) -> Conversation:
     """The papers' prompts are single user turns; this builds one."""
     return [Message(role="user", content=text)]
-
-
-def as_conversation(item: Conversation | str) -> Conversation:
-    return user(item) if isinstance(item, str) else item

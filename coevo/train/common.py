@@ -86,6 +86,26 @@ def cpu_training_args() -> dict[str, Any]:
     return {"use_cpu": True, "bf16": False, "gradient_checkpointing": False, "report_to": "none"}
 
 
+def trl_config(config_class: type, block: str, own: dict[str, Any], passthrough: dict[str, Any]) -> Any:
+    """TRL's `config_class` (GRPOConfig, DPOConfig) from coevo's own arguments, this
+    machine's defaults (`cpu_training_args`) and the block's `trl:` mapping, which goes to
+    TRL as it is: any TRL option without a code change, the machine defaults included
+    (`trl: {bf16: false}`).
+
+    A `trl:` key that coevo sets itself is refused (it would be silently overridden, or
+    override what coevo decided); a key TRL does not know is refused by TRL's own error,
+    shown in one line.
+    """
+    clash = sorted(set(passthrough) & set(own))
+    if clash:
+        raise TrainError(f"{block}.trl sets {', '.join(clash)}, which coevo sets itself from the {block} block: "
+                         f"set it there (or leave it to coevo) instead")
+    try:
+        return config_class(**own, **{**cpu_training_args(), **passthrough})
+    except TypeError as exc:
+        raise TrainError(f"{block}.trl: {exc} (TRL's {config_class.__name__} has no such argument)") from None
+
+
 def stage_callbacks(extra: list[Any] | None = None) -> list[Any]:
     """Callbacks every stage uses, plus the caller's.
 

@@ -25,7 +25,6 @@ from coevo.train.common import (
     TrainError,
     TrainResult,
     adopt_finished,
-    cpu_training_args,
     drop_reference_adapter,
     finish_stage,
     global_step,
@@ -35,6 +34,7 @@ from coevo.train.common import (
     stage_callbacks,
     unpatch_forward,
     weight_probe,
+    trl_config,
 )
 from coevo.types import PreferencePair
 
@@ -60,6 +60,9 @@ class DPOSettings(StrictModel):
     save_steps: int = Field(10, ge=1)
     lora: LoRASettings | None = None
     seed: int = 0
+    #: Passed to TRL's DPOConfig as it is (`{loss_type: ipo}`, `{label_smoothing: 0.1}`); a
+    #: key coevo sets from the fields above is refused (see `trl_config`).
+    trl: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _prompt_fits(self) -> DPOSettings:
@@ -137,7 +140,7 @@ def train_dpo(
     resume_from = last_checkpoint(checkpoints) if resume else None
     start_step = global_step(resume_from)
     dataset = pairs_to_dataset(pairs, policy.tokenizer, max_prompt_length=settings.max_prompt_length)
-    args = DPOConfig(
+    args = trl_config(DPOConfig, "dpo", dict(
         output_dir=str(checkpoints),
         beta=settings.beta,
         learning_rate=settings.learning_rate,
@@ -153,8 +156,7 @@ def train_dpo(
         save_total_limit=2,
         logging_steps=1,
         seed=settings.seed,
-        **cpu_training_args(),
-    )
+    ), settings.trl)
 
     ref_model = None
     if reference is not None:

@@ -28,7 +28,6 @@ from coevo.train.common import (
     TrainError,
     TrainResult,
     adopt_finished,
-    cpu_training_args,
     drop_reference_adapter,
     finish_stage,
     global_step,
@@ -38,6 +37,7 @@ from coevo.train.common import (
     unpatch_forward,
     weight_probe,
     world_size,
+    trl_config,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +80,9 @@ class GRPOSettings(StrictModel):
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] = "server"
     vllm_server_base_url: str | None = None
+    #: Passed to TRL's GRPOConfig as it is (any TRL option: `{warmup_steps: 10}`); a key
+    #: coevo sets from the fields above is refused (see `trl_config`).
+    trl: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def completions_per_step(self) -> int:
@@ -207,7 +210,7 @@ def train_grpo(
         vllm = {"use_vllm": True, "vllm_mode": settings.vllm_mode}
         if settings.vllm_server_base_url:
             vllm["vllm_server_base_url"] = settings.vllm_server_base_url
-    args = GRPOConfig(
+    args = trl_config(GRPOConfig, "grpo", dict(
         output_dir=str(checkpoints),
         num_generations=settings.num_generations,
         beta=settings.beta,
@@ -228,8 +231,7 @@ def train_grpo(
         # Stated, not inherited: the reward must stay raw because TRL normalises per group here.
         scale_rewards="group",
         **vllm,
-        **cpu_training_args(),
-    )
+    ), settings.trl)
     timed_reward = _Timed(reward_fn)
     trainer = GRPOTrainer(
         model=policy.model,

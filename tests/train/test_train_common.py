@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -48,12 +49,13 @@ def test_train_result_round_trips():
 
 def test_timed_reward_keeps_its_name_and_counts():
     def taiscore_reward(prompts, completions, **_):
+        time.sleep(0.02)
         return [1.0] * len(completions)
 
     timed = _Timed(taiscore_reward)
     assert timed.__name__ == "taiscore_reward"  # TRL logs rewards/<name>/mean
     assert timed(prompts=["p"], completions=["c", "d"]) == [1.0, 1.0]
-    assert timed.calls == 1 and timed.seconds >= 0
+    assert timed.calls == 1 and timed.seconds >= 0.02  # the reward's own time, counted
 
 
 def test_peak_rss_sees_an_allocation():
@@ -61,3 +63,35 @@ def test_peak_rss_sees_an_allocation():
         block = bytearray(64 * 2**20)
         block[::4096] = b"x" * len(block[::4096])
     assert rss.peak_mb > 64
+
+
+def test_trl_block_passes_any_trl_option_and_refuses_clashes_and_unknown_keys(tmp_path):
+    from trl import DPOConfig, GRPOConfig
+
+    from coevo.train import TrainError
+    from coevo.train.common import trl_config
+
+    own = {"output_dir": str(tmp_path), "learning_rate": 1e-6}
+    args = trl_config(GRPOConfig, "grpo", own, {"warmup_steps": 3, "max_grad_norm": 0.5})
+    assert (args.warmup_steps, args.max_grad_norm, args.learning_rate) == (3, 0.5, 1e-6)
+    with pytest.raises(TrainError, match=r"grpo.trl sets learning_rate, which coevo sets itself"):
+        trl_config(GRPOConfig, "grpo", own, {"learning_rate": 1e-3})
+    with pytest.raises(TrainError, match=r"dpo.trl: .*warmup_stepz"):
+        trl_config(DPOConfig, "dpo", own, {"warmup_stepz": 1})
+
+
+def test_trl_mapping_is_part_of_the_training_blocks():
+    from coevo.train.dpo import DPOSettings
+    from coevo.train.grpo import GRPOSettings
+
+    assert GRPOSettings(trl={"warmup_steps": 3}).trl == {"warmup_steps": 3}
+    assert DPOSettings(trl={"loss_type": ["ipo"]}).trl == {"loss_type": ["ipo"]}
+
+
+def test_trl_block_may_change_the_machine_defaults(tmp_path):
+    from trl import DPOConfig
+
+    from coevo.train.common import trl_config
+
+    args = trl_config(DPOConfig, "dpo", {"output_dir": str(tmp_path)}, {"report_to": "tensorboard"})
+    assert args.report_to == ["tensorboard"] and args.use_cpu == cpu_training_args().get("use_cpu", False)

@@ -136,6 +136,6 @@ def test_lora_dpo_saves_an_adapter_over_the_base(tmp_path):
     from coevo.types import Sampling
 
     out = policy.generate([user("Say hello.")], Sampling(temperature=0, max_tokens=8))
-    assert out[0][0].text is not None
+    assert out[0][0].completion_tokens > 0  # it generated from the trained weights
     second = train_dpo(policy, PAIRS, _tiny(lora=LoRASettings(r=4, alpha=8), max_steps=1), tmp_path / "round1")
     assert second.steps == 1 and list(policy.model.peft_config) == ["default"]

@@ -1,6 +1,5 @@
 """The code validator's verdicts on hand-made buggy solutions, and the critic-test parser."""
 
-from pathlib import Path
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Hostile programs against the sandbox: each attack must fail, and coevo must live on."""
 
-import os
+import subprocess
 import secrets
 import socket
 import time
@@ -179,9 +179,16 @@ def test_setsid_grandchildren_die_with_the_sandbox(sandbox, main_sleep, wall):
     "os.kill(1, signal.SIGKILL)",
 ])
 def test_killing_parents_never_reaches_coevo(sandbox, attack):
-    res = sandbox.run(f"import os, signal\n{attack}\nprint('still here')")
-    assert res.status in ("ok", "killed", "error")
-    assert os.getpid() > 0  # this process is alive to assert anything at all
+    # A bystander in coevo's own process group: a signal that escaped the sandbox to our
+    # group (killpg) or to every process we may signal (kill -1) would kill it too.
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        res = sandbox.run(f"import os, signal\n{attack}\nprint('still here')")
+        assert res.status in ("ok", "killed", "error")
+        assert bystander.poll() is None, "the attack reached a process outside the sandbox"
+    finally:
+        bystander.kill()
+        bystander.wait()
     # and the sandbox still works afterwards
     assert sandbox.run("print(7)").stdout == "7\n"
 

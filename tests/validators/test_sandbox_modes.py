@@ -1,6 +1,6 @@
 """Isolation detection, refusal without isolation, the --unsafe-exec fallback, run_many."""
 
-import os
+import subprocess
 import signal
 
 import pytest
@@ -48,8 +48,13 @@ def test_unsafe_mode_still_scrubs_env_bounds_time_and_survives_parent_kill(unsaf
     assert res.status == "ok" and "COEVO_TEST_SECRET_KEY" not in res.stdout
     res = unsafe.run("while True: pass", limits=Limits(wall_s=1))
     assert res.status in ("timeout", "killed")
-    res = unsafe.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('x')")
-    assert res.status == "killed" and os.getpid() > 0
+    bystander = subprocess.Popen(["sleep", "60"])  # in coevo's process group
+    try:
+        res = unsafe.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('x')")
+        assert res.status == "killed" and bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
     res = unsafe.run("x = bytearray(4 * 1024**3)", limits=Limits(memory_mb=256))
     assert "MemoryError" in res.stderr
 
