@@ -27,8 +27,8 @@ from typing import Any
 
 from coevo.llm.base import ChatModel, user
 from coevo.prompts import Template, load_template
-from coevo.roles.expected import TOP_LOGPROBS, expected_value, integer_answers, json_value_offsets
-from coevo.roles.judges import Scoring, _say_once, order_swapped
+from coevo.roles.expected import TOP_LOGPROBS, expected_value, integer_answers, keyed_value_offsets
+from coevo.roles.judges import Scoring, order_swapped, resolve_scoring
 from coevo.roles.parsing import extract_json_object, normalise_key, strip_reasoning
 from coevo.types import Completion, Criterion, Message, Rubric, Sample, Sampling
 
@@ -78,27 +78,13 @@ class _Role:
         return answers
 
 
-def resolve_scoring(model: ChatModel, sampling: Sampling) -> Scoring:
-    """`coevo.roles.judges.Judge`'s rule: `expected` where the sampling asks for it (its
-    `scoring`, default expected) and the backend returns token log-probabilities, else
-    `sampled`, said once per model in the run's log (the judges' message, so the criterion
-    judge and the gold grader on one backbone say it once between them)."""
-    if getattr(sampling, "scoring", "expected") != "expected":
-        return "sampled"
-    if getattr(model, "supports_logprobs", False):
-        return "expected"
-    _say_once(f"{model.model_id} returns no token log-probabilities: judges on it score "
-              "by the integer they write (scoring=sampled)")
-    return "sampled"
-
-
 class _ScoringRole(_Role):
     """A role whose answer holds a score: it may score by expectation over its tokens."""
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None, *,
                  text_chars: int = 240):
         super().__init__(model, sampling, template, text_chars=text_chars)
-        self.scoring: Scoring = resolve_scoring(model, sampling)
+        self.scoring: Scoring = resolve_scoring(model, getattr(sampling, "scoring", "expected"))
 
     def _scoring_sampling(self) -> Sampling:
         """The role's sampling, asking for the top alternatives of every token when expected."""
@@ -228,12 +214,6 @@ _VERDICT = {"true": 1.0, "false": 0.0}
 _ZERO_TO_TEN = integer_answers(0, 10)
 
 
-def _offsets(raw: str) -> dict[tuple, int]:
-    """Where each JSON value of an answer starts, by normalised key path."""
-    return {tuple(normalise_key(k) if isinstance(k, str) else k for k in path): at
-            for path, at in json_value_offsets(raw).items()}
-
-
 class CriterionJudge(_ScoringRole):
     """Judges one response against every criterion of a generated rubric, in one call.
 
@@ -269,7 +249,7 @@ class CriterionJudge(_ScoringRole):
     def _read(self, completion: Completion, rubric: Rubric) -> CriterionJudgment:
         judged, positions = self._parse(completion.text, rubric)
         if judged.valid and self.scoring == "expected":
-            offsets = _offsets(completion.text)
+            offsets = keyed_value_offsets(completion.text)
             p = {name: expected_value(completion, offsets.get(("verdicts", at, "satisfied")), _VERDICT)
                  for name, at in positions.items()}
             if None not in p.values():
@@ -419,7 +399,7 @@ class StructuralAuditor(_ScoringRole):
             return StructuralAudit(question_id, None, raw=raw, error="no adequacy score 0-10")
         expected = None
         if self.scoring == "expected":
-            expected = expected_value(completion, _offsets(raw).get(("adequacy",)), _ZERO_TO_TEN)
+            expected = expected_value(completion, keyed_value_offsets(raw).get(("adequacy",)), _ZERO_TO_TEN)
         chosen = value if expected is None else expected
         return StructuralAudit(question_id, chosen / 10, str(data.get("rationale", "")),
                                str(data.get("repair", "")), raw, sampled=value / 10,

@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from coevo.roles.parsing import normalise_key
 from coevo.types import Completion
 
 #: Alternatives asked per position: OpenAI's maximum, plenty for a 1–10 scale.
@@ -190,3 +191,9 @@ def _string_end(text: str, start: int) -> int | None:
             return i
         i += 1
     return None
+
+
+def keyed_value_offsets(raw: str) -> dict[tuple, int]:
+    """`json_value_offsets` with each key normalised as the parsers read it (`normalise_key`)."""
+    return {tuple(normalise_key(k) if isinstance(k, str) else k for k in path): at
+            for path, at in json_value_offsets(raw).items()}

@@ -28,7 +28,7 @@ from coevo.roles.expected import (
     bare_answer_offset,
     expected_value,
     integer_answers,
-    json_value_offsets,
+    keyed_value_offsets,
 )
 from coevo.roles.parsing import (
     Parsed,
@@ -78,13 +78,7 @@ class Judge:
         self.reask = reask
         self.template: Template = load_template(str(template or self.default_template))
         wanted = scoring or getattr(sampling, "scoring", "expected")
-        self.scoring: Scoring = "sampled"
-        if wanted == "expected" and self.expectable:
-            if getattr(model, "supports_logprobs", False):
-                self.scoring = "expected"
-            else:
-                _say_once(f"{model.model_id} returns no token log-probabilities: judges on it score "
-                          "by the integer they write (scoring=sampled)")
+        self.scoring: Scoring = resolve_scoring(model, wanted) if self.expectable else "sampled"
 
     def _ask(self, fields: list[dict[str, Any]],
              answer_schemas: Sequence[dict[str, Any] | None] | None = None,
@@ -157,6 +151,18 @@ class Judge:
         )
 
 
+def resolve_scoring(model: ChatModel, wanted: str) -> Scoring:
+    """`expected` where it is wanted and the backend returns token log-probabilities, else
+    `sampled`, said once per model in the run's log."""
+    if wanted != "expected":
+        return "sampled"
+    if getattr(model, "supports_logprobs", False):
+        return "expected"
+    _say_once(f"{model.model_id} returns no token log-probabilities: judges on it score "
+              "by the integer they write (scoring=sampled)")
+    return "sampled"
+
+
 _said: set[str] = set()
 
 
@@ -190,7 +196,7 @@ class _DimensionJudge(Judge):
     def _read(self, completion: Completion) -> Judgment:
         raw = completion.text
         parsed = parse_scored_dimensions(raw, self.dimensions, aliases=self.aliases)
-        offsets = _offsets(raw)
+        offsets = keyed_value_offsets(raw)
         expected = [self._expected(completion, offsets, (d, "score"), (d,)) for d in self.dimensions]
         final = sum(parsed.scores.get(d, 0.0) for d in self.dimensions) / len(self.dimensions)
         mean_expected = None if None in expected else sum(expected) / len(expected)  # type: ignore[arg-type]
@@ -206,12 +212,6 @@ class _DimensionJudge(Judge):
 
 
 _ONE_TO_TEN = integer_answers(1, 10)
-
-
-def _offsets(raw: str) -> dict[tuple, int]:
-    """Where each JSON value of an answer starts, by normalised key path."""
-    return {tuple(normalise_key(k) if isinstance(k, str) else k for k in path): at
-            for path, at in json_value_offsets(raw).items()}
 
 
 class TaiScoreJudge(_DimensionJudge):
@@ -244,7 +244,7 @@ class TaiScoreJudge(_DimensionJudge):
         problems, parsed.valid, parsed.error = parsed.error, score is not None, None
         if score is None:
             parsed.error = problems or "no final 'score'"
-        expected = self._expected(completion, _offsets(raw), ("score",), ("final_score",))
+        expected = self._expected(completion, keyed_value_offsets(raw), ("score",), ("final_score",))
         extra = {"diagnostics_error": problems} if score is not None and problems else {}
         return self._judgment(raw, parsed, score, expected, **extra)
 
@@ -426,7 +426,7 @@ class GoldRubricJudge(Judge):
             expected = None
             if self.scoring == "expected":
                 # The schema writes the criteria in rubric order: entry k scores criterion k.
-                offsets = _offsets(raw)
+                offsets = keyed_value_offsets(raw)
                 each = [expected_value(completion, offsets.get(("criteria", k, "score")), _ONE_TO_TEN)
                         for k in range(len(criteria))]
                 if None not in each:
