@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from coevo.judging import rollout_judge
-from coevo.refine import refine
+from coevo.roles.refinement import refine
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.tasks.loaders import load_samples

@@ -129,7 +129,7 @@ def refine(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """One critique-guided refinement: y0 -> critique -> y1 -> TAIScore judge."""
-    from coevo.refine import refine_one
+    from coevo.algorithms.refine import refine_one
 
     result = refine_one(prompt, response, actor=actor, critic=critic, judge=judge)
     if as_json:

@@ -1,59 +1,40 @@
 """Judges by name, over rollouts: what pipelines, configs and `coevo judge` share.
 
-The role classes take the inputs each judge needs (rollouts, or samples and responses);
-pipelines want one shape, `score(rollouts, samples_by_id) -> judgments`, so this module
-adapts each judge to it and builds judges from names used in configs and on the CLI.
+Every judge is a `coevo.roles.base.Scorer` (`score(rollouts, samples_by_id) -> judgments`);
+this module builds judges from the names used in configs and on the CLI, turns judgments
+into GRPO rewards under the TAIScore authors' rules, and scores a JSONL file (`coevo judge`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from coevo.config import ConfigError
 from coevo.jsonl import iter_jsonl
 from coevo.llm.base import ChatModel
 from coevo.roles.parsing import strip_reasoning
-from coevo.roles.judges import (
-    AdherenceJudge,
-    CritiqueQualityJudge,
-    GoldRubricJudge,
-    OutcomeGainJudge,
-    PairwiseJudge,
-    TaiScoreJudge,
-)
+from coevo.roles.base import Scorer
+from coevo.roles.judges import JUDGES
 from coevo.tasks.loaders import DataError
-from coevo.types import JudgeSampling, Judgment, Rollout, Sample, Sampling
-
-RolloutJudge = Callable[[list[Rollout], dict[str, Sample]], list[Judgment]]
+from coevo.types import JudgeSampling, Judgment, Rollout, Sampling
 
 JUDGE_NAMES = ("taiscore", "critique_quality", "adherence", "outcome_gain", "pairwise", "gold_rubric")
 
 
-def rollout_judge(name: str, model: ChatModel, sampling: Sampling, template: str | None = None) -> RolloutJudge:
-    """A judge by config name, adapted to score whole rollouts (y1 where one response is scored)."""
-    name = name.replace("-", "_")
-    simple = {"taiscore": TaiScoreJudge, "critique_quality": CritiqueQualityJudge,
-              "adherence": AdherenceJudge, "outcome_gain": OutcomeGainJudge}
-    if name in simple:
-        judge = simple[name](model, sampling, template)
-        return lambda rollouts, samples: judge.judge(rollouts)
-    if name == "pairwise":
-        pairwise = PairwiseJudge(model, sampling, template)
-        return lambda rollouts, samples: pairwise.judge_rollouts(rollouts)
-    if name == "gold_rubric":
-        gold = GoldRubricJudge(model, sampling, template)
-        return lambda rollouts, samples: gold.judge(
-            [samples[r.sample_id] for r in rollouts], [r.y1 or r.y0 for r in rollouts])
-    raise ConfigError(f"unknown judge {name!r}; choose from {list(JUDGE_NAMES)}")
+def rollout_judge(name: str, model: ChatModel, sampling: Sampling, template: str | None = None) -> Scorer:
+    """A judge by config name (every judge is a `Scorer` over rollouts)."""
+    judge = JUDGES.get(name.replace("-", "_"))
+    if judge is None or judge.name not in JUDGE_NAMES:
+        raise ConfigError(f"unknown judge {name!r}; choose from {list(JUDGE_NAMES)}")
+    return judge(model, sampling, template)
 
 
 #: Judges whose score serves as a GRPO reward (TAIScore §5: the reward ablations).
 REWARD_JUDGES = ("taiscore", "outcome_gain", "critique_quality")
 
 
-def judge_as_reward(rollouts: list[Rollout], judge: Callable[[list[Rollout]], list[Judgment]], name: str,
+def judge_as_reward(rollouts: list[Rollout], judge: Scorer, name: str,
                     *, invalid_reward: float = 0.0, needs_revision: bool = True) -> list[float]:
     """Judge rollouts as training rewards, under the TAIScore authors' rules
     (`compute_score_batched` in their reward code), and return one reward per rollout.
@@ -64,7 +45,7 @@ def judge_as_reward(rollouts: list[Rollout], judge: Callable[[list[Rollout]], li
     rollout's `judgments[name]` holds the judgment with the reward it gave in `reward`.
     """
     scorable = [r for r in rollouts if (r.c or "").strip() and (not needs_revision or (r.y1 or "").strip())]
-    for rollout, judgment in zip(scorable, judge(scorable) if scorable else []):
+    for rollout, judgment in zip(scorable, judge.score(scorable) if scorable else []):
         judgment.reward = judgment.score if judgment.valid and judgment.score is not None else invalid_reward
         rollout.judgments[name] = judgment
     for rollout in rollouts:
@@ -122,10 +103,10 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
         # As the critic's GRPO reward sees it: reasoning stripped, empty critiques not judged.
         for rollout in rollouts:
             rollout.c = strip_reasoning(rollout.c or "")
-        judge_as_reward(rollouts, lambda rs: scorer(rs, {}), kind, needs_revision=kind != "critique_quality")
+        judge_as_reward(rollouts, scorer, kind, needs_revision=kind != "critique_quality")
         judgments = [r.judgments[kind] for r in rollouts]
     else:
-        judgments = scorer(rollouts, {})
+        judgments = scorer.score(rollouts)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w", encoding="utf-8") as f:
         for rollout, judgment in zip(rollouts, judgments):

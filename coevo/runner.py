@@ -36,7 +36,7 @@ def _experiments() -> dict[str, Experiment]:
     from coevo.algorithms.rlac import RlacConfig, run_rlac
     from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
     from coevo.eval.controls import ControlsConfig, run_controls
-    from coevo.refine import RefineRunConfig, run_refinement
+    from coevo.algorithms.refine import RefineRunConfig, run_refinement
 
     return {
         "refine": Experiment(RefineRunConfig, run_refinement,

@@ -50,7 +50,20 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from coevo.algorithms import decoevo_roles as R
+from coevo.roles.decoevo import (
+    ContrastiveAuditor,
+    ContrastiveRecord,
+    CriterionJudge,
+    CriterionJudgment,
+    GeneratedRubric,
+    GeneratorRewriter,
+    RubricGenerator,
+    Solver,
+    SolverRewriter,
+    StructuralAuditor,
+    blind,
+    breakdown_block,
+)
 from coevo.algorithms.decoevo_summary import summarise
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, history
 from coevo.config import ConfigError, DataConfig, StrictModel
@@ -304,13 +317,13 @@ def seeded(sampling: Sampling, seed: int) -> Sampling:
 
 @dataclass
 class Roles:
-    solver: R.Solver
-    generator: R.RubricGenerator
-    judge: R.CriterionJudge
-    solver_rewriter: R.SolverRewriter
-    structural: R.StructuralAuditor
-    contrastive: R.ContrastiveAuditor
-    generator_rewriter: R.GeneratorRewriter
+    solver: Solver
+    generator: RubricGenerator
+    judge: CriterionJudge
+    solver_rewriter: SolverRewriter
+    structural: StructuralAuditor
+    contrastive: ContrastiveAuditor
+    generator_rewriter: GeneratorRewriter
     grader: Any  # GoldRubricJudge: final test and diagnostic grading only
     rollout_sampling: Sampling
 
@@ -323,15 +336,15 @@ def build_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int)
     spec = load_template(config.audit_spec).text.strip()
     chars = config.max_text_chars
     return Roles(
-        solver=R.Solver(model, seeded(sp.solver, seed)),
-        generator=R.RubricGenerator(model, seeded(sp.generator, seed), min_criteria=config.min_criteria,
+        solver=Solver(model, seeded(sp.solver, seed)),
+        generator=RubricGenerator(model, seeded(sp.generator, seed), min_criteria=config.min_criteria,
                                     max_criteria=config.max_criteria, text_chars=chars),
-        judge=R.CriterionJudge(model, seeded(sp.judge, seed), text_chars=chars),
-        solver_rewriter=R.SolverRewriter(model, seeded(sp.rewriter, seed), max_words=config.max_skill_words,
+        judge=CriterionJudge(model, seeded(sp.judge, seed), text_chars=chars),
+        solver_rewriter=SolverRewriter(model, seeded(sp.rewriter, seed), max_words=config.max_skill_words,
                                          text_chars=chars),
-        structural=R.StructuralAuditor(model, seeded(sp.auditor, seed), spec, text_chars=chars),
-        contrastive=R.ContrastiveAuditor(model, seeded(sp.auditor, seed), seed=seed, text_chars=chars),
-        generator_rewriter=R.GeneratorRewriter(model, seeded(sp.rewriter, seed),
+        structural=StructuralAuditor(model, seeded(sp.auditor, seed), spec, text_chars=chars),
+        contrastive=ContrastiveAuditor(model, seeded(sp.auditor, seed), seed=seed, text_chars=chars),
+        generator_rewriter=GeneratorRewriter(model, seeded(sp.rewriter, seed),
                                                max_words=config.max_skill_words, text_chars=chars),
         grader=GoldRubricJudge(grader_model, seeded(sp.grader, seed)),
         rollout_sampling=seeded(sp.rollout, seed),
@@ -368,7 +381,7 @@ class MethodRun:
         self.store, self.meter = store, meter
         # Optimisation roles see questions without gold fields; the grader sees the samples.
         self.gold = parts
-        self.parts = {name: [R.blind(s) for s in samples] for name, samples in parts.items()}
+        self.parts = {name: [blind(s) for s in samples] for name, samples in parts.items()}
         self.history = SkillHistory(store, method, seed)
         self.solver_skill = self.history.initial(SOLVER, config.initial_solver_skill)
         self.generator_skill = self.history.initial(GENERATOR, config.initial_generator_skill)
@@ -378,7 +391,7 @@ class MethodRun:
         self.trajectory: list[dict[str, Any]] = []
         self.costs: list[dict[str, Any]] = []
         self.test_sampled: list[float | None] = []  # the grader's written grades, beside `test`'s
-        self._rubrics: dict[tuple[str, str], R.GeneratedRubric] = {}
+        self._rubrics: dict[tuple[str, str], GeneratedRubric] = {}
 
     @property
     def stage(self) -> str:
@@ -398,7 +411,7 @@ class MethodRun:
         return [self._rubrics[(skill.text, q.id)].rubric for q in questions]
 
     def judge(self, questions: list[Sample], responses: list[str],
-              rubrics: list[Rubric | None]) -> list[R.CriterionJudgment]:
+              rubrics: list[Rubric | None]) -> list[CriterionJudgment]:
         judged = self.roles.judge.judge(questions, responses, rubrics)
         self._count("judge", sum(1 for j, r in zip(judged, rubrics) if r is not None and not j.valid))
         return judged
@@ -464,8 +477,8 @@ class MethodRun:
             self.stall += 1
         return decision.accept
 
-    def _sampled_gate(self, incumbent: list[R.CriterionJudgment],
-                      challenger: list[R.CriterionJudgment]) -> dict[str, Any]:
+    def _sampled_gate(self, incumbent: list[CriterionJudgment],
+                      challenger: list[CriterionJudgment]) -> dict[str, Any]:
         """The same gate on the verdicts as written: what it would have said without expected
         scores (kept beside the decision, so the ties expectation removed can be counted)."""
         sampled = solver_gate([j.sampled for j in incumbent], [j.sampled for j in challenger], self.config.delta)
@@ -492,7 +505,7 @@ class MethodRun:
         flat = [(q, i) for q in range(len(questions)) for i in range(m) if rubrics[q] is not None]
         judged_flat = self.judge([questions[q] for q, _ in flat], [rollouts[q][i] for q, i in flat],
                                  [rubrics[q] for q, _ in flat])
-        judgments: list[list[R.CriterionJudgment | None]] = [[None] * m for _ in questions]
+        judgments: list[list[CriterionJudgment | None]] = [[None] * m for _ in questions]
         for (q, i), j in zip(flat, judged_flat):
             judgments[q][i] = j
         scores = [[j.score if j is not None else None for j in row] for row in judgments]
@@ -504,18 +517,18 @@ class MethodRun:
                 if v.valid and v.preferred is not None]
         return rollouts, judgments, kept
 
-    def contrastive_audit(self, questions: list[Sample], rubrics: list[Rubric | None]) -> list[R.ContrastiveRecord]:
+    def contrastive_audit(self, questions: list[Sample], rubrics: list[Rubric | None]) -> list[ContrastiveRecord]:
         """Probe-side near-tie audit: blind stage, then the rubric stage; equivalents dropped."""
         rollouts, judgments, kept = self.near_ties(questions, rubrics)
         explanations = self.roles.contrastive.explain(
             [v for *_, v in kept],
-            [R.breakdown_block(rubrics[q], judgments[q][i], judgments[q][j], v.shown_swapped)
+            [breakdown_block(rubrics[q], judgments[q][i], judgments[q][j], v.shown_swapped)
              for q, i, j, _, v in kept],
             [(judgments[q][i].score, judgments[q][j].score) for q, i, j, _, v in kept])
         records = []
         for (q, i, j, gap, v), (why, principle) in zip(kept, explanations):
             plus, minus = (i, j) if v.preferred == 0 else (j, i)
-            records.append(R.ContrastiveRecord(questions[q].id, questions[q].prompt, rollouts[q][plus],
+            records.append(ContrastiveRecord(questions[q].id, questions[q].prompt, rollouts[q][plus],
                                                rollouts[q][minus], v.rationale, why, principle, gap))
         return records
 
@@ -665,7 +678,7 @@ class MethodRun:
 
 
 def pick_failures(questions: list[Sample], rubrics: list[Rubric | None],
-                  judged: list[R.CriterionJudgment], limit: int) -> list[dict[str, str]]:
+                  judged: list[CriterionJudgment], limit: int) -> list[dict[str, str]]:
     """Unmet criteria with the judge's rationale, lowest-scoring questions first, taken
     round-robin across questions so one bad answer does not fill the rewriter's view."""
     order = sorted((j.score, n) for n, j in enumerate(judged) if j.valid and rubrics[n] is not None)
@@ -687,7 +700,7 @@ def pick_failures(questions: list[Sample], rubrics: list[Rubric | None],
 def run_decoevo(config: DecoEvoConfig, store: RunStore) -> dict[str, Any]:
     """`coevo run` entry for `algorithm: decoevo`: every method under every seed, then test."""
     from coevo.llm.specs import load_model
-    from coevo.refine import load_data
+    from coevo.tasks.loaders import load_data
 
     samples = load_data(config.data)
     parts = make_partitions(samples, config.partitions)
@@ -731,8 +744,8 @@ def evaluate_skill(skill: str, samples: list[Sample], model: Any, grader: Any | 
     sampling = sampling or DecoEvoSampling()
     from coevo.roles.judges import GoldRubricJudge
 
-    solver = R.Solver(model, seeded(sampling.solver, seed))
-    responses = [group[0] for group in solver.solve([R.blind(s) for s in samples], skill)]
+    solver = Solver(model, seeded(sampling.solver, seed))
+    responses = [group[0] for group in solver.solve([blind(s) for s in samples], skill)]
     graded = gold_scores(GoldRubricJudge(grader or model, seeded(sampling.grader, seed)), samples, responses)
     scores = [g for g, _ in graded]
     valid = [g for g in scores if g is not None]

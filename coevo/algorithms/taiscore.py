@@ -42,9 +42,12 @@ from pydantic import Field, model_validator
 from coevo.algorithms.taiscore_eval import RoundEvaluator, comparison_table, rounds_table
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import judge_as_reward, rollout_judge
+from coevo.roles.base import Scorer
 from coevo.llm.specs import base_model_path
 from coevo.progress import map_batches
-from coevo.refine import Templates, load_data, refine
+from coevo.prompts import Templates
+from coevo.roles.refinement import refine
+from coevo.tasks.loaders import load_data
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.judges import PairwiseJudge
@@ -53,7 +56,7 @@ from coevo.store import RunStore
 from coevo.train.common import LoRASettings, TrainResult
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
-from coevo.types import Judgment, PreferencePair, Rollout, Sample
+from coevo.types import PreferencePair, Rollout, Sample
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +208,7 @@ def completion_text(completion: Any) -> str:
 
 def make_reward_fn(
     actor: Actor,
-    judge: Callable[[list[Rollout]], list[Judgment]],
+    judge: Scorer,
     reward: RewardName,
     *,
     invalid_reward: float = 0.0,
@@ -386,7 +389,7 @@ def run_condition(ctx: Context, plan: Plan, seed_index: int) -> dict[str, Any]:
         return Critic(ctx.cached(model), rollout_sampling, config.templates.critic)
 
     judge_sampling = config.sampling.judge
-    pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), judge_sampling)
+    pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), judge_sampling, order_seed=run_seed)
     evaluator = RoundEvaluator(ctx, tag, run_seed)
     evaluator.evaluate(0, actor_role(actor_local), critic_role(), {})
 
@@ -435,7 +438,7 @@ def run_condition(ctx: Context, plan: Plan, seed_index: int) -> dict[str, Any]:
             pool = [s for s in pool if y0[s.id].strip()]
             rollouts = refine(
                 pool, actor, critic,
-                {"pairwise": lambda rs, _s: pairwise.judge_rollouts(rs, seed=run_seed)},
+                {"pairwise": pairwise},
                 store=store, stage=f"{prefix}/pool{t}", y0=y0, batch_size=config.batch_size)
             picked, pool_counts = select_pairs(rollouts, config.pairs_per_round, run_seed * 1000 + t)
             chosen += picked
@@ -480,7 +483,7 @@ def _train_critic(ctx: Context, plan: Plan, critic_local: Any, critic: Critic, a
     store = ctx.store
     judge = rollout_judge(plan.reward, ctx.cached(ctx.judge_model), judge_sampling)
     reward_fn = make_reward_fn(
-        actor, lambda rollouts: judge(rollouts, {}), plan.reward, invalid_reward=ctx.config.invalid_reward,
+        actor, judge, plan.reward, invalid_reward=ctx.config.invalid_reward,
         on_scored=lambda rollouts: [store.save_rollout(f"{prefix}/grpo", r_) for r_ in rollouts])
     prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in queries]
     extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],

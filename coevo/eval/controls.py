@@ -21,7 +21,9 @@ from pydantic import Field
 from coevo.config import DataConfig, Models, SamplingConfig, StrictModel
 from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci, win_rate
 from coevo.progress import map_batches
-from coevo.refine import Templates, build_roles, load_data
+from coevo.prompts import Templates
+from coevo.roles.refinement import build_refinement_roles
+from coevo.tasks.loaders import load_data
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.store import RunStore
@@ -56,7 +58,7 @@ def feedback_for(condition: Condition, critiques: list[str], seed: int) -> list[
 
 def run_controls(config: ControlsConfig, store: RunStore) -> dict[str, Any]:
     """`coevo run` entry for `algorithm: controls`; also what `coevo quickstart` runs."""
-    roles = build_roles(config.models, config.sampling, config.templates, store)
+    roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
     samples = load_data(config.data, roles.judge_model, config.sampling)
     if config.evaluator == "gold_rubric" and any(s.rubric is None for s in samples):
         raise ValueError("the gold_rubric evaluator needs samples with rubrics; use evaluator: pairwise")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from coevo.config import StrictModel
+
 PROMPT_DIR = Path(__file__).parent
 _FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
@@ -62,3 +64,11 @@ def load_template(name_or_path: str) -> Template:
 
 def render(name_or_path: str, **values: object) -> str:
     return load_template(name_or_path).render(**values)
+
+
+class Templates(StrictModel):
+    """Prompt template per role: a bundled name or a path to your own file."""
+
+    critic: str = "critic"
+    reviser: str = "reviser"
+    reviser_no_critique: str = "reviser_no_critique"

@@ -13,17 +13,15 @@ the critique to their template, so even an overriding template cannot show it.
 from __future__ import annotations
 
 import hashlib
-import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from coevo.llm.base import ChatModel, user
-from coevo.prompts import Template, load_template
+from coevo.llm.base import ChatModel
 from coevo.roles import schemas
+from coevo.roles.base import Scorer, Scoring, ScoringRole, resolve_scoring  # noqa: F401  (re-exported)
 from coevo.roles.expected import (
-    TOP_LOGPROBS,
     answer_distribution,
     bare_answer_offset,
     expected_value,
@@ -41,24 +39,17 @@ from coevo.roles.parsing import (
 )
 from coevo.types import Completion, Judgment, Rollout, Sample, Sampling
 
-log = logging.getLogger(__name__)
 
-Scoring = Literal["expected", "sampled"]
+class Judge(ScoringRole):
+    """Base of every judge: a scoring role whose answers are read into `Judgment`s.
 
-
-class Judge:
-    """Base of every judge: holds the model, the sampling and the (hashed) template.
-
-    Subclasses add a `judge(...)` method whose inputs fit what they score, and read each
-    answer with `_judge_all(fields, schemas, read)`: one batched call for every item, then
-    one more for the answers that could not be read (see `reask`).
+    Every judge is a `Scorer`: `score(rollouts, samples)` is the one call signature the
+    pipelines use. Subclasses also keep a `judge(...)` method whose inputs fit what they
+    score, and read each answer with `_judge_all(fields, schemas, read)`: one batched call
+    for every item, then one more for the answers that could not be read (see `reask`).
     """
 
     name: ClassVar[str]
-    default_template: ClassVar[str]
-    #: Whether the judge's score can be an expectation (False: its score is a decision rule's
-    #: input, as the query filter's 1–5 grade).
-    expectable: ClassVar[bool] = True
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None,
                  *, structured: bool = True, scoring: Scoring | None = None, reask: int = 1):
@@ -66,48 +57,27 @@ class Judge:
 
         `structured` asks the backend to decode under the answer's JSON Schema (see
         `coevo.roles.schemas`); turn it off for a custom template with another format.
-        `scoring` (default: the sampling's own, else `expected`) picks the integer the judge
-        wrote or its expectation over the score's tokens; `expected` needs a backend that
-        returns token log-probabilities and falls back to `sampled`, saying so once.
-        `reask`: how many more times an unreadable answer is asked (the TAIScore authors ask
-        twice in all); the re-asks are seeded, so a rerun asks and caches the same ones.
+        `scoring`: see `ScoringRole`. `reask`: how many more times an unreadable answer is
+        asked (the TAIScore authors ask twice in all); the re-asks are seeded, so a rerun
+        asks and caches the same ones.
         """
-        self.model = model
-        self.sampling = sampling
+        super().__init__(model, sampling, template, scoring=scoring)
         self.structured = structured
         self.reask = reask
-        self.template: Template = load_template(str(template or self.default_template))
-        wanted = scoring or getattr(sampling, "scoring", "expected")
-        self.scoring: Scoring = resolve_scoring(model, wanted) if self.expectable else "sampled"
+
+    def score(self, rollouts: Sequence[Rollout],
+              samples: Mapping[str, Sample] | None = None) -> list[Judgment]:
+        """The `Scorer` call: one Judgment per rollout (judges of rollouts read y0, c, y1)."""
+        return self.judge(rollouts)  # type: ignore[attr-defined]
 
     def _ask(self, fields: list[dict[str, Any]],
              answer_schemas: Sequence[dict[str, Any] | None] | None = None,
              attempt: int = 0) -> list[Completion]:
         """Render every item and ask for all of them; one completion per item, in order.
-
-        Items that share an answer schema go in one batched call; a judge whose schema
-        depends on the item (the gold rubric's criterion names) makes one call per schema.
-        Attempt k > 0 is a re-ask, seeded apart from the first answer.
-        """
-        if not fields:
-            return []
-        conversations = [user(self.template.render(**f)) for f in fields]
-        if not self.structured or answer_schemas is None:
-            answer_schemas = [None] * len(fields)
-        groups: dict[str | None, list[int]] = {}
-        for i, schema in enumerate(answer_schemas):
-            groups.setdefault(schemas.as_text(schema), []).append(i)
-        update: dict[str, Any] = {"logprobs": TOP_LOGPROBS if self.scoring == "expected" else 0}
-        if attempt:
-            update["seed"] = (self.sampling.seed or 0) + attempt
-        answers = [Completion(text="")] * len(fields)
-        for schema_text, rows in groups.items():
-            sampling = self.sampling.model_copy(update={**update, "json_schema": schema_text})
-            outputs = self.model.generate([conversations[i] for i in rows], sampling, n=1)
-            # A backend that returns no completion for an item is a model failure, not ours.
-            for i, completions in zip(rows, outputs):
-                answers[i] = completions[0] if completions else Completion(text="")
-        return answers
+        Attempt k > 0 is a re-ask, seeded apart from the first answer."""
+        prompts = [self.template.render(**f) for f in fields]
+        seed = {"seed": (self.sampling.seed or 0) + attempt} if attempt else {}
+        return self.ask(prompts, answer_schemas if self.structured else None, self.scoring_sampling(**seed))
 
     def _judge_all(self, fields: list[dict[str, Any]],
                    answer_schemas: Sequence[dict[str, Any] | None] | None,
@@ -149,27 +119,6 @@ class Judge:
             template=self.template.hash,
             **extra,
         )
-
-
-def resolve_scoring(model: ChatModel, wanted: str) -> Scoring:
-    """`expected` where it is wanted and the backend returns token log-probabilities, else
-    `sampled`, said once per model in the run's log."""
-    if wanted != "expected":
-        return "sampled"
-    if getattr(model, "supports_logprobs", False):
-        return "expected"
-    _say_once(f"{model.model_id} returns no token log-probabilities: judges on it score "
-              "by the integer they write (scoring=sampled)")
-    return "sampled"
-
-
-_said: set[str] = set()
-
-
-def _say_once(message: str) -> None:
-    if message not in _said:
-        _said.add(message)
-        log.warning(message)
 
 
 class _DimensionJudge(Judge):
@@ -325,6 +274,12 @@ class PairwiseJudge(Judge):
     default_template = "judge_pairwise"
     ANSWERS: ClassVar[dict[Any, str]] = {1.0: "1", 2.0: "2", "tie": "tie"}
 
+    def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None,
+                 *, order_seed: int = 0, **options: Any):
+        """`order_seed`: the seed of `score`'s shown order (see `order_swapped`)."""
+        super().__init__(model, sampling, template, **options)
+        self.order_seed = order_seed
+
     def judge(
         self,
         prompts: Sequence[str],
@@ -381,6 +336,11 @@ class PairwiseJudge(Judge):
 
         return self._judge_all(fields, [schemas.choice([1, 2, "tie"])] * len(fields), read)
 
+    def score(self, rollouts: Sequence[Rollout],
+              samples: Mapping[str, Sample] | None = None) -> list[Judgment]:
+        """The `Scorer` call: is each rollout's y1 preferred over its y0?"""
+        return self.judge_rollouts(rollouts, seed=self.order_seed)
+
     def judge_rollouts(
         self, rollouts: Sequence[Rollout], *, seed: int = 0, rng: random.Random | None = None
     ) -> list[Judgment]:
@@ -399,6 +359,17 @@ class GoldRubricJudge(Judge):
     name = "gold_rubric"
     default_template = "judge_gold_rubric"
     _NAME_KEYS = ("name", "criterion", "title")
+
+    def score(self, rollouts: Sequence[Rollout],
+              samples: Mapping[str, Sample] | None = None) -> list[Judgment]:
+        """The `Scorer` call: each rollout's final response (y1, else y0) against the gold
+        rubric of its sample in `samples`."""
+        missing = [r.sample_id for r in rollouts if r.sample_id not in (samples or {})]
+        if missing:
+            raise ValueError(f"the gold-rubric judge needs the samples of the rollouts it scores; "
+                             f"none given for ids {missing[:5]}")
+        return self.judge([samples[r.sample_id] for r in rollouts],  # type: ignore[index]
+                          [r.y1 or r.y0 for r in rollouts])
 
     def judge(self, samples: Sequence[Sample], responses: Sequence[str]) -> list[Judgment]:
         """Score `responses[i]` against `samples[i].rubric`; a missing criterion is invalid."""
@@ -484,6 +455,12 @@ class QueryFilterJudge(Judge):
     default_template = "query_filter"
     expectable = False
     _OPTIONAL_FIELDS = ("ability", "domain", "category", "language_hint")
+
+    def score(self, rollouts: Sequence[Rollout],
+              samples: Mapping[str, Sample] | None = None) -> list[Judgment]:
+        """The `Scorer` call: grade each rollout's query (its sample where given, else x)."""
+        samples = samples or {}
+        return self.judge([samples.get(r.sample_id) or Sample(id=r.sample_id, prompt=r.x) for r in rollouts])
 
     def judge(self, samples: Sequence[Sample]) -> list[Judgment]:
         """One query per call; extra field `decision`; a model decision that contradicts

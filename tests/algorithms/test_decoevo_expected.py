@@ -9,7 +9,7 @@ import math
 import pytest
 from decoevo_fakes import JUDGE, config, method_run, replay, rules, scored_verdicts, write_data
 
-from coevo.algorithms import decoevo_roles as R
+from coevo.roles.decoevo import CriterionJudge, StructuralAuditor
 from coevo.algorithms.decoevo_summary import gate_ties
 from coevo.llm.replay import ReplayModel
 from coevo.runner import run_experiment
@@ -31,7 +31,7 @@ def judge_with(answer, sampling=None):
             return super().generate(conversations, sampling, n)
 
     model = Recording(rules=[{"completion": answer}])
-    return R.CriterionJudge(model, sampling or JudgeSampling(temperature=0.0)), asked
+    return CriterionJudge(model, sampling or JudgeSampling(temperature=0.0)), asked
 
 
 # -- the criterion judge -----------------------------------------------------------------
@@ -69,8 +69,8 @@ def test_scoring_sampled_keeps_the_written_verdicts_and_asks_no_logprobs():
 def test_backend_without_logprobs_falls_back_to_sampled_and_says_so_once(caplog):
     model = replay()  # plain-text replay answers: no log-probabilities
     with caplog.at_level(logging.WARNING):
-        judges = [R.CriterionJudge(model, JudgeSampling(temperature=0.0)) for _ in range(2)]
-        auditor = R.StructuralAuditor(model, JudgeSampling(temperature=0.0), "spec")
+        judges = [CriterionJudge(model, JudgeSampling(temperature=0.0)) for _ in range(2)]
+        auditor = StructuralAuditor(model, JudgeSampling(temperature=0.0), "spec")
     assert [j.scoring for j in judges] == ["sampled", "sampled"] and auditor.scoring == "sampled"
     (j,) = judges[0].judge([QUESTION], ["answer one"], [RUBRIC])
     assert j.score == j.sampled == pytest.approx(2 / 3) and j.expected is None
@@ -92,7 +92,7 @@ def test_structural_adequacy_is_the_expected_grade_over_ten():
     answer = {"text": head + '7, "repair": "r"}', "tokens": [head, "7", ', "repair": "r"}'],
               "top_logprobs": [{head: 0.0}, {"7": math.log(0.5), "9": math.log(0.3), "x": math.log(0.2)},
                                {', "repair": "r"}': 0.0}]}
-    auditor = R.StructuralAuditor(ReplayModel(rules=[{"completion": answer}]), JudgeSampling(temperature=0.0), "spec")
+    auditor = StructuralAuditor(ReplayModel(rules=[{"completion": answer}]), JudgeSampling(temperature=0.0), "spec")
     (audit,) = auditor.audit([QUESTION], [RUBRIC])
     assert audit.sampled == pytest.approx(0.7)
     assert audit.expected == pytest.approx((7 * 0.5 + 9 * 0.3) / 0.8 / 10)

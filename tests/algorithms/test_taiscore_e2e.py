@@ -109,7 +109,7 @@ def test_group_normalisation_happens_once_in_trl(monkeypatch, tmp_path):
         {**{d: {"score": s, "reason": "r"} for d in dims}, "score": s})} for k, s in enumerate(scores)]
     judge = TaiScoreJudge(ReplayModel(rules=rules), Sampling())
     actor = Actor(_CountingReviser(), Sampling())
-    inner = make_reward_fn(actor, judge.judge, "taiscore")
+    inner = make_reward_fn(actor, judge, "taiscore")
     returned = []
 
     def reward_fn(prompts, completions, **columns):

@@ -112,7 +112,7 @@ def test_reward_fn_returns_raw_judge_scores_in_completion_order():
     actor = Actor(model, Sampling(), revise_sampling=Sampling(temperature=0.2))
     judge = TaiScoreJudge(model, Sampling())
     seen = []
-    reward_fn = make_reward_fn(actor, judge.judge, "taiscore", on_scored=seen.extend)
+    reward_fn = make_reward_fn(actor, judge, "taiscore", on_scored=seen.extend)
     critiques = ["CRIT-0", "CRIT-1", "CRIT-2", "CRIT-3", "CRIT-X"]
     rewards = reward_fn(prompts=[[]] * 5, completions=[[{"role": "assistant", "content": c}] for c in critiques],
                         x=["x"] * 5, y0=["y0"] * 5, sample_id=["s"] * 5, trainer_state=None)
@@ -128,7 +128,7 @@ def test_critique_quality_reward_does_not_ask_the_actor_to_revise():
     actor_model = ReplayModel(rules=[{"completion": "revised"}])
     from coevo.roles.judges import CritiqueQualityJudge
 
-    reward_fn = make_reward_fn(Actor(actor_model, Sampling()), CritiqueQualityJudge(model, Sampling()).judge,
+    reward_fn = make_reward_fn(Actor(actor_model, Sampling()), CritiqueQualityJudge(model, Sampling()),
                                "critique_quality")
     assert reward_fn(prompts=[[]], completions=["c"], x=["x"], y0=["y"], sample_id=["s"]) == [6.0]
     assert actor_model.calls == []

@@ -41,7 +41,7 @@ def reward_of(critiques, judge_rules, reviser_rules=None, invalid_reward=0.0):
     actor = Actor(actor_model, Sampling(), revise_sampling=Sampling(temperature=0.2))
     judge = TaiScoreJudge(judge_model, Sampling(temperature=0.2))
     seen = []
-    fn = make_reward_fn(actor, judge.judge, "taiscore", invalid_reward=invalid_reward, on_scored=seen.extend)
+    fn = make_reward_fn(actor, judge, "taiscore", invalid_reward=invalid_reward, on_scored=seen.extend)
     n = len(critiques)
     rewards = fn(prompts=[[]] * n, completions=[[{"role": "assistant", "content": c}] for c in critiques],
                  x=["x"] * n, y0=["y0"] * n, sample_id=["s"] * n)
@@ -85,7 +85,7 @@ class SeededJudge:
 def test_an_unreadable_answer_is_asked_once_more_then_counts_invalid_reward():
     model = SeededJudge()
     actor = Actor(ReplayModel(rules=[{"completion": "rev"}]), Sampling())
-    fn = make_reward_fn(actor, TaiScoreJudge(model, Sampling(temperature=0.2)).judge, "taiscore",
+    fn = make_reward_fn(actor, TaiScoreJudge(model, Sampling(temperature=0.2)), "taiscore",
                         invalid_reward=-1.0)
     rewards = fn(prompts=[[]] * 2, completions=[[{"role": "assistant", "content": c}] for c in ("C-never", "C-late")],
                  x=["x"] * 2, y0=["y0"] * 2, sample_id=["s"] * 2)

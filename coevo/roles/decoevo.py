@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coevo.llm.base import ChatModel, user
-from coevo.prompts import Template, load_template
-from coevo.roles.expected import TOP_LOGPROBS, expected_value, integer_answers, keyed_value_offsets
-from coevo.roles.judges import Scoring, order_swapped, resolve_scoring
+from coevo.prompts import load_template
+from coevo.roles.base import Role, ScoringRole
+from coevo.roles.expected import expected_value, integer_answers, keyed_value_offsets
+from coevo.roles.judges import order_swapped
 from coevo.roles.parsing import extract_json_object, normalise_key, strip_reasoning
 from coevo.types import Completion, Criterion, Message, Rubric, Sample, Sampling
 
@@ -47,55 +48,29 @@ def blind(sample: Sample) -> Sample:
     return Sample(id=sample.id, prompt=sample.prompt, genre=sample.genre)
 
 
-class _Role:
-    template_name: str
+class _Role(Role):
+    """A DecoEvo role: its JSON answers' free-text fields are capped at `text_chars`."""
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None, *,
                  text_chars: int = 240):
-        """`text_chars` caps every free-text field of a JSON answer (criterion, rationale, ...)."""
-        self.model = model
-        self.sampling = sampling
-        self.template: Template = load_template(template or self.template_name)
+        super().__init__(model, sampling, template)
         self.text_chars = text_chars
 
-    def _ask(self, prompts: Sequence[str], schemas: Sequence[dict[str, Any] | None],
-             sampling: Sampling | None = None) -> list[str]:
-        """One answer per prompt; prompts sharing a schema go to the backend as one batch."""
-        return [c.text for c in self._complete(prompts, schemas, sampling)]
-
-    def _complete(self, prompts: Sequence[str], schemas: Sequence[dict[str, Any] | None],
-                  sampling: Sampling | None = None) -> list[Completion]:
-        """As `_ask`, with the whole completions (their token log-probabilities, if asked)."""
-        groups: dict[str | None, list[int]] = {}
-        for i, schema in enumerate(schemas):
-            groups.setdefault(None if schema is None else json.dumps(schema), []).append(i)
-        answers = [Completion(text="")] * len(prompts)
-        for schema_text, rows in groups.items():
-            asked = (sampling or self.sampling).model_copy(update={"json_schema": schema_text})
-            outputs = self.model.generate([user(prompts[i]) for i in rows], asked, n=1)
-            for i, completions in zip(rows, outputs):
-                answers[i] = completions[0] if completions else Completion(text="")
-        return answers
+    def _answers(self, prompts: Sequence[str], schemas: Sequence[dict[str, Any] | None],
+                 sampling: Sampling | None = None) -> list[str]:
+        """The text of one answer per prompt (see `Role.ask`)."""
+        return [c.text for c in self.ask(prompts, schemas, sampling)]
 
 
-class _ScoringRole(_Role):
-    """A role whose answer holds a score: it may score by expectation over its tokens."""
-
-    def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None, *,
-                 text_chars: int = 240):
-        super().__init__(model, sampling, template, text_chars=text_chars)
-        self.scoring: Scoring = resolve_scoring(model, getattr(sampling, "scoring", "expected"))
-
-    def _scoring_sampling(self) -> Sampling:
-        """The role's sampling, asking for the top alternatives of every token when expected."""
-        return self.sampling.model_copy(update={"logprobs": TOP_LOGPROBS if self.scoring == "expected" else 0})
+class _ScoringRole(_Role, ScoringRole):
+    """A DecoEvo role whose answer holds a score (criterion verdicts, the audit's adequacy)."""
 
 
 # -- solver --------------------------------------------------------------------------------
 class Solver(_Role):
     """Answers a question with the solver skill in its prompt."""
 
-    template_name = "decoevo_solver"
+    default_template = "decoevo_solver"
 
     def solve(self, questions: Sequence[Sample], skill: str, n: int = 1,
               sampling: Sampling | None = None) -> list[list[str]]:
@@ -123,7 +98,7 @@ class GeneratedRubric:
 class RubricGenerator(_Role):
     """Question -> weighted, positively phrased criteria, following the generator skill."""
 
-    template_name = "decoevo_rubric_generator"
+    default_template = "decoevo_rubric_generator"
     POINTS = (1, 2, 3, 4, 5)
 
     def __init__(self, model: ChatModel, sampling: Sampling, *, min_criteria: int = 3,
@@ -141,7 +116,7 @@ class RubricGenerator(_Role):
     def generate(self, questions: Sequence[Sample], skill: str) -> list[GeneratedRubric]:
         prompts = [self.template.render(skill=skill, question=q.prompt, min_criteria=self.min_criteria,
                                         max_criteria=self.max_criteria) for q in questions]
-        answers = self._ask(prompts, [self.schema()] * len(prompts))
+        answers = self._answers(prompts, [self.schema()] * len(prompts))
         return [self._parse(q.id, raw) for q, raw in zip(questions, answers)]
 
     def _parse(self, question_id: str, raw: str) -> GeneratedRubric:
@@ -223,7 +198,7 @@ class CriterionJudge(_ScoringRole):
     probabilities are missing makes the whole judgment fall back to the written verdicts.
     """
 
-    template_name = "decoevo_judge"
+    default_template = "decoevo_judge"
 
     def schema(self, rubric: Rubric) -> dict[str, Any]:
         items = [_object({"id": {"const": c.name}, "rationale": _text(self.text_chars),
@@ -240,7 +215,7 @@ class CriterionJudge(_ScoringRole):
         rows = [i for i, r in enumerate(rubrics) if r is not None]
         prompts = [self.template.render(question=questions[i].prompt, response=responses[i],
                                         criteria=rubric_block(rubrics[i])) for i in rows]
-        answers = self._complete(prompts, [self.schema(rubrics[i]) for i in rows], self._scoring_sampling())
+        answers = self.ask(prompts, [self.schema(rubrics[i]) for i in rows], self.scoring_sampling())
         out = [CriterionJudgment(error="no rubric for this question") for _ in questions]
         for i, completion in zip(rows, answers):
             out[i] = self._read(completion, rubrics[i])
@@ -310,7 +285,7 @@ class _Rewriter(_Role):
             # A fresh draw per step: the same inputs at a later step (a small train set, a
             # rejected edit) must not replay the very proposal the gate just refused.
             sampling = sampling.model_copy(update={"seed": seed})
-        (raw,) = self._ask([prompt], [schema], sampling)
+        (raw,) = self._answers([prompt], [schema], sampling)
         data = extract_json_object(raw, [self.note_key, "skill"])
         text = data.get("skill") if data else None
         if not isinstance(text, str) or not text.strip():
@@ -321,7 +296,7 @@ class _Rewriter(_Role):
 class SolverRewriter(_Rewriter):
     """Consolidates criterion-level failures into general solver rules."""
 
-    template_name = "decoevo_solver_rewriter"
+    default_template = "decoevo_solver_rewriter"
     note_key = "diagnosis"
 
     def rewrite(self, skill: str, failures: Sequence[dict[str, str]], seed: int | None = None) -> Rewrite:
@@ -334,7 +309,7 @@ class SolverRewriter(_Rewriter):
 class GeneratorRewriter(_Rewriter):
     """Distils structural and contrastive audit records into general rubric principles."""
 
-    template_name = "decoevo_generator_rewriter"
+    default_template = "decoevo_generator_rewriter"
     note_key = "analysis"
 
     def rewrite(self, skill: str, structural: Sequence["StructuralAudit"],
@@ -372,7 +347,7 @@ class StructuralAuditor(_ScoringRole):
     With `scoring: expected` the adequacy is the expected 0-10 grade over its tokens.
     """
 
-    template_name = "decoevo_structural_auditor"
+    default_template = "decoevo_structural_auditor"
     def __init__(self, model: ChatModel, sampling: Sampling, spec: str, template: str | None = None,
                  text_chars: int = 240):
         super().__init__(model, sampling, template, text_chars=text_chars)
@@ -384,7 +359,7 @@ class StructuralAuditor(_ScoringRole):
         rows = [i for i, r in enumerate(rubrics) if r is not None]
         prompts = [self.template.render(spec=self.spec, question=questions[i].prompt,
                                         rubric=rubric_block(rubrics[i])) for i in rows]
-        answers = self._complete(prompts, [self.schema] * len(rows), self._scoring_sampling())
+        answers = self.ask(prompts, [self.schema] * len(rows), self.scoring_sampling())
         # A question whose rubric could not be read at all is covered by nothing.
         out = [StructuralAudit(q.id, 0.0, "no readable rubric", "", error="no rubric") for q in questions]
         for i, completion in zip(rows, answers):
@@ -436,7 +411,7 @@ class ContrastiveRecord:
 class ContrastiveAuditor(_Role):
     """Two stages: blind preference first, then the rubric and its per-criterion breakdown."""
 
-    template_name = "decoevo_contrastive_blind"
+    default_template = "decoevo_contrastive_blind"
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None,
                  explain_template: str | None = None, seed: int = 0, text_chars: int = 240):
@@ -454,7 +429,7 @@ class ContrastiveAuditor(_Role):
         prompts = [self.template.render(question=q.prompt, response_a=b if s else a,
                                         response_b=a if s else b)
                    for q, (a, b), s in zip(questions, pairs, swapped)]
-        answers = self._ask(prompts, [self.blind_schema] * len(prompts))
+        answers = self._answers(prompts, [self.blind_schema] * len(prompts))
         out = []
         for prompt, raw, s in zip(prompts, answers, swapped):
             conversation = [*user(prompt), Message(role="assistant", content=raw)]

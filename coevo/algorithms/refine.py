@@ -1,0 +1,66 @@
+"""`algorithm: refine` and `coevo refine`: critique-guided refinement over a dataset (or one
+instruction), scored by the judges a config names. The pipeline itself is the library
+function `coevo.roles.refinement.refine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from coevo.config import DataConfig, Models, SamplingConfig, StrictModel
+from coevo.judging import rollout_judge
+from coevo.prompts import Templates
+from coevo.roles.refinement import build_refinement_roles, refine
+from coevo.store import RunStore
+from coevo.tasks.loaders import load_data
+from coevo.types import Sample
+
+
+class RefineRunConfig(StrictModel):
+    """`algorithm: refine` — critique-guided refinement over a dataset, with judges."""
+
+    algorithm: Literal["refine"] = "refine"
+    data: DataConfig = DataConfig()
+    models: Models = Models()
+    sampling: SamplingConfig = SamplingConfig()
+    templates: Templates = Templates()
+    judges: list[Literal["taiscore", "critique_quality", "adherence", "outcome_gain",
+                         "pairwise", "gold_rubric"]] = ["taiscore"]
+    batch_size: int = 8
+    seed: int = 0
+
+
+def run_refinement(config: RefineRunConfig, store: RunStore) -> dict[str, Any]:
+    """`coevo run` entry for `algorithm: refine`: rollouts + judges, mean score per judge."""
+    roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
+    samples = load_data(config.data, roles.judge_model, config.sampling)
+    judges = {name: rollout_judge(name, roles.judge_model, config.sampling.judge)
+              for name in config.judges}
+    rollouts = refine(samples, roles.actor, roles.critic, judges, store=store,
+                      batch_size=config.batch_size)
+    rows = []
+    for name in config.judges:
+        scores = [r.judgments[name].score for r in rollouts if r.judgments[name].valid]
+        rows.append({"judge": name, "mean": sum(scores) / len(scores) if scores else None,
+                     "valid": len(scores), "invalid": len(rollouts) - len(scores)})
+    store.log_metrics("refine", {f"{row['judge']}_mean": row["mean"] for row in rows})
+    return {"n_samples": len(samples), "table": {"columns": ["judge", "mean", "valid", "invalid"],
+                                                 "rows": rows}}
+
+
+def refine_one(prompt: str, response: str | None, *, actor: str, critic: str, judge: str,
+               sampling: SamplingConfig | None = None) -> dict[str, Any]:
+    """`coevo refine`: one instruction through the pipeline, with the TAIScore judge."""
+    sampling = sampling or SamplingConfig()
+    roles = build_refinement_roles(Models(actor=actor, critic=critic, judge=judge), sampling, Templates(), None)
+    sample = Sample(id="cli", prompt=prompt)
+    judges = {"taiscore": rollout_judge("taiscore", roles.judge_model, sampling.judge)}
+    (rollout,) = refine([sample], roles.actor, roles.critic, judges,
+                        y0={sample.id: response} if response else None)
+    verdict = rollout.judgments["taiscore"]
+    dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+    return {
+        "prompt": prompt, "y0": rollout.y0, "critique": rollout.c, "y1": rollout.y1,
+        "taiscore": {**{d: verdict.scores.get(d) for d in dims}, "score": verdict.score,
+                     "valid": verdict.valid, **({"error": verdict.error} if verdict.error else {})},
+    }

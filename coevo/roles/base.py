@@ -1,0 +1,119 @@
+"""What every role is: a prompt template, a parser, a model and its generation settings.
+
+`Role.ask` is the one way a role talks to its model: one rendered prompt per item, the items
+that share an answer schema sent as one batched `generate` call (backends batch better than
+callers can), one completion per item back, in order. `ScoringRole` adds scoring by
+expectation over the score's tokens (G-Eval) where the backend returns log-probabilities.
+
+`Scorer` is the one call signature of everything that judges rollouts, whichever inputs it
+reads from them (Inspect AI's `Scorer`): a batch of rollouts, and the samples they came
+from by id, in; one `Judgment` per rollout out, in order. Pipelines, rewards and
+`coevo judge` hold judges only through it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from coevo.llm.base import ChatModel, user
+from coevo.prompts import Template, load_template
+from coevo.roles import schemas
+from coevo.roles.expected import TOP_LOGPROBS
+from coevo.types import Completion, Judgment, Rollout, Sample, Sampling
+
+log = logging.getLogger(__name__)
+
+Scoring = Literal["expected", "sampled"]
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Judges rollouts: `score(rollouts, samples)` -> one Judgment per rollout, in order.
+
+    `samples` maps sample id to its Sample, for scorers that read more than the rollout
+    holds (a gold rubric); the others ignore it.
+    """
+
+    name: str
+
+    def score(self, rollouts: Sequence[Rollout],
+              samples: Mapping[str, Sample] | None = None) -> list[Judgment]: ...
+
+
+class Role:
+    """A model with its generation settings and one (hashed) prompt template."""
+
+    #: The bundled template a role uses unless a config names another file.
+    default_template: ClassVar[str]
+
+    def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None):
+        self.model = model
+        self.sampling = sampling
+        self.template: Template = load_template(str(template or self.default_template))
+
+    def ask(self, prompts: Sequence[str],
+            answer_schemas: Sequence[dict[str, Any] | None] | None = None,
+            sampling: Sampling | None = None) -> list[Completion]:
+        """One completion per prompt, in order; prompts that share an answer schema (JSON
+        Schema the backend decodes under) go in one batched call, so a role whose schema
+        depends on the item (a rubric's criterion names) makes one call per schema."""
+        if not prompts:
+            return []
+        answer_schemas = answer_schemas if answer_schemas is not None else [None] * len(prompts)
+        groups: dict[str | None, list[int]] = {}
+        for i, schema in enumerate(answer_schemas):
+            groups.setdefault(schemas.as_text(schema), []).append(i)
+        answers = [Completion(text="")] * len(prompts)
+        for schema_text, rows in groups.items():
+            asked = (sampling or self.sampling).model_copy(update={"json_schema": schema_text})
+            outputs = self.model.generate([user(prompts[i]) for i in rows], asked, n=1)
+            # A backend that returns no completion for an item is a model failure, not ours.
+            for i, completions in zip(rows, outputs):
+                answers[i] = completions[0] if completions else Completion(text="")
+        return answers
+
+
+class ScoringRole(Role):
+    """A role whose answer holds a score it may give by expectation over the score's tokens."""
+
+    #: False where the score is a decision rule's input (the query filter's 1–5 grade), so
+    #: only the integer written counts.
+    expectable: ClassVar[bool] = True
+
+    def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None,
+                 *, scoring: Scoring | None = None):
+        """`scoring` (default: the sampling's own, else `expected`) picks the integer the
+        role wrote or its expectation; `expected` needs a backend that returns token
+        log-probabilities and falls back to `sampled`, saying so once."""
+        super().__init__(model, sampling, template)
+        wanted = scoring or getattr(sampling, "scoring", "expected")
+        self.scoring: Scoring = resolve_scoring(model, wanted) if self.expectable else "sampled"
+
+    def scoring_sampling(self, **update: Any) -> Sampling:
+        """The role's sampling, asking for the top alternatives of every token when expected."""
+        logprobs = TOP_LOGPROBS if self.scoring == "expected" else 0
+        return self.sampling.model_copy(update={"logprobs": logprobs, **update})
+
+
+def resolve_scoring(model: ChatModel, wanted: str) -> Scoring:
+    """`expected` where it is wanted and the backend returns token log-probabilities, else
+    `sampled`, said once per model in the run's log."""
+    if wanted != "expected":
+        return "sampled"
+    if getattr(model, "supports_logprobs", False):
+        return "expected"
+    _say_once(f"{model.model_id} returns no token log-probabilities: judges on it score "
+              "by the integer they write (scoring=sampled)")
+    return "sampled"
+
+
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.warning(message)
