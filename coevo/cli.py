@@ -364,21 +364,21 @@ def models(prepare: bool = typer.Option(False, help="Convert the embedded model 
 
 
 def _print_skills(store) -> None:
-    from coevo.algorithms.skills import history
+    from coevo.algorithms.skills import versions
 
-    records = history(store)
+    records = versions(store)
     if not records:
         out.print("no skill versions in this run (skills come from `algorithm: decoevo`)")
         return
     out.rule("skill history")
     for r in records:  # one line per version: long reasons wrap instead of squeezing a table
-        parent = "" if r["parent"] is None else f" <- v{r['parent']}"
-        out.print(f"{r['method']} seed{r['seed']} {r['name']} v{r['version']}{parent} (step {r['step']}) "
-                  f"{r['decision'].upper()}: {r['why']}", markup=False, highlight=False)
+        parent = "" if r.parent is None else f" <- v{r.parent}"
+        out.print(f"{r.method} seed{r.seed} {r.name} v{r.version}{parent} (step {r.step}) "
+                  f"{r.decision.upper()}: {r.why}", markup=False, highlight=False)
     for r in records:
-        if r["diff"]:
-            out.rule(f"{r['method']} seed{r['seed']} {r['name']} v{r['parent']} -> v{r['version']} ({r['decision']})")
-            out.print(r["diff"], markup=False, highlight=False)
+        if r.diff:
+            out.rule(f"{r.method} seed{r.seed} {r.name} v{r.parent} -> v{r.version} ({r.decision})")
+            out.print(r.diff, markup=False, highlight=False)
 
 
 def _require_run(run_dir: Path) -> None:

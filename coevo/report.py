@@ -122,7 +122,9 @@ def warnings_for(store: RunStore) -> list[str]:
 
 def _skill_history(store: RunStore) -> list[str]:
     """DecoEvo's skill versions: table of decisions, then each candidate's diff."""
-    records = [r for _, r in store.get_records("skill")]
+    from coevo.algorithms.skills import versions
+
+    records = [v.model_dump() for v in versions(store)]
     if not records:
         return []
     columns = ["method", "seed", "name", "version", "parent", "step", "decision", "why"]

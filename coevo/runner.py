@@ -26,8 +26,17 @@ SUMMARY_FILE = "summary.json"
 @dataclass(frozen=True)
 class Experiment:
     config: type[BaseModel]
-    run: Callable[[Any, RunStore], dict[str, Any]]
+    #: (config, store) -> the run's summary: a pydantic record (dumped as it is, fields left
+    #: at None where the experiment did not set them are left out) or a plain dict.
+    run: Callable[[Any, RunStore], BaseModel | dict[str, Any]]
     help: str
+
+
+def summary_dict(summary: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """What `summary.json` holds for an experiment's summary record."""
+    if isinstance(summary, BaseModel):
+        return summary.model_dump(mode="json", exclude_unset=True)
+    return dict(summary)
 
 
 def _experiments() -> dict[str, Experiment]:
@@ -92,7 +101,7 @@ def run_experiment(
         store.set_meta("algorithm", algorithm)
         store.set_meta("started", store.get_meta("started") or time.time())
         store.set_meta("status", "running")
-        summary = _experiments()[algorithm].run(config, store)
+        summary = summary_dict(_experiments()[algorithm].run(config, store))
         summary.setdefault("algorithm", algorithm)
         summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
         (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")

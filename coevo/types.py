@@ -156,3 +156,10 @@ class Skill(Record):
     parent: int | None = None
     accepted: bool = False
     why: str = ""
+
+
+class Table(BaseModel):
+    """A result table as `summary.json` and the report show it: named columns, one dict per row."""
+
+    columns: list[str]
+    rows: list[dict[str, Any]]

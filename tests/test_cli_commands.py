@@ -1,8 +1,9 @@
-"""The CLI verbs on replay models: judge, eval agreement, runs, show, report, models."""
+"""The CLI verbs on replay models: quickstart, judge, eval agreement, runs, show, report, models."""
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 
 def coevo(*args):
@@ -97,3 +98,97 @@ def test_models_lists_every_spec_form():
     assert proc.returncode == 0
     for form in ("smollm2", "hf:", "gguf:", "openai:", "replay:"):
         assert form in proc.stdout
+
+
+# ─── quickstart ──────────────────────────────────────────────────────────────────────
+# The quickstart's config on the real model runs in tests/algorithms/test_taiscore_e2e.py
+# (examples/taiscore_tiny.yaml, whose budgets the quickstart copies, at test size). Here:
+# the CLI builds that config and runs it, resumably, through the real runner and loop, on
+# replay models with recording trainers in place of TRL.
+
+_DIMS = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+_QUICKSTART_RULES = [
+    # judges first: their prompts quote the responses that the later rules answer
+    {"match": "evaluation criteria", "completion": "no usable rubric scores"},
+    {"match": "Response 1:", "completions": ["1", "2"]},
+    {"match": "Response B", "completion": json.dumps({**{d: {"score": 6, "reason": "r"} for d in _DIMS},
+                                                      "score": 7})},
+    {"match": "Your Critique", "completions": ["Add one concrete image.", "Cut the second sentence."]},
+    {"match": "Revised Response:", "completions": ["A revision.", "Another revision."]},
+    {"completion": "A first draft."},
+]
+
+
+def _quickstart_backend(monkeypatch, trained):
+    """Replay models for the actor and critic, and trainers that record what they were asked."""
+    from coevo.algorithms import taiscore
+    from coevo.llm.replay import ReplayModel
+    from coevo.train.common import TrainResult
+
+    class Trainable(ReplayModel):
+        def __init__(self, spec):
+            super().__init__(spec.removeprefix("replay:"))
+            trained.setdefault("loaded", []).append(spec)
+
+        def refresh_model_id(self):
+            return self.model_id
+
+    def stage(kind):
+        def train(policy, data, *args, **kwargs):
+            settings, output_dir = args[-2:]
+            trained.setdefault(kind, []).append({"n": len(data), "settings": settings, "dir": Path(output_dir)})
+            policy.model_id += f"+{kind}"
+            return TrainResult(checkpoint=str(Path(output_dir) / "final"), steps=settings.max_steps,
+                               seconds=1.0, seconds_per_step=0.5, peak_rss_mb=1.0, metrics={"loss": 0.5})
+        return train
+
+    backend = taiscore.Backend(load_trainable=Trainable, train_grpo=stage("grpo"), train_dpo=stage("dpo"),
+                               restore=lambda model, checkpoint, settings: trained.setdefault(
+                                   "restored", []).append(checkpoint))
+    monkeypatch.setattr(taiscore, "default_backend", lambda: backend)
+
+
+def test_quickstart_runs_its_taiscore_config_and_resumes(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from coevo.cli import app
+    from coevo.store import RunStore
+
+    for name in ("model", "judge"):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _QUICKSTART_RULES))
+    model, judge = f"replay:{tmp_path / 'model.jsonl'}", f"replay:{tmp_path / 'judge.jsonl'}"
+    monkeypatch.setenv("COEVO_QUIET", "1")
+    trained: dict = {}
+    _quickstart_backend(monkeypatch, trained)
+    out = tmp_path / "qs"
+    args = ["quickstart", "--out", str(out), "--prompts", "5", "--model", model, "--judge", judge]
+
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    config = RunStore(out).get_meta("config")
+    # The quickstart's contract: one TAIScore round on the bundled prompts, at laptop budgets.
+    assert config["algorithm"] == "taiscore" and config["rounds"] == 1
+    assert config["data"]["source"] == "bundled:writing" and config["data"]["limit"] == 5
+    assert config["models"] == {**config["models"], "actor": model, "critic": model, "judge": judge}
+    assert config["templates"]["critic"] == "critic_brief"
+    assert config["sampling"]["judge"]["scoring"] == "expected"
+    assert (config["critic_queries"], config["pairs_per_round"], config["evaluation"]["prompts"]) == (2, 4, 2)
+    assert trained["loaded"] == [model, model]  # the actor and the critic, both trainable
+    (grpo,), (dpo,) = trained["grpo"], trained["dpo"]
+    assert (grpo["settings"].num_generations, grpo["settings"].max_steps, grpo["settings"].learning_rate) == (2, 2, 1e-5)
+    assert (dpo["settings"].max_steps, dpo["settings"].max_length, dpo["settings"].max_prompt_length) == (2, 512, 384)
+    assert grpo["dir"].is_relative_to(out) and dpo["dir"].is_relative_to(out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["algorithm"] == "taiscore" and summary["held_out"] == 2 and summary["shards"] == [3]
+    assert [r["round"] for r in summary["rounds"]] == [1]
+    assert "TAIScore quickstart" in result.output and f"report: {out / 'report.html'}" in result.output
+    assert (out / "report.html").is_file()
+
+    # Run again: it resumes the finished run (restores both stages, trains nothing).
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert len(trained["grpo"]) == 1 and len(trained["dpo"]) == 1 and len(trained["restored"]) == 2
+    # --fresh starts over; too few prompts is refused before anything runs.
+    assert CliRunner().invoke(app, [*args, "--fresh"]).exit_code == 0 and len(trained["grpo"]) == 2
+    refused = CliRunner().invoke(app, [*args[:4], "3"])
+    assert refused.exit_code == 2 and "at least 4" in refused.output

@@ -31,12 +31,14 @@ Outer step (generator), every k inner steps or after s consecutive rejections:
              G' iff some available objective improves by >= eta and none regresses by more
              than tau. The solver's aggregate score never enters this decision.
 
-Methods, same budgets (inner steps) and splits:
+Methods, same budgets (inner steps) and splits, one loop (`MethodRun`); a method is only
+a `MethodPolicy`: which skills it evolves and the acceptance rule of each (METHOD_POLICIES):
   zero_shot  no optimisation (the initial S),
-  skillopt   inner steps only, G fixed,
+  skillopt   inner steps only, G fixed (solver gate),
   sc_coevo   DecoEvo with one change: G' is accepted when the current solver's aggregate
              score under G' rubrics beats the score under G rubrics by eta (score-coupled),
-  decoevo    the method above.
+  decoevo    the method above (solver gate; Pareto rule on the audits).
+Candidates are made by per-skill proposers (PROPOSERS), the same for every method.
 Final evaluation: test answers with the final S, graded against gold rubrics by a separate
 grader role; mean +- sd over seeds and a paired 95% CI of DecoEvo - SkillOpt.
 """
@@ -45,8 +47,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, model_validator
 
@@ -64,8 +67,15 @@ from coevo.roles.decoevo import (
     blind,
     breakdown_block,
 )
-from coevo.algorithms.decoevo_summary import summarise
-from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, history
+from coevo.algorithms.decoevo_summary import (
+    DecoEvoSummary,
+    MethodResult,
+    ScoringModes,
+    StepCost,
+    TrajectoryPoint,
+    summarise,
+)
+from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, versions
 from coevo.config import ConfigError, DataConfig, StrictModel
 from coevo.eval.stats import mean_of_known
 from coevo.progress import progress_bar
@@ -179,6 +189,8 @@ class DecoEvoConfig(StrictModel):
 # ====================================================================== acceptance rules
 @dataclass
 class Decision:
+    """An acceptance rule's verdict: accept or not, why (in words), and what it measured."""
+
     accept: bool
     reason: str
     details: dict[str, Any] = field(default_factory=dict)
@@ -304,6 +316,7 @@ class Meter:
         self.calls = self.cached = 0
 
     def generate(self, conversations, sampling, n=1):
+        """The inner model's `generate`, counted."""
         out = self.inner.generate(conversations, sampling, n)
         self.calls += sum(len(group) for group in out)
         self.cached += sum(bool(getattr(c, "cached", False)) for group in out for c in group)
@@ -311,12 +324,15 @@ class Meter:
 
 
 def seeded(sampling: Sampling, seed: int) -> Sampling:
+    """`sampling` with the run's seed, unless it is greedy."""
     # Greedy decoding does not depend on the seed: dropping it lets every seed share answers.
     return sampling.model_copy(update={"seed": seed if sampling.temperature > 0 else None})
 
 
 @dataclass
-class Roles:
+class DecoEvoRoles:
+    """The seven optimisation roles on the one backbone, plus the gold-rubric grader."""
+
     solver: Solver
     generator: RubricGenerator
     judge: CriterionJudge
@@ -328,14 +344,15 @@ class Roles:
     rollout_sampling: Sampling
 
 
-def build_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int) -> Roles:
+def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int) -> DecoEvoRoles:
+    """Every DecoEvo role on `model` (the grader on `grader_model`), decoding seeded by `seed`."""
     from coevo.prompts import load_template
     from coevo.roles.judges import GoldRubricJudge
 
     sp = config.sampling
     spec = load_template(config.audit_spec).text.strip()
     chars = config.max_text_chars
-    return Roles(
+    return DecoEvoRoles(
         solver=Solver(model, seeded(sp.solver, seed)),
         generator=RubricGenerator(model, seeded(sp.generator, seed), min_criteria=config.min_criteria,
                                     max_criteria=config.max_criteria, text_chars=chars),
@@ -371,128 +388,366 @@ def _unit(grade: float | None) -> float | None:
     return None if grade is None else (grade - 1) / 9
 
 
+# ====================================================================== methods as policies
+#: The loop's state: skill name -> the incumbent's text (GEPA's candidate), e.g.
+#: {"solver": S, "rubric_generator": G}.
+SkillSet = dict[str, str]
+
+
+class AcceptancePolicy(Protocol):
+    """Decides whether a candidate version of one skill replaces the incumbent.
+
+    `loop.skills` holds the incumbents (the candidate's own skill included); `candidate` is
+    the proposed version, `candidate.name` the skill it would replace. Measurements worth
+    keeping go in `Decision.details`: they are recorded with the skill version.
+    """
+
+    def accept(self, loop: MethodRun, candidate: Skill, step: int) -> Decision:
+        """The decision on `candidate`, proposed at inner step `step`."""
+
+
+class SolverGatePolicy:
+    """SkillOpt's and DecoEvo's solver rule: S' must beat S by delta on the solver gate,
+    paired on the same questions and the same cached rubrics of the incumbent G."""
+
+    def accept(self, loop: MethodRun, candidate: Skill, step: int) -> Decision:
+        """Judge S's and S''s gate answers under G's rubrics; `solver_gate` decides."""
+        gate = loop.parts["solver_gate"]
+        rubrics = loop.rubrics(gate, loop.skills[GENERATOR])  # the same cached rubrics for both
+        incumbent = loop.judge(gate, loop.solve(gate, loop.skills[candidate.name]), rubrics)
+        challenger = loop.judge(gate, loop.solve(gate, candidate.text), rubrics)
+        decision = solver_gate([j.score for j in incumbent], [j.score for j in challenger], loop.config.delta)
+        decision.details.update(self.sampled_gate(incumbent, challenger, loop.config.delta))
+        loop.record("gate_judgment", f"step{step}", {
+            "step": step, "question_ids": [q.id for q in gate], "candidate_version": candidate.version,
+            "incumbent": [j.record() for j in incumbent], "candidate": [j.record() for j in challenger]})
+        return decision
+
+    @staticmethod
+    def sampled_gate(incumbent: list[CriterionJudgment], challenger: list[CriterionJudgment],
+                     delta: float) -> dict[str, Any]:
+        """The same gate on the verdicts as written: what it would have said without expected
+        scores (kept beside the decision, so the ties expectation removed can be counted)."""
+        sampled = solver_gate([j.sampled for j in incumbent], [j.sampled for j in challenger], delta)
+        return {"gate_incumbent_sampled": sampled.details.get("gate_incumbent"),
+                "gate_candidate_sampled": sampled.details.get("gate_candidate"),
+                "gate_tie_sampled": sampled.details.get("gate_tie")}
+
+
+class ScoreCoupledPolicy:
+    """SC-CoEvo's generator rule: the current solver's aggregate score on the generator gate
+    under G' rubrics vs under G rubrics must rise by eta (the coupling DecoEvo removes)."""
+
+    def accept(self, loop: MethodRun, candidate: Skill, step: int) -> Decision:
+        """Score the incumbent solver's gate answers under both rubric sets, paired."""
+        gate = loop.parts["generator_gate"]
+        responses = loop.solve(gate, loop.skills[SOLVER])
+        inc = [j.score for j in loop.judge(gate, responses, loop.rubrics(gate, loop.skills[candidate.name]))]
+        cand = [j.score for j in loop.judge(gate, responses, loop.rubrics(gate, candidate.text))]
+        paired = [(a, b) for a, b in zip(inc, cand) if a is not None and b is not None]
+        proxy_inc = mean_of_known([a for a, _ in paired]) if paired else None
+        proxy_cand = mean_of_known([b for _, b in paired]) if paired else None
+        decision = score_coupled_accept(proxy_inc, proxy_cand, loop.config.eta)
+        decision.details.update({"proxy_incumbent": proxy_inc, "proxy_candidate": proxy_cand})
+        return decision
+
+
+class DecoupledAuditPolicy:
+    """DecoEvo's generator rule: structural adequacy A and resolution rate R on the generator
+    gate, on frozen records, and the Pareto rule. The solver's aggregate score never enters."""
+
+    def accept(self, loop: MethodRun, candidate: Skill, step: int) -> Decision:
+        """dA over audited gate questions, dR over one frozen near-tie set; `pareto_accept`."""
+        gate = loop.parts["generator_gate"]
+        incumbent_rubrics = loop.rubrics(gate, loop.skills[candidate.name])
+        candidate_rubrics = loop.rubrics(gate, candidate.text)
+        adequacy = self.adequacy(loop, gate, incumbent_rubrics, candidate_rubrics)
+        frozen = self.frozen_records(loop, gate, incumbent_rubrics, step)
+        r_inc = self.resolution(loop, frozen, incumbent_rubrics, gate)
+        r_cand = self.resolution(loop, frozen, candidate_rubrics, gate)
+        deltas = {"structural": adequacy["delta"],
+                  "resolution": None if r_inc is None or r_cand is None else r_cand - r_inc}
+        decision = pareto_accept(deltas, loop.config.eta, loop.config.tau)
+        decision.details.update({key: adequacy[key] for key in (
+            "adequacy_incumbent", "adequacy_candidate", "adequacy_incumbent_sampled", "adequacy_candidate_sampled")})
+        decision.details.update({"resolution_incumbent": r_inc, "resolution_candidate": r_cand,
+                                 "n_frozen": len(frozen)})
+        return decision
+
+    @staticmethod
+    def adequacy(loop: MethodRun, gate: list[Sample], incumbent_rubrics: list[Rubric | None],
+                 candidate_rubrics: list[Rubric | None]) -> dict[str, float | None]:
+        """Structural adequacy of both rubric sets on the questions audited readably for both:
+        the mean change (`delta`, None when none was) and each side's mean, also as written."""
+        a_inc = loop.roles.structural.audit(gate, incumbent_rubrics)
+        a_cand = loop.roles.structural.audit(gate, candidate_rubrics)
+        loop.count_invalid("structural_audit", sum(not a.valid for a in a_inc + a_cand))
+        both = [(x, y) for x, y in zip(a_inc, a_cand) if x.valid and y.valid]
+        pairs = [(x.adequacy, y.adequacy) for x, y in both]
+        written = [(x.sampled, y.sampled) for x, y in both]
+        return {"delta": ((sum(y for _, y in pairs) - sum(x for x, _ in pairs)) / len(pairs)) if pairs else None,
+                "adequacy_incumbent": mean_of_known([x for x, _ in pairs]),
+                "adequacy_candidate": mean_of_known([y for _, y in pairs]),
+                "adequacy_incumbent_sampled": mean_of_known([x for x, _ in written]),
+                "adequacy_candidate_sampled": mean_of_known([y for _, y in written])}
+
+    @staticmethod
+    def frozen_records(loop: MethodRun, gate: list[Sample], rubrics: list[Rubric | None],
+                       step: int) -> list[tuple[Sample, str, str]]:
+        """(question, y+, y-) of the gate's near-ties, by the blind preference.
+
+        Frozen once, under the incumbent's rubrics: rollouts, pairs and blind preferences
+        are then the same audited records for G and G'.
+        """
+        rollouts, _, kept = loop.near_ties(gate, rubrics)
+        frozen = [(gate[q], rollouts[q][i if v.preferred == 0 else j], rollouts[q][j if v.preferred == 0 else i])
+                  for q, i, j, _, v in kept]
+        for n, (x, plus, minus) in enumerate(frozen):
+            loop.record("blind_spot", f"step{step}/{n}", {"question_id": x.id, "y_plus": plus, "y_minus": minus})
+        return frozen
+
+    @staticmethod
+    def resolution(loop: MethodRun, frozen: list[tuple[Sample, str, str]], rubrics: list[Rubric | None],
+                   gate: list[Sample]) -> float | None:
+        """Resolution rate of `rubrics` on the frozen records (None: no record)."""
+        if not frozen:
+            return None
+        by_id = {q.id: r for q, r in zip(gate, rubrics)}
+        questions = [x for x, _, _ in frozen for _ in (0, 1)]
+        responses = [y for _, plus, minus in frozen for y in (plus, minus)]
+        judged = loop.judge(questions, responses, [by_id[x.id] for x in questions])
+        margins = []
+        for n, (x, _, _) in enumerate(frozen):
+            plus, minus = judged[2 * n].score, judged[2 * n + 1].score
+            margins.append((x.id, None if plus is None or minus is None else plus - minus))
+        return resolution_rate(margins, loop.config.gamma)
+
+
+@dataclass(frozen=True)
+class MethodPolicy:
+    """What a method evolves and how it accepts: per skill name, its acceptance policy.
+
+    `inner` skills are proposed and decided every inner step; `outer` skills only when
+    `outer_step_due` (every k steps or after s stalls of the inner skills). A skill named in
+    neither stays at its initial text. The loop is the same for every method.
+    """
+
+    inner: dict[str, AcceptancePolicy] = field(default_factory=dict)
+    outer: dict[str, AcceptancePolicy] = field(default_factory=dict)
+
+
+#: The paper's four methods differ only here. A user's method is one more MethodPolicy.
+METHOD_POLICIES: dict[str, MethodPolicy] = {
+    "zero_shot": MethodPolicy(),
+    "skillopt": MethodPolicy(inner={SOLVER: SolverGatePolicy()}),
+    "sc_coevo": MethodPolicy(inner={SOLVER: SolverGatePolicy()}, outer={GENERATOR: ScoreCoupledPolicy()}),
+    "decoevo": MethodPolicy(inner={SOLVER: SolverGatePolicy()}, outer={GENERATOR: DecoupledAuditPolicy()}),
+}
+
+
+# ====================================================================== proposers
+@dataclass
+class SkillCandidate:
+    """A rewriter's candidate text for one skill, with notes recorded beside its version."""
+
+    text: str
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+#: Proposes a candidate for one skill from the loop's state, or None (a stall, recorded by
+#: the proposer). Shared by every method that evolves the skill: SC-CoEvo and DecoEvo
+#: propose generators the same way and differ only in acceptance.
+Proposer = Callable[["MethodRun", int], "SkillCandidate | None"]
+
+
+def propose_solver(loop: MethodRun, step: int) -> SkillCandidate | None:
+    """Inner step: solve a train batch, rubric it with G, judge; the unmet criteria go to
+    the solver-skill rewriter, whose rewrite of S is the candidate."""
+    batch = loop.train_batch(step)
+    responses = loop.solve(batch, loop.skills[SOLVER])
+    rubrics = loop.rubrics(batch, loop.skills[GENERATOR])
+    judged = loop.judge(batch, responses, rubrics)
+    loop.log_metrics({"train_proxy": mean_of_known([j.score for j in judged])}, step)
+    failures = pick_failures(batch, rubrics, judged, loop.config.max_failures)
+    why = "no unmet criterion on the train batch: nothing to rewrite"
+    if failures:
+        rewrite = loop.roles.solver_rewriter.rewrite(loop.skills[SOLVER], failures, seed=loop.step_seed(step))
+        if rewrite.valid and rewrite.text.strip() != loop.skills[SOLVER].strip():
+            return SkillCandidate(rewrite.text, {"diagnosis": rewrite.note, "n_failures": len(failures)})
+        loop.count_invalid("solver_rewrite", int(not rewrite.valid))
+        why = (f"solver rewriter output unreadable: {rewrite.error}" if not rewrite.valid
+               else "solver rewriter returned the incumbent unchanged")
+    loop.record("solver_stall", f"step{step}", {"step": step, "why": why})
+    return None
+
+
+def propose_generator(loop: MethodRun, step: int) -> SkillCandidate | None:
+    """Outer step, audit and distil: structural and near-tie contrastive audits of G on the
+    probe set; the generator-skill rewriter turns both record sets into the candidate."""
+    probe = loop.parts["probe"]
+    rubrics = loop.rubrics(probe, loop.skills[GENERATOR])
+    structural = loop.roles.structural.audit(probe, rubrics)
+    loop.count_invalid("structural_audit", sum(not a.valid for a in structural))
+    contrastive = loop.contrastive_audit(probe, rubrics)
+    for i, record in enumerate(contrastive):
+        loop.record("contrastive_audit", f"step{step}/{i}", record.__dict__)
+    loop.log_metrics({"probe_adequacy": mean_of_known([a.adequacy for a in structural]),
+                      "contrastive_records": float(len(contrastive))}, step)
+    rewrite = loop.roles.generator_rewriter.rewrite(loop.skills[GENERATOR], structural, contrastive,
+                                                    seed=loop.step_seed(step))
+    if rewrite.valid and rewrite.text.strip() != loop.skills[GENERATOR].strip():
+        return SkillCandidate(rewrite.text, {"analysis": rewrite.note, "n_structural": len(structural),
+                                       "n_contrastive": len(contrastive)})
+    loop.count_invalid("generator_rewrite", int(not rewrite.valid))
+    why = (f"generator rewriter output unreadable: {rewrite.error}" if not rewrite.valid
+           else "generator rewriter returned the incumbent unchanged")
+    loop.record("generator_stall", f"step{step}", {"step": step, "why": why})
+    return None
+
+
+PROPOSERS: dict[str, Proposer] = {SOLVER: propose_solver, GENERATOR: propose_generator}
+
+
 # ====================================================================== one method, one seed
 class MethodRun:
-    """The loop of one method under one seed; the incumbents S and G are its state."""
+    """The one loop, for one method under one seed; the incumbent skills are its state.
+
+    Every method runs this loop; `policy` (by default `METHOD_POLICIES[method]`) says which
+    skills it evolves and how it accepts their candidates, `proposers` how candidates are
+    made, `initial_skills` where each skill starts (default: the config's S and G).
+    """
 
     def __init__(self, method: str, seed: int, config: DecoEvoConfig, parts: dict[str, list[Sample]],
-                 roles: Roles, store: RunStore | None, meter: Meter):
+                 roles: DecoEvoRoles, store: RunStore | None, meter: Meter, *,
+                 policy: MethodPolicy | None = None, proposers: dict[str, Proposer] | None = None,
+                 initial_skills: SkillSet | None = None):
         self.method, self.seed, self.config, self.roles = method, seed, config, roles
         self.store, self.meter = store, meter
+        self.policy = policy if policy is not None else METHOD_POLICIES[method]
+        self.proposers = {**PROPOSERS, **(proposers or {})}
         # Optimisation roles see questions without gold fields; the grader sees the samples.
         self.gold = parts
         self.parts = {name: [blind(s) for s in samples] for name, samples in parts.items()}
         self.history = SkillHistory(store, method, seed)
-        self.solver_skill = self.history.initial(SOLVER, config.initial_solver_skill)
-        self.generator_skill = self.history.initial(GENERATOR, config.initial_generator_skill)
-        self.stall = 0
-        self.since_outer = 0
+        initial = initial_skills or {SOLVER: config.initial_solver_skill,
+                                     GENERATOR: config.initial_generator_skill}
+        self.incumbents: dict[str, Skill] = {name: self.history.initial(name, text)
+                                             for name, text in initial.items()}
+        self.stall = 0        # consecutive inner steps without an accepted candidate
+        self.since_outer = 0  # inner steps since the last outer step
         self.invalid: dict[str, int] = {}
-        self.trajectory: list[dict[str, Any]] = []
-        self.costs: list[dict[str, Any]] = []
+        self.trajectory: list[TrajectoryPoint] = []
+        self.costs: list[StepCost] = []
         self.test_sampled: list[float | None] = []  # the grader's written grades, beside `test`'s
         self._rubrics: dict[tuple[str, str], GeneratedRubric] = {}
 
     @property
     def stage(self) -> str:
+        """"<method>/seed<k>": the prefix of this run's records and metrics in the store."""
         return f"{self.method}/seed{self.seed}"
 
+    @property
+    def skills(self) -> SkillSet:
+        """The incumbent skill texts by name: the loop's state."""
+        return {name: skill.text for name, skill in self.incumbents.items()}
+
+    @property
+    def solver_skill(self) -> Skill:
+        """The incumbent solver skill S (its version record)."""
+        return self.incumbents[SOLVER]
+
+    @property
+    def generator_skill(self) -> Skill:
+        """The incumbent rubric-generator skill G (its version record)."""
+        return self.incumbents[GENERATOR]
+
     # -- shared pieces ------------------------------------------------------------------
-    def _count(self, what: str, n: int) -> None:
+    def count_invalid(self, what: str, n: int) -> None:
+        """Count `n` unreadable outputs of role `what` (reported, never raised)."""
         if n:
             self.invalid[what] = self.invalid.get(what, 0) + n
 
-    def rubrics(self, questions: list[Sample], skill: Skill) -> list[Rubric | None]:
-        """G's rubric per question, generated once per (generator version, question)."""
-        todo = [q for q in questions if (skill.text, q.id) not in self._rubrics]
-        for q, generated in zip(todo, self.roles.generator.generate(todo, skill.text)):
-            self._rubrics[(skill.text, q.id)] = generated
-            self._count("rubric", int(not generated.valid))
-        return [self._rubrics[(skill.text, q.id)].rubric for q in questions]
+    def record(self, kind: str, suffix: str, value: Any) -> None:
+        """Write a record under "<stage>/<suffix>" when the run has a store."""
+        if self.store is not None:
+            self.store.put_record(kind, f"{self.stage}/{suffix}", value)
+
+    def log_metrics(self, metrics: dict[str, float | None], step: int) -> None:
+        """Log metrics of this run's stage at `step` when the run has a store."""
+        if self.store is not None:
+            self.store.log_metrics(self.stage, metrics, round=step)
+
+    def rubrics(self, questions: list[Sample], generator_skill: str) -> list[Rubric | None]:
+        """The generator skill's rubric per question, generated once per (skill text, question)."""
+        todo = [q for q in questions if (generator_skill, q.id) not in self._rubrics]
+        for q, generated in zip(todo, self.roles.generator.generate(todo, generator_skill)):
+            self._rubrics[(generator_skill, q.id)] = generated
+            self.count_invalid("rubric", int(not generated.valid))
+        return [self._rubrics[(generator_skill, q.id)].rubric for q in questions]
 
     def judge(self, questions: list[Sample], responses: list[str],
               rubrics: list[Rubric | None]) -> list[CriterionJudgment]:
+        """Criterion-level judgments of the responses (unreadable ones counted)."""
         judged = self.roles.judge.judge(questions, responses, rubrics)
-        self._count("judge", sum(1 for j, r in zip(judged, rubrics) if r is not None and not j.valid))
+        self.count_invalid("judge", sum(1 for j, r in zip(judged, rubrics) if r is not None and not j.valid))
         return judged
 
-    def solve(self, questions: list[Sample], skill: Skill) -> list[str]:
-        return [group[0] for group in self.roles.solver.solve(questions, skill.text)]
+    def solve(self, questions: list[Sample], solver_skill: str) -> list[str]:
+        """One answer per question with the solver skill text `solver_skill`."""
+        return [group[0] for group in self.roles.solver.solve(questions, solver_skill)]
 
-    def _measure(self, kind: str, step: int, fn) -> Any:
+    def _measure(self, kind: str, step: int, fn: Callable[[], Any]) -> Any:
         calls, cached, start = self.meter.calls, self.meter.cached, time.perf_counter()
         result = fn()
-        cost = {"kind": kind, "step": step, "llm_calls": self.meter.calls - calls,
-                "cached_calls": self.meter.cached - cached, "seconds": time.perf_counter() - start}
+        cost = StepCost(kind=kind, step=step, llm_calls=self.meter.calls - calls,
+                        cached_calls=self.meter.cached - cached, seconds=time.perf_counter() - start)
         self.costs.append(cost)  # also in the step result and summary["cost"]; not plotted
-        if self.store is not None:  # written now, so a long run's costs are readable mid-way
-            self.store.put_record("step_cost", f"{self.stage}/{kind}{step}", cost)
+        self.record("step_cost", f"{kind}{step}", cost.model_dump())  # now: readable mid-way
         return result
 
     def step_seed(self, step: int) -> int:
+        """The rewriters' seed at `step`."""
         # Depends on (seed, step) only: matched methods still share every identical call.
         return self.seed * 1000 + step
 
-    # -- inner step: solver -------------------------------------------------------------
     def train_batch(self, step: int) -> list[Sample]:
+        """The train questions of inner step `step`."""
         # Seeded by (seed, step) only, so matched methods see the same batch at each step.
         train = self.parts["train"]
         return random.Random(f"{self.seed}:{step}").sample(train, min(self.config.batch_size, len(train)))
 
-    def inner_step(self, step: int) -> bool:
-        """Solve, generate rubrics, judge, rewrite S, gate S'. Returns whether S' was accepted."""
-        batch = self.train_batch(step)
-        responses = self.solve(batch, self.solver_skill)
-        rubrics = self.rubrics(batch, self.generator_skill)
-        judged = self.judge(batch, responses, rubrics)
-        if self.store is not None:
-            self.store.log_metrics(self.stage, {"train_proxy": mean_of_known([j.score for j in judged])}, round=step)
-        failures = pick_failures(batch, rubrics, judged, self.config.max_failures)
-        if not failures:
-            return self._stall(step, "no unmet criterion on the train batch: nothing to rewrite")
-        rewrite = self.roles.solver_rewriter.rewrite(self.solver_skill.text, failures,
-                                                     seed=self.step_seed(step))
-        if not rewrite.valid:
-            self._count("solver_rewrite", 1)
-            return self._stall(step, f"solver rewriter output unreadable: {rewrite.error}")
-        if rewrite.text.strip() == self.solver_skill.text.strip():
-            return self._stall(step, "solver rewriter returned the incumbent unchanged")
-        candidate = self.history.propose(self.solver_skill, rewrite.text)
-        gate = self.parts["solver_gate"]
-        gate_rubrics = self.rubrics(gate, self.generator_skill)  # same cached rubrics for both
-        incumbent = self.judge(gate, self.solve(gate, self.solver_skill), gate_rubrics)
-        challenger = self.judge(gate, self.solve(gate, candidate), gate_rubrics)
-        decision = solver_gate([j.score for j in incumbent], [j.score for j in challenger], self.config.delta)
-        decision.details.update(self._sampled_gate(incumbent, challenger))
-        if self.store is not None:
-            self.store.put_record("gate_judgment", f"{self.stage}/step{step}", {
-                "step": step, "question_ids": [q.id for q in gate], "candidate_version": candidate.version,
-                "incumbent": [j.record() for j in incumbent], "candidate": [j.record() for j in challenger]})
-        decided = self.history.decide(candidate, self.solver_skill, decision.accept, decision.reason,
-                                      step=step, diagnosis=rewrite.note, n_failures=len(failures),
-                                      **decision.details)
+    # -- one skill, one step: propose, accept or keep -----------------------------------
+    def evolve(self, name: str, policy: AcceptancePolicy, step: int) -> bool:
+        """Propose a candidate for skill `name`, let `policy` decide, record the version.
+
+        Returns whether the candidate replaced the incumbent (False on a stall too).
+        """
+        proposal = self.proposers[name](self, step)
+        if proposal is None:
+            return False
+        incumbent = self.incumbents[name]
+        candidate = self.history.propose(incumbent, proposal.text)
+        decision = policy.accept(self, candidate, step)
+        decided = self.history.decide(candidate, incumbent, decision.accept, decision.reason, step=step,
+                                      **proposal.notes, **decision.details)
         if decision.accept:
-            self.solver_skill, self.stall = decided, 0
-        else:
-            self.stall += 1
+            self.incumbents[name] = decided
         return decision.accept
 
-    def _sampled_gate(self, incumbent: list[CriterionJudgment],
-                      challenger: list[CriterionJudgment]) -> dict[str, Any]:
-        """The same gate on the verdicts as written: what it would have said without expected
-        scores (kept beside the decision, so the ties expectation removed can be counted)."""
-        sampled = solver_gate([j.sampled for j in incumbent], [j.sampled for j in challenger], self.config.delta)
-        return {"gate_incumbent_sampled": sampled.details.get("gate_incumbent"),
-                "gate_candidate_sampled": sampled.details.get("gate_candidate"),
-                "gate_tie_sampled": sampled.details.get("gate_tie")}
+    def inner_step(self, step: int) -> bool:
+        """Evolve every inner skill (S); the stall counter grows unless one was accepted."""
+        # A list, not a generator: every inner skill gets its step even after an acceptance.
+        accepted = any([self.evolve(name, policy, step) for name, policy in self.policy.inner.items()])
+        self.stall = 0 if accepted else self.stall + 1
+        return accepted
 
-    def _stall(self, step: int, why: str) -> bool:
-        self.stall += 1
-        if self.store is not None:
-            self.store.put_record("solver_stall", f"{self.stage}/step{step}", {"step": step, "why": why})
-        return False
+    def outer_step(self, step: int) -> bool:
+        """Evolve every outer skill (G): audit, distil, verify. Resets both triggers."""
+        accepted = any([self.evolve(name, policy, step) for name, policy in self.policy.outer.items()])
+        self.since_outer, self.stall = 0, 0
+        return accepted
 
-    # -- outer step: generator ----------------------------------------------------------
+    # -- the contrastive audit, shared by the generator's proposer and DecoEvo's rule ------
     def near_ties(self, questions: list[Sample], rubrics: list[Rubric | None]):
         """m rollouts per question, scored under `rubrics`; near-tie pairs and stage-1 verdicts.
 
@@ -500,7 +755,7 @@ class MethodRun:
         readable verdicts only.
         """
         m = self.config.m
-        rollouts = self.roles.solver.solve(questions, self.solver_skill.text, n=m,
+        rollouts = self.roles.solver.solve(questions, self.skills[SOLVER], n=m,
                                            sampling=self.roles.rollout_sampling)
         flat = [(q, i) for q in range(len(questions)) for i in range(m) if rubrics[q] is not None]
         judged_flat = self.judge([questions[q] for q, _ in flat], [rollouts[q][i] for q, i in flat],
@@ -512,7 +767,7 @@ class MethodRun:
         pairs = select_near_ties(scores, self.config.epsilon, self.config.max_pairs, rollouts)
         verdicts = self.roles.contrastive.blind_preferences(
             [questions[q] for q, *_ in pairs], [(rollouts[q][i], rollouts[q][j]) for q, i, j, _ in pairs])
-        self._count("blind_preference", sum(not v.valid for v in verdicts))
+        self.count_invalid("blind_preference", sum(not v.valid for v in verdicts))
         kept = [(q, i, j, gap, v) for (q, i, j, gap), v in zip(pairs, verdicts)
                 if v.valid and v.preferred is not None]
         return rollouts, judgments, kept
@@ -532,117 +787,26 @@ class MethodRun:
                                                rollouts[q][minus], v.rationale, why, principle, gap))
         return records
 
-    def outer_step(self, step: int) -> bool:
-        """Audit G on probe, distil G', verify on the generator gate. Returns acceptance."""
-        probe = self.parts["probe"]
-        rubrics = self.rubrics(probe, self.generator_skill)
-        structural = self.roles.structural.audit(probe, rubrics)
-        self._count("structural_audit", sum(not a.valid for a in structural))
-        contrastive = self.contrastive_audit(probe, rubrics)
-        if self.store is not None:
-            for i, record in enumerate(contrastive):
-                self.store.put_record("contrastive_audit", f"{self.stage}/step{step}/{i}", record.__dict__)
-        if self.store is not None:
-            self.store.log_metrics(self.stage, {"probe_adequacy": mean_of_known([a.adequacy for a in structural]),
-                                                "contrastive_records": float(len(contrastive))}, round=step)
-        rewrite = self.roles.generator_rewriter.rewrite(self.generator_skill.text, structural, contrastive,
-                                                        seed=self.step_seed(step))
-        if not rewrite.valid or rewrite.text.strip() == self.generator_skill.text.strip():
-            self._count("generator_rewrite", int(not rewrite.valid))
-            if self.store is not None:
-                why = (f"generator rewriter output unreadable: {rewrite.error}" if not rewrite.valid
-                       else "generator rewriter returned the incumbent unchanged")
-                self.store.put_record("generator_stall", f"{self.stage}/step{step}", {"step": step, "why": why})
-            return False
-        candidate = self.history.propose(self.generator_skill, rewrite.text)
-        gate = self.parts["generator_gate"]
-        decision = (self._score_coupled(gate, candidate) if self.method == "sc_coevo"
-                    else self._decoupled(gate, candidate, step))
-        decided = self.history.decide(candidate, self.generator_skill, decision.accept, decision.reason,
-                                      step=step, analysis=rewrite.note, n_structural=len(structural),
-                                      n_contrastive=len(contrastive), **decision.details)
-        if decision.accept:
-            self.generator_skill = decided
-        return decision.accept
-
-    def _decoupled(self, gate: list[Sample], candidate: Skill, step: int) -> Decision:
-        """Structural adequacy and resolution rate on frozen records; the Pareto rule."""
-        incumbent_rubrics = self.rubrics(gate, self.generator_skill)
-        candidate_rubrics = self.rubrics(gate, candidate)
-        a_inc = self.roles.structural.audit(gate, incumbent_rubrics)
-        a_cand = self.roles.structural.audit(gate, candidate_rubrics)
-        pairs = [(x.adequacy, y.adequacy) for x, y in zip(a_inc, a_cand) if x.valid and y.valid]
-        self._count("structural_audit", sum(not a.valid for a in a_inc + a_cand))
-        adequacy = ((sum(y for _, y in pairs) - sum(x for x, _ in pairs)) / len(pairs)) if pairs else None
-        # Frozen blind-spot set: rollouts, near-tie pairs and blind preferences are fixed
-        # once, so G and G' are scored on the same audited records.
-        rollouts, _, kept = self.near_ties(gate, incumbent_rubrics)
-        frozen = [(gate[q], rollouts[q][i if v.preferred == 0 else j], rollouts[q][j if v.preferred == 0 else i])
-                  for q, i, j, _, v in kept]
-        if self.store is not None:
-            for n, (x, plus, minus) in enumerate(frozen):
-                self.store.put_record("blind_spot", f"{self.stage}/step{step}/{n}",
-                                      {"question_id": x.id, "y_plus": plus, "y_minus": minus})
-        r_inc = self.resolution(frozen, incumbent_rubrics, gate)
-        r_cand = self.resolution(frozen, candidate_rubrics, gate)
-        deltas = {"structural": adequacy,
-                  "resolution": None if r_inc is None or r_cand is None else r_cand - r_inc}
-        decision = pareto_accept(deltas, self.config.eta, self.config.tau)
-        written = [(x.sampled, y.sampled) for x, y in zip(a_inc, a_cand) if x.valid and y.valid]
-        decision.details.update({
-            "adequacy_incumbent": mean_of_known([x for x, _ in pairs]), "adequacy_candidate": mean_of_known([y for _, y in pairs]),
-            "adequacy_incumbent_sampled": mean_of_known([x for x, _ in written]),
-            "adequacy_candidate_sampled": mean_of_known([y for _, y in written]),
-            "resolution_incumbent": r_inc, "resolution_candidate": r_cand, "n_frozen": len(frozen)})
-        return decision
-
-    def resolution(self, frozen: list[tuple[Sample, str, str]], rubrics: list[Rubric | None],
-                   gate: list[Sample]) -> float | None:
-        if not frozen:
-            return None
-        by_id = {q.id: r for q, r in zip(gate, rubrics)}
-        questions = [x for x, _, _ in frozen for _ in (0, 1)]
-        responses = [y for _, plus, minus in frozen for y in (plus, minus)]
-        judged = self.judge(questions, responses, [by_id[x.id] for x in questions])
-        margins = []
-        for n, (x, _, _) in enumerate(frozen):
-            plus, minus = judged[2 * n].score, judged[2 * n + 1].score
-            margins.append((x.id, None if plus is None or minus is None else plus - minus))
-        return resolution_rate(margins, self.config.gamma)
-
-    def _score_coupled(self, gate: list[Sample], candidate: Skill) -> Decision:
-        """SC-CoEvo's rule: the current solver's aggregate score under G' vs under G."""
-        responses = self.solve(gate, self.solver_skill)
-        inc = [j.score for j in self.judge(gate, responses, self.rubrics(gate, self.generator_skill))]
-        cand = [j.score for j in self.judge(gate, responses, self.rubrics(gate, candidate))]
-        paired = [(a, b) for a, b in zip(inc, cand) if a is not None and b is not None]
-        proxy_inc = mean_of_known([a for a, _ in paired]) if paired else None
-        proxy_cand = mean_of_known([b for _, b in paired]) if paired else None
-        decision = score_coupled_accept(proxy_inc, proxy_cand, self.config.eta)
-        decision.details.update({"proxy_incumbent": proxy_inc, "proxy_candidate": proxy_cand})
-        return decision
-
     # -- evaluation ---------------------------------------------------------------------
     def diagnose(self, step: int) -> None:
         """Post-hoc trajectory point on the diagnostic set: proxy (generated rubrics) vs gold."""
         diag = self.parts["diagnostic"]
         if not diag:
             return
-        responses = self.solve(diag, self.solver_skill)
-        proxy = mean_of_known([j.score for j in self.judge(diag, responses, self.rubrics(diag, self.generator_skill))])
+        responses = self.solve(diag, self.skills[SOLVER])
+        proxy = mean_of_known([j.score for j in self.judge(diag, responses, self.rubrics(diag, self.skills[GENERATOR]))])
         graded = gold_scores(self.roles.grader, self.gold["diagnostic"], responses)
-        self._count("grader", sum(1 for g, _ in graded if g is None))
-        point = {"step": step, "proxy": proxy, "gold": mean_of_known([g for g, _ in graded])}
+        self.count_invalid("grader", sum(1 for g, _ in graded if g is None))
+        point = TrajectoryPoint(step=step, proxy=proxy, gold=mean_of_known([g for g, _ in graded]))
         self.trajectory.append(point)
-        if self.store is not None:
-            self.store.log_metrics(self.stage, {"diag_proxy": proxy, "diag_gold": point["gold"]}, round=step)
+        self.log_metrics({"diag_proxy": proxy, "diag_gold": point.gold}, step)
 
     def test(self) -> list[float | None]:
         """Final test answers with the final S, graded against gold rubrics (0-1)."""
         test = self.parts["test"]
-        responses = self.solve(test, self.solver_skill)
+        responses = self.solve(test, self.skills[SOLVER])
         graded = gold_scores(self.roles.grader, self.gold["test"], responses)
-        self._count("grader", sum(1 for g, _ in graded if g is None))
+        self.count_invalid("grader", sum(1 for g, _ in graded if g is None))
         if self.store is not None:
             for sample, response, (_, judgment) in zip(self.gold["test"], responses, graded):
                 self.store.save_rollout("test", Rollout(sample_id=sample.id, x=sample.prompt, y0=response,
@@ -652,29 +816,28 @@ class MethodRun:
         return [g for g, _ in graded]
 
     # -- the loop -----------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
-        """T inner steps (none for zero-shot), outer steps for the co-evolving methods, test."""
-        optimise = self.method != "zero_shot"
-        coevolve = self.method in ("sc_coevo", "decoevo")
+    def run(self) -> MethodResult:
+        """T inner steps (none without inner skills), outer steps when due, then test."""
+        last = self.config.inner_steps
         self.diagnose(0)
-        for step in range(1, self.config.inner_steps + 1):
-            if optimise:
+        for step in range(1, last + 1):
+            if self.policy.inner:
                 self._measure("inner", step, lambda: self.inner_step(step))
-                self.since_outer += 1
-                # An outer step after the last inner step could no longer shape the solver.
-                if (coevolve and step < self.config.inner_steps
-                        and outer_step_due(self.since_outer, self.stall, self.config.k, self.config.s)):
-                    self._measure("outer", step, lambda: self.outer_step(step))
-                    self.since_outer, self.stall = 0, 0
+            self.since_outer += 1
+            # An outer step after the last inner step could no longer shape the inner skills.
+            if (self.policy.outer and step < last
+                    and outer_step_due(self.since_outer, self.stall, self.config.k, self.config.s)):
+                self._measure("outer", step, lambda: self.outer_step(step))
             self.diagnose(step)
         scores = self.test()
-        return {"method": self.method, "seed": self.seed, "test_scores": scores,
-                "test_ids": [s.id for s in self.parts["test"]], "test_mean": mean_of_known(scores),
-                "test_scores_sampled": self.test_sampled, "test_mean_sampled": mean_of_known(self.test_sampled),
-                "scoring": {"judge": self.roles.judge.scoring, "auditor": self.roles.structural.scoring,
-                            "grader": getattr(self.roles.grader, "scoring", "sampled")},
-                "solver": self.solver_skill.model_dump(), "rubric_generator": self.generator_skill.model_dump(),
-                "trajectory": self.trajectory, "costs": self.costs, "invalid": self.invalid}
+        return MethodResult(
+            method=self.method, seed=self.seed, test_scores=scores, test_ids=[s.id for s in self.parts["test"]],
+            test_mean=mean_of_known(scores), test_scores_sampled=self.test_sampled,
+            test_mean_sampled=mean_of_known(self.test_sampled),
+            scoring=ScoringModes(judge=self.roles.judge.scoring, auditor=self.roles.structural.scoring,
+                                 grader=getattr(self.roles.grader, "scoring", "sampled")),
+            solver=self.solver_skill, rubric_generator=self.generator_skill,
+            trajectory=self.trajectory, costs=self.costs, invalid=self.invalid)
 
 
 def pick_failures(questions: list[Sample], rubrics: list[Rubric | None],
@@ -697,13 +860,39 @@ def pick_failures(questions: list[Sample], rubrics: list[Rubric | None],
 
 
 # ====================================================================== the experiment
-def run_decoevo(config: DecoEvoConfig, store: RunStore) -> dict[str, Any]:
+def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     """`coevo run` entry for `algorithm: decoevo`: every method under every seed, then test."""
     from coevo.llm.specs import load_model
     from coevo.tasks.loaders import load_data
 
-    samples = load_data(config.data)
-    parts = make_partitions(samples, config.partitions)
+    parts = make_partitions(load_data(config.data), config.partitions)
+    check_partitions(parts)
+    store.set_meta("partitions", {name: [s.id for s in group] for name, group in parts.items()})
+    meter = Meter(load_model(config.model, store=store, **config.model_options))
+    grader = (Meter(load_model(config.grader_model, store=store, **config.model_options))
+              if config.grader_model else meter)
+    results: dict[str, MethodResult] = {}
+    jobs = [(seed, method) for seed in config.seeds for method in config.methods]
+    with progress_bar("decoevo: method x seed", total=len(jobs)) as advance:
+        for seed, method in jobs:
+            key = f"{method}/seed{seed}"
+            saved = store.step_result(key)
+            if saved is None:  # finished (method, seed) runs are not repeated on --resume
+                roles = build_decoevo_roles(config, meter, grader, seed)
+                result = MethodRun(method, seed, config, parts, roles, store, meter).run()
+                store.finish_step(key, result.model_dump())
+            else:
+                result = MethodResult.model_validate(saved)
+            results[key] = result
+            advance(1)
+
+    records = versions(store)
+    export_markdown(records, store.run_dir)
+    return summarise(config, results, records, store, {n: len(g) for n, g in parts.items()})
+
+
+def check_partitions(parts: dict[str, list[Sample]]) -> None:
+    """Refuse partitions the run cannot use: graded ones without gold rubrics, empty ones."""
     for name in ("test", "diagnostic"):
         lacking = [s.id for s in parts[name] if s.rubric is None or not s.rubric.criteria]
         if lacking:
@@ -712,26 +901,6 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> dict[str, Any]:
     for name in ("train", "solver_gate", "test"):
         if not parts[name]:
             raise ConfigError(f"partition {name!r} is empty: add samples or raise partitions.fractions.{name}")
-    store.set_meta("partitions", {name: [s.id for s in group] for name, group in parts.items()})
-    meter = Meter(load_model(config.model, store=store, **config.model_options))
-    grader = (Meter(load_model(config.grader_model, store=store, **config.model_options))
-              if config.grader_model else meter)
-    results: dict[str, dict[str, Any]] = {}
-    jobs = [(seed, method) for seed in config.seeds for method in config.methods]
-    with progress_bar("decoevo: method x seed", total=len(jobs)) as advance:
-        for seed, method in jobs:
-            key = f"{method}/seed{seed}"
-            result = store.step_result(key)
-            if result is None:  # finished (method, seed) runs are not repeated on --resume
-                roles = build_roles(config, meter, grader, seed)
-                result = MethodRun(method, seed, config, parts, roles, store, meter).run()
-                store.finish_step(key, result)
-            results[key] = result
-            advance(1)
-
-    records = history(store)
-    export_markdown(records, store.run_dir)
-    return summarise(config, results, records, store, {n: len(g) for n, g in parts.items()})
 
 
 # ====================================================================== transfer

@@ -1,115 +1,235 @@
-"""DecoEvo's summary.json: per-method test score over seeds, the paired CI of DecoEvo -
-SkillOpt, skill versions, solver-gate ties, cost per inner / outer step, the diagnostic
-trajectory, and the report's table and plot (set in the run store's meta)."""
+"""DecoEvo's result records and summary.json: per-method test score over seeds, the paired
+CI of DecoEvo - SkillOpt, skill versions, solver-gate ties, cost per inner / outer step,
+the diagnostic trajectory, and the report's table and plot (set in the run store's meta).
+
+The records here are what one (method, seed) run returns (`MethodResult`, saved as the
+run store's step result, so `--resume` reads it back) and what summary.json holds
+(`DecoEvoSummary`); their field names are summary.json's keys.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from coevo.algorithms.skills import GENERATOR, SOLVER
+from pydantic import Field
+
+from coevo.algorithms.skills import GENERATOR, SOLVER, SkillVersion
 from coevo.eval.stats import mean_of_known, mean_sd, paired_bootstrap_ci
 from coevo.store import RunStore
+from coevo.types import Record, Skill, Table
 
 if TYPE_CHECKING:  # the config's type only: decoevo.py imports this module
     from coevo.algorithms.decoevo import DecoEvoConfig
 
 
-def summarise(config: DecoEvoConfig, results: dict[str, dict[str, Any]], records: list[dict[str, Any]],
-              store: RunStore | None, sizes: dict[str, int]) -> dict[str, Any]:
-    """summary.json: per-method mean +- sd over seeds, the paired CI, skill versions, costs."""
-    methods: dict[str, Any] = {}
-    rows = []
-    for method in config.methods:
-        runs = [results[f"{method}/seed{seed}"] for seed in config.seeds]
-        means = [r["test_mean"] for r in runs if r["test_mean"] is not None]
-        mean, sd = mean_sd(means) if means else (None, None)
-        mine = [r for r in records if r["method"] == method]
-        sampled_means = [r.get("test_mean_sampled") for r in runs]
-        entry = {"test_mean": mean, "test_sd": sd, "per_seed": [r["test_mean"] for r in runs],
-                 "test_mean_sampled": mean_of_known(sampled_means),
-                 "solver_accepted": sum(r["accepted"] and r["version"] > 0 for r in mine if r["name"] == SOLVER),
-                 "solver_candidates": sum(r["version"] > 0 for r in mine if r["name"] == SOLVER),
-                 "generator_accepted": sum(r["accepted"] and r["version"] > 0 for r in mine if r["name"] == GENERATOR),
-                 "generator_candidates": sum(r["version"] > 0 for r in mine if r["name"] == GENERATOR),
-                 **gate_ties([r for r in mine if r["name"] == SOLVER and r["version"] > 0]),
-                 "invalid_outputs": _sum_dicts([r["invalid"] for r in runs])}
-        methods[method] = entry
-        rows.append({"method": method, "test_mean": mean, "test_sd": sd, "seeds": len(runs),
-                     "solver_acc": f"{entry['solver_accepted']}/{entry['solver_candidates']}",
-                     "gate_ties": f"{entry['gate_ties']}/{entry['gate_comparisons']}",
-                     "generator_acc": f"{entry['generator_accepted']}/{entry['generator_candidates']}",
-                     "invalid": sum(entry["invalid_outputs"].values())})
-    summary: dict[str, Any] = {
-        "methods": methods,
-        "scoring": next((r["scoring"] for r in results.values() if "scoring" in r), None),
-        "skill_versions": {name: [{k: r[k] for k in ("method", "seed", "version", "parent", "decision",
-                                                     "why", "step")} for r in records if r["name"] == name]
-                           for name in (SOLVER, GENERATOR)},
-        "decoevo_minus_skillopt_ci": paired_ci(results, config.seeds, "decoevo", "skillopt"),
-        "partitions": sizes,
-        "cost": cost_summary(results),
-        "trajectory": trajectory_means(results, config),
-        "table": {"columns": ["method", "test_mean", "test_sd", "seeds", "solver_acc", "gate_ties",
-                              "generator_acc", "invalid"], "rows": rows},
-    }
+# ====================================================================== one (method, seed) run
+class StepCost(Record):
+    """What one inner or outer step cost: completions asked (cache hits included) and time."""
+
+    kind: Literal["inner", "outer"]
+    step: int
+    llm_calls: int
+    cached_calls: int
+    seconds: float
+
+
+class TrajectoryPoint(Record):
+    """The diagnostic set after `step` inner steps: proxy (generated rubrics) vs gold (0-1)."""
+
+    step: int
+    proxy: float | None
+    gold: float | None
+
+
+class ScoringModes(Record):
+    """How each scoring role scored: `expected` (token probabilities) or `sampled` (written)."""
+
+    judge: str
+    auditor: str
+    grader: str
+
+
+class MethodResult(Record):
+    """One method under one seed: gold-rubric test scores, final skills, trajectory, costs."""
+
+    method: str
+    seed: int
+    test_scores: list[float | None]
+    test_ids: list[str]
+    test_mean: float | None
+    test_scores_sampled: list[float | None]   # the grader's written grades, beside test_scores
+    test_mean_sampled: float | None
+    scoring: ScoringModes
+    solver: Skill
+    rubric_generator: Skill
+    trajectory: list[TrajectoryPoint]
+    costs: list[StepCost]
+    invalid: dict[str, int]                  # unreadable role outputs, by role
+
+
+# ====================================================================== summary.json
+class MethodSummary(Record):
+    """One method over the seeds: test mean +- sd, skill decisions, gate ties, invalid outputs."""
+
+    test_mean: float | None
+    test_sd: float | None
+    per_seed: list[float | None]
+    test_mean_sampled: float | None
+    solver_accepted: int
+    solver_candidates: int
+    generator_accepted: int
+    generator_candidates: int
+    gate_comparisons: int
+    gate_ties: int
+    gate_ties_sampled: int
+    invalid_outputs: dict[str, int]
+
+
+class PairedCI(Record):
+    """Paired bootstrap 95% CI of a mean difference over (seed, test question) pairs."""
+
+    mean_diff: float | None
+    low: float | None
+    high: float | None
+    n_pairs: int
+
+
+class StepCostSummary(Record):
+    """Mean cost of one kind of step (inner or outer) over every method and seed."""
+
+    steps: int
+    llm_calls_per_step: float
+    cached_share: float
+    seconds_per_step: float
+
+
+class DecoEvoSummary(Record):
+    """summary.json of `algorithm: decoevo` (the runner adds `algorithm`, `llm_cache`, `report`)."""
+
+    methods: dict[str, MethodSummary]
+    scoring: ScoringModes | None
+    #: Per skill name, each version's (method, seed, version, parent, decision, why, step).
+    skill_versions: dict[str, list[dict[str, Any]]]
+    decoevo_minus_skillopt_ci: PairedCI | None
+    partitions: dict[str, int]
+    cost: dict[str, StepCostSummary] = Field(default_factory=dict)
+    trajectory: dict[str, list[TrajectoryPoint]] = Field(default_factory=dict)
+    table: Table
+
+
+_TABLE_COLUMNS = ["method", "test_mean", "test_sd", "seeds", "solver_acc", "gate_ties",
+                  "generator_acc", "invalid"]
+_VERSION_KEYS = ("method", "seed", "version", "parent", "decision", "why", "step")
+
+
+def summarise(config: DecoEvoConfig, results: dict[str, MethodResult], records: list[SkillVersion],
+              store: RunStore | None, sizes: dict[str, int]) -> DecoEvoSummary:
+    """summary.json: per-method mean +- sd over seeds, the paired CI, skill versions, costs.
+
+    `results` is keyed "<method>/seed<k>"; `records` is every skill version of the run.
+    """
+    methods = {method: method_summary([results[f"{method}/seed{seed}"] for seed in config.seeds],
+                                      [r for r in records if r.method == method])
+               for method in config.methods}
+    names = list(dict.fromkeys([SOLVER, GENERATOR, *(r.name for r in records)]))
+    summary = DecoEvoSummary(
+        methods=methods,
+        scoring=next((r.scoring for r in results.values()), None),
+        skill_versions={name: [{k: getattr(r, k) for k in _VERSION_KEYS} for r in records if r.name == name]
+                        for name in names},
+        decoevo_minus_skillopt_ci=paired_ci(results, config.seeds, "decoevo", "skillopt"),
+        partitions=sizes,
+        cost=cost_summary(results),
+        trajectory=trajectory_means(results, config),
+        table=Table(columns=list(_TABLE_COLUMNS),
+                    rows=[table_row(method, entry, len(config.seeds)) for method, entry in methods.items()]),
+    )
     if store is not None:
-        store.set_meta("tables", {"DecoEvo: gold-rubric test score (0-1), mean ± sd over seeds": summary["table"]})
-        figure = trajectory_figure(summary["trajectory"])
+        store.set_meta("tables", {"DecoEvo: gold-rubric test score (0-1), mean ± sd over seeds":
+                                  summary.table.model_dump()})
+        figure = trajectory_figure({method: [p.model_dump() for p in points]
+                                    for method, points in summary.trajectory.items()})
         if figure:
             store.set_meta("figures", {"Diagnostic trajectory: proxy under generated rubrics (dashed) vs "
                                        "gold-rubric score (solid), mean over seeds": figure})
     return summary
 
 
-def gate_ties(candidates: list[dict[str, Any]]) -> dict[str, int]:
+def method_summary(runs: list[MethodResult], mine: list[SkillVersion]) -> MethodSummary:
+    """One method's entry in summary.json from its per-seed results and its skill versions."""
+    means = [r.test_mean for r in runs if r.test_mean is not None]
+    mean, sd = mean_sd(means) if means else (None, None)
+    solver = [r for r in mine if r.name == SOLVER and r.is_candidate]
+    generator = [r for r in mine if r.name == GENERATOR and r.is_candidate]
+    return MethodSummary(
+        test_mean=mean, test_sd=sd, per_seed=[r.test_mean for r in runs],
+        test_mean_sampled=mean_of_known([r.test_mean_sampled for r in runs]),
+        solver_accepted=sum(r.accepted for r in solver), solver_candidates=len(solver),
+        generator_accepted=sum(r.accepted for r in generator), generator_candidates=len(generator),
+        **gate_ties(solver),
+        invalid_outputs=_sum_dicts([r.invalid for r in runs]))
+
+
+def table_row(method: str, entry: MethodSummary, seeds: int) -> dict[str, Any]:
+    """The report table's row of one method (acceptances and ties as 'k/n')."""
+    return {"method": method, "test_mean": entry.test_mean, "test_sd": entry.test_sd, "seeds": seeds,
+            "solver_acc": f"{entry.solver_accepted}/{entry.solver_candidates}",
+            "gate_ties": f"{entry.gate_ties}/{entry.gate_comparisons}",
+            "generator_acc": f"{entry.generator_accepted}/{entry.generator_candidates}",
+            "invalid": sum(entry.invalid_outputs.values())}
+
+
+def gate_ties(candidates: list[SkillVersion]) -> dict[str, int]:
     """Solver-gate comparisons and their exact ties (candidate score == incumbent score),
     by the scores the gate used and by the verdicts as written (`_sampled`), from the
     solver candidates' records. A candidate whose gate question was unreadable for either
     skill was compared on nothing and is not counted."""
-    compared = [r for r in candidates if r.get("gate_tie") is not None]
-    return {"gate_comparisons": len(compared), "gate_ties": sum(bool(r["gate_tie"]) for r in compared),
-            "gate_ties_sampled": sum(bool(r.get("gate_tie_sampled")) for r in compared)}
+    compared = [r.details for r in candidates if r.details.get("gate_tie") is not None]
+    return {"gate_comparisons": len(compared), "gate_ties": sum(bool(d["gate_tie"]) for d in compared),
+            "gate_ties_sampled": sum(bool(d.get("gate_tie_sampled")) for d in compared)}
 
 
-def paired_ci(results: dict[str, dict[str, Any]], seeds: list[int], a: str, b: str) -> dict[str, Any] | None:
+def paired_ci(results: dict[str, MethodResult], seeds: list[int], a: str, b: str) -> PairedCI | None:
     """Paired bootstrap 95% CI of a - b over (seed, test question) items graded for both."""
     if f"{a}/seed{seeds[0]}" not in results or f"{b}/seed{seeds[0]}" not in results:
         return None
     xs, ys = [], []
     for seed in seeds:
         ra, rb = results[f"{a}/seed{seed}"], results[f"{b}/seed{seed}"]
-        for x, y in zip(ra["test_scores"], rb["test_scores"]):
+        for x, y in zip(ra.test_scores, rb.test_scores):
             if x is not None and y is not None:
                 xs.append(x)
                 ys.append(y)
     if not xs:
-        return {"mean_diff": None, "low": None, "high": None, "n_pairs": 0}
+        return PairedCI(mean_diff=None, low=None, high=None, n_pairs=0)
     diff, low, high = paired_bootstrap_ci(xs, ys, n_resamples=5000)
-    return {"mean_diff": diff, "low": low, "high": high, "n_pairs": len(xs)}
+    return PairedCI(mean_diff=diff, low=low, high=high, n_pairs=len(xs))
 
 
-def cost_summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def cost_summary(results: dict[str, MethodResult]) -> dict[str, StepCostSummary]:
     """LLM calls (completions, cache hits included) and wall seconds per inner / outer step."""
     out = {}
     for kind in ("inner", "outer"):
-        costs = [c for r in results.values() for c in r["costs"] if c["kind"] == kind]
+        costs = [c for r in results.values() for c in r.costs if c.kind == kind]
         if costs:
-            n = len(costs)
-            out[kind] = {"steps": n, "llm_calls_per_step": sum(c["llm_calls"] for c in costs) / n,
-                         "cached_share": sum(c["cached_calls"] for c in costs) / max(1, sum(c["llm_calls"] for c in costs)),
-                         "seconds_per_step": sum(c["seconds"] for c in costs) / n}
+            n, calls = len(costs), sum(c.llm_calls for c in costs)
+            out[kind] = StepCostSummary(steps=n, llm_calls_per_step=calls / n,
+                                        cached_share=sum(c.cached_calls for c in costs) / max(1, calls),
+                                        seconds_per_step=sum(c.seconds for c in costs) / n)
     return out
 
 
-def trajectory_means(results: dict[str, dict[str, Any]], config: DecoEvoConfig) -> dict[str, list[dict[str, Any]]]:
+def trajectory_means(results: dict[str, MethodResult], config: DecoEvoConfig) -> dict[str, list[TrajectoryPoint]]:
+    """Per method, the diagnostic trajectory averaged over seeds step by step."""
     out = {}
     for method in config.methods:
-        by_step: dict[int, list[dict[str, Any]]] = {}
+        by_step: dict[int, list[TrajectoryPoint]] = {}
         for seed in config.seeds:
-            for point in results[f"{method}/seed{seed}"]["trajectory"]:
-                by_step.setdefault(point["step"], []).append(point)
-        out[method] = [{"step": step, "proxy": mean_of_known([p["proxy"] for p in pts]),
-                        "gold": mean_of_known([p["gold"] for p in pts])} for step, pts in sorted(by_step.items())]
+            for point in results[f"{method}/seed{seed}"].trajectory:
+                by_step.setdefault(point.step, []).append(point)
+        out[method] = [TrajectoryPoint(step=step, proxy=mean_of_known([p.proxy for p in pts]),
+                                       gold=mean_of_known([p.gold for p in pts]))
+                       for step, pts in sorted(by_step.items())]
     return out
 
 

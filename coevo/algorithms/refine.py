@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from coevo.config import DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import rollout_judge
 from coevo.prompts import Templates
 from coevo.roles.refinement import build_refinement_roles, refine
 from coevo.store import RunStore
 from coevo.tasks.loaders import load_data
-from coevo.types import Sample
+from coevo.types import Sample, Table
 
 
 class RefineRunConfig(StrictModel):
@@ -30,7 +32,14 @@ class RefineRunConfig(StrictModel):
     seed: int = 0
 
 
-def run_refinement(config: RefineRunConfig, store: RunStore) -> dict[str, Any]:
+class RefineSummary(BaseModel):
+    """`summary.json` of a refine run: how many samples, and each judge's mean score."""
+
+    n_samples: int
+    table: Table
+
+
+def run_refinement(config: RefineRunConfig, store: RunStore) -> RefineSummary:
     """`coevo run` entry for `algorithm: refine`: rollouts + judges, mean score per judge."""
     roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
     samples = load_data(config.data, roles.judge_model, config.sampling)
@@ -44,8 +53,8 @@ def run_refinement(config: RefineRunConfig, store: RunStore) -> dict[str, Any]:
         rows.append({"judge": name, "mean": sum(scores) / len(scores) if scores else None,
                      "valid": len(scores), "invalid": len(rollouts) - len(scores)})
     store.log_metrics("refine", {f"{row['judge']}_mean": row["mean"] for row in rows})
-    return {"n_samples": len(samples), "table": {"columns": ["judge", "mean", "valid", "invalid"],
-                                                 "rows": rows}}
+    return RefineSummary(n_samples=len(samples),
+                         table=Table(columns=["judge", "mean", "valid", "invalid"], rows=rows))
 
 
 def refine_one(prompt: str, response: str | None, *, actor: str, critic: str, judge: str,

@@ -9,6 +9,11 @@
       #                     DPO for pi_c on (c+ confirmed failure, c- rejected) of the same (s, a)
       pi_ref <- pi   (train_dpo freezes the policy at entry: the reference moves every iteration)
 
+`RlacRun.iteration` is this box, one method per step: `policy_evaluation` (`generate` K
+outputs -> `critique`: the critic proposes, the validator checks -> `generator_dataset`,
+`critic_dataset`), then `improve("generator")` and `improve("critic")` (DPO), then
+`evaluate` on the held-out instructions. The records it hands on are in rlac_records.py.
+
 Two domains share the loop: `facts` (biographies; the facts validator checks the critic's
 claimed wrong fact against a knowledge corpus) and `code` (HumanEval; the code validator runs
 the critic's test on the reference and on the output in a sandbox). Baselines are configs of
@@ -25,17 +30,26 @@ import hashlib
 import itertools
 import random
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field
 
+from coevo.algorithms.rlac_records import (BaselineRecord, Critiques, CriticStats, EnumerativeScore,
+                                           HeldoutEval, Instruction, IterationData, ProposalRecord,
+                                           RlacSummary, RolloutStats, RoundPair, RoundRecord,
+                                           TrainingInfo, VerdictCounts, VerificationCounts)
 from coevo.config import StrictModel
-from coevo.llm.base import user
+from coevo.llm.base import ChatModel, user
 from coevo.llm.specs import base_model_path
 from coevo.prompts import load_template
 from coevo.store import RunStore
 from coevo.train.dpo import DPOSettings
-from coevo.types import Completion, PreferencePair, Proposal, Rollout, Sample, Sampling, Verdict
+from coevo.types import (Completion, PreferencePair, Proposal, Rollout, Sample, Sampling, Table,
+                         Verdict)
+from coevo.validators.base import Validator
+
+if TYPE_CHECKING:
+    from coevo.llm.local import LocalModel
 
 # --------------------------------------------------------------------------- config
 
@@ -175,6 +189,48 @@ def best_vs_worst(sample: Sample, prompt: str, outputs: list[str], scores: list[
 # --------------------------------------------------------------------------- domains
 
 
+class RlacDomain(Protocol):
+    """What the loop asks of a task (FactsDomain, CodeDomain): its instructions, the prompts
+    of both models, how a critic answer reads, the enumerative baseline's cost and scores,
+    and the held-out metric."""
+
+    name: str
+    #: The domain's real validator (the `validator: random` ablation replaces it).
+    validator: Validator
+
+    def samples(self) -> list[Sample]:
+        """Every instruction of the source; `split_data` draws train and held-out from them."""
+        ...
+
+    def sample_key(self, sample: Sample) -> str:
+        """The id a config pins an instruction by (a person's name, a problem id)."""
+        ...
+
+    def generator_prompt(self, sample: Sample) -> str: ...
+
+    def critic_prompt(self, sample: Sample, output: str) -> str: ...
+
+    def critic_schema(self, sample: Sample, output: str) -> dict[str, Any] | None:
+        """The JSON schema the critic decodes under for this output (None: free text)."""
+        ...
+
+    def proposal(self, sample: Sample, output: str, text: str) -> Proposal:
+        """A critic answer read as the claim the validator checks."""
+        ...
+
+    def enumerative_cost(self, sample: Sample, outputs: list[str]) -> list[int]:
+        """Validator calls that checking each output in full costs."""
+        ...
+
+    def enumerate(self, sample: Sample, outputs: list[str]) -> list[float]:
+        """Each output's score when checked in full (the enumerative baseline)."""
+        ...
+
+    def evaluate(self, heldout: list[Sample], outputs: list[str]) -> HeldoutEval:
+        """The held-out metric of one output per held-out instruction."""
+        ...
+
+
 class FactsDomain:
     """Biographies of exactly n sentences; FactScore precision on held-out people."""
 
@@ -250,22 +306,19 @@ class FactsDomain:
 
     def enumerate(self, sample: Sample, outputs: list[str]) -> list[float]:
         """FactTune-FS: verify every atomic fact; score = FactScore precision of the output."""
-        scores = []
-        for facts in self.atomic_facts(sample, outputs):
-            verdicts = self.validator.verify_many(str(sample.meta["entity"]), facts) if facts else []
-            scores.append(sum(ok for ok, _, _ in verdicts) / len(verdicts) if verdicts else 0.0)
-        return scores
+        from coevo.eval.factscore import factscore
 
-    def evaluate(self, heldout: list[Sample], outputs: list[str]) -> dict[str, float | None]:
-        from coevo.eval.factscore import FactScoreResult, summarize
+        entity = str(sample.meta["entity"])
+        results = factscore(self.validator, [(entity, facts) for facts in self.atomic_facts(sample, outputs)])
+        # An output with no fact to check has no precision; it ranks lowest, not unscored.
+        return [r.precision if r.precision is not None else 0.0 for r in results]
 
-        results = []
-        for sample, output in zip(heldout, outputs):
-            [facts] = self.atomic_facts(sample, [output])
-            verdicts = self.validator.verify_many(str(sample.meta["entity"]), facts) if facts else []
-            results.append(FactScoreResult(str(sample.meta["entity"]),
-                                           [(f, ok) for f, (ok, _, _) in zip(facts, verdicts)]))
-        return summarize(results)
+    def evaluate(self, heldout: list[Sample], outputs: list[str]) -> HeldoutEval:
+        """FactScore over the held-out people: precision, #correct, #incorrect (Table 1)."""
+        from coevo.eval.factscore import factscore, summarize
+
+        items = [(str(s.meta["entity"]), self.atomic_facts(s, [o])[0]) for s, o in zip(heldout, outputs)]
+        return HeldoutEval(**summarize(factscore(self.validator, items)))
 
 
 class CodeDomain:
@@ -343,9 +396,10 @@ class CodeDomain:
         """AceCoder-Rule: run the reference tests; score 1 when all pass."""
         return [float(o.passed) for o in self.tests.run_many([(sample, out) for out in outputs])]
 
-    def evaluate(self, heldout: list[Sample], outputs: list[str]) -> dict[str, float | None]:
+    def evaluate(self, heldout: list[Sample], outputs: list[str]) -> HeldoutEval:
+        """pass@1: the share of held-out problems whose one output passes every reference test."""
         outcomes = self.tests.run_many(list(zip(heldout, outputs)))
-        return {"pass_at_1": sum(o.passed for o in outcomes) / len(outcomes) if outcomes else None}
+        return HeldoutEval(pass_at_1=sum(o.passed for o in outcomes) / len(outcomes) if outcomes else None)
 
 
 def _bare_call(text: str, entry: str) -> str | None:
@@ -380,7 +434,8 @@ def _bare_call(text: str, entry: str) -> str | None:
     return None
 
 
-DOMAINS = {"facts": FactsDomain, "code": CodeDomain}
+#: A plain dict, as the conventions ask: the task name of a config to its domain.
+DOMAINS: dict[str, type[FactsDomain] | type[CodeDomain]] = {"facts": FactsDomain, "code": CodeDomain}
 
 
 # --------------------------------------------------------------------------- KL
@@ -402,7 +457,7 @@ def _next_token_logprobs(model: Any, tokenizer: Any, prompt: str, completion: st
     return torch.log_softmax(logits, dim=-1)
 
 
-def kl_estimate(policy: Any, base: Any, prompts: list[str], samples: list[str]) -> float:
+def kl_estimate(policy: LocalModel, base: LocalModel, prompts: list[str], samples: list[str]) -> float:
     """KL(pi || pi_base) per sequence, y sampled from pi (the paper's Fig. 2c reward-hacking
     sign): at each position of y the exact KL between the two next-token distributions,
     summed over y, averaged over samples.
@@ -431,7 +486,7 @@ def kl_estimate(policy: Any, base: Any, prompts: list[str], samples: list[str]) 
 # --------------------------------------------------------------------------- the loop
 
 
-def split_data(domain: Any, data: RlacData) -> tuple[list[Sample], list[Sample]]:
+def split_data(domain: RlacDomain, data: RlacData) -> tuple[list[Sample], list[Sample]]:
     """Disjoint train / held-out instructions: pinned ids, or a seeded draw."""
     from coevo.tasks.loaders import DataError
 
@@ -457,7 +512,7 @@ def split_data(domain: Any, data: RlacData) -> tuple[list[Sample], list[Sample]]
     return train, heldout
 
 
-def _sync(cached: Any) -> None:
+def _sync(cached: ChatModel | None) -> None:
     """After training in place: new weights, new cache identity (or the cache answers stale)."""
     inner = getattr(cached, "inner", cached)
     if hasattr(inner, "refresh_model_id"):
@@ -487,190 +542,258 @@ def run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
 
 
 def _run_rlac(config: RlacConfig, store: RunStore) -> dict[str, Any]:
-    from coevo.llm.cache import CachedModel
-    from coevo.llm.specs import load_model
-    from coevo.train.common import load_final
-    from coevo.train.dpo import train_dpo
-    from coevo.validators.base import RandomValidator
-
-    domain = DOMAINS[config.task](config, store)
-    train, heldout = split_data(domain, config.data)
-    # Line 1: initialise pi_g, pi_c (and their references, frozen inside train_dpo).
-    generator_policy = load_model(config.models.generator, trainable=True)
-    generator = CachedModel(generator_policy, store)
-    trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
-    critic_policy = load_model(config.models.critic, trainable=True) if trained_critic else None
-    critic = (CachedModel(critic_policy, store) if trained_critic
-              else load_model(config.models.critic, store=store, **config.models.frozen_options))
-    base = load_model(config.models.generator, trainable=True) if config.kl else None
-    validator = RandomValidator(seed=config.seed) if config.validator == "random" else domain.validator
-    base_paths = {"generator": base_model_path(config.models.generator),
-                  "critic": base_model_path(config.models.critic)}
-    checkpoints = dict(base_paths)  # where each model's latest weights are; the base until trained
-    counts = {"rlac": 0, "enumerative": 0, "used": 0}
-    rounds: list[dict[str, Any]] = []
-
-    def evaluate(r: int) -> dict[str, Any]:
-        prompts = [domain.generator_prompt(s) for s in heldout]
-        greedy = [row[0] for row in _texts(generator.generate([user(p) for p in prompts], config.sampling.eval))]
-        metrics = domain.evaluate(heldout, greedy)
-        if base is not None:
-            sampled = _texts(generator.generate([user(p) for p in prompts],
-                                                config.sampling.generator.model_copy(update={"seed": config.seed + r}), n=1))
-            metrics["kl_from_base"] = kl_estimate(generator_policy, base, prompts, [row[0] for row in sampled])
-        metrics["heldout_output_chars"] = sum(map(len, greedy)) / max(1, len(greedy))
-        return metrics
-
-    baseline = store.step_result("rlac:round0")
-    if baseline is None:
-        baseline = {"round": 0, "eval": evaluate(0)}
-        store.log_metrics("generator", baseline["eval"], round=0)
-        store.log_metrics("verification", {"calls_rlac": 0, "calls_enumerative": 0}, round=0)
-        store.finish_step("rlac:round0", baseline)
-
+    run = RlacRun(config, store)
+    baseline = run.baseline()
+    rounds: list[RoundRecord] = []
     for r in range(1, config.iterations + 1):
         done = store.step_result(f"rlac:round{r}")
-        if done is not None:  # resume: adopt the finished round's weights and counters
-            for role, policy, cached in (("generator", generator_policy, generator), ("critic", critic_policy, critic)):
-                path = done["checkpoints"][role]
-                if policy is not None and done["trained"].get(role):
-                    load_final(policy.model, path)
-                    _sync(cached)
-            checkpoints, counts = done["checkpoints"], done["counts"]
-            rounds.append(done)
+        if done is not None:
+            rounds.append(run.resume(RoundRecord.model_validate(done)))
             continue
-        started = time.perf_counter()
-        stats = _one_iteration(r, config, store, domain, validator, train, generator, critic,
-                               trained_critic, counts)
-        trained = {"generator": False, "critic": False}
-        train_info: dict[str, Any] = {}
-        # Lines 12-16: policy improvement for the generator; the reference moves with it.
-        if stats["generator_pairs"]:
-            result = train_dpo(generator_policy, stats["generator_pairs"], config.dpo,
-                               store.run_dir / f"round{r}" / "generator")
-            checkpoints["generator"], trained["generator"] = result.checkpoint, True
-            train_info["generator"] = {"steps": result.steps, "seconds": result.seconds,
-                                       "loss": result.metrics.get("train_loss"),
-                                       "weight_delta": result.metrics.get("weight_delta")}
-            _sync(generator)
-        # Lines 17-21: policy improvement for the critic (optional: static critic skips it).
-        if trained_critic and stats["critic_pairs"]:
-            result = train_dpo(critic_policy, stats["critic_pairs"], config.dpo,
-                               store.run_dir / f"round{r}" / "critic")
-            checkpoints["critic"], trained["critic"] = result.checkpoint, True
-            train_info["critic"] = {"steps": result.steps, "seconds": result.seconds,
-                                    "loss": result.metrics.get("train_loss"),
-                                    "weight_delta": result.metrics.get("weight_delta")}
-            _sync(critic)
-        evaluation = evaluate(r)
-        store.log_metrics("generator", evaluation, round=r)
-        store.log_metrics("critic", stats["critic_metrics"], round=r)
-        store.log_metrics("verification", {"calls_rlac": counts["rlac"], "calls_enumerative": counts["enumerative"],
-                                           "calls_used": counts["used"]}, round=r)
-        store.log_metrics("rollout", stats["rollout_metrics"], round=r)
-        record = {"round": r, "checkpoints": dict(checkpoints), "trained": trained, "eval": evaluation,
-                  "critic": stats["critic_metrics"], "rollout": stats["rollout_metrics"],
-                  "pairs": {"generator": len(stats["generator_pairs"]), "critic": len(stats["critic_pairs"])},
-                  "training": train_info, "counts": dict(counts), "seconds": time.perf_counter() - started}
-        store.finish_step(f"rlac:round{r}", record)
-        rounds.append(record)
-        _tables(store, baseline, rounds, config)
-
+        rounds.append(run.iteration(r))
+        _tables(store, baseline, rounds, config)  # after every round: a long run reads mid-way
     _tables(store, baseline, rounds, config)
-    ratio = counts["enumerative"] / counts["rlac"] if counts["rlac"] else None
-    return {
-        "base_model": base_paths["generator"],
-        "base_models": base_paths,
-        "task": config.task,
-        "condition": _condition(config),
-        "baseline": baseline["eval"],
-        "rounds": rounds,
-        "verification_calls": {"rlac": counts["rlac"], "enumerative": counts["enumerative"],
-                               "used": counts["used"]},
-        "verification_call_ratio": ratio,
-        "table": _table(baseline, rounds, config),
-    }
+    # A plain dict, as summary.json holds it: the runner adds its own keys to it.
+    return run.summary(baseline, rounds).model_dump(mode="json")
 
 
-def _one_iteration(r: int, config: RlacConfig, store: RunStore, domain: Any, validator: Any,
-                   train: list[Sample], generator: Any, critic: Any, trained_critic: bool,
-                   counts: dict[str, int]) -> dict[str, Any]:
-    """Lines 3-11: sample K outputs, one proposal each (N when the critic trains), validate."""
-    from coevo.progress import progress_bar
+class RlacRun:
+    """Algorithm 1's state, one method per step of the box: the two policies and their
+    cached views, the validator, the train / held-out split, where each model's latest
+    weights are, and the verification calls counted so far."""
 
-    prompts = [domain.generator_prompt(s) for s in train]
-    gen_sampling = config.sampling.generator.model_copy(update={"seed": config.seed * 1000 + r})
-    completions = generator.generate([user(p) for p in prompts], gen_sampling, n=config.k)
-    outputs = _texts(completions)
-    lengths = [c.completion_tokens for row in completions for c in row]
-    gen_pairs: list[PreferencePair] = []
-    crit_pairs: list[PreferencePair] = []
-    outcomes = {"caught": 0, "survived": 0, "invalid": 0}
-    proposals_total = 0
-    n_props = config.n if trained_critic else 1
-    critic_sampling = config.sampling.critic.model_copy(update={"seed": config.seed * 1000 + r})
-    with progress_bar(f"RLAC round {r}: critic + validator", total=len(train)) as advance:
-        for sample, prompt, outs in zip(train, prompts, outputs):
-            if config.count_enumerative or config.verification == "enumerative":
-                cost = sum(domain.enumerative_cost(sample, outs))
-                counts["enumerative"] += cost
-            if config.verification == "enumerative":
-                # Baseline: no critic; check everything, pair best vs worst (FactTune-FS / AceCoder-Rule).
-                scores = domain.enumerate(sample, outs)
-                counts["used"] += cost
-                counts["rlac"] += len(outs)  # what one critic proposal per output would have cost
-                gen_pairs += best_vs_worst(sample, prompt, outs, scores, f"enumerative:{domain.name}")
-                for i, (out, score) in enumerate(zip(outs, scores)):
-                    store.put_record("rlac_enumerative", f"r{r}:{sample.id}:{i}",
-                                     {"round": r, "sample_id": sample.id, "output": out, "score": score})
+    def __init__(self, config: RlacConfig, store: RunStore):
+        from coevo.llm.cache import CachedModel
+        from coevo.llm.specs import load_model
+        from coevo.validators.base import RandomValidator
+
+        self.config, self.store = config, store
+        self.domain: RlacDomain = DOMAINS[config.task](config, store)
+        self.train, self.heldout = split_data(self.domain, config.data)
+        # Line 1: initialise pi_g, pi_c (their references are frozen inside train_dpo).
+        self.generator_policy: LocalModel = load_model(config.models.generator, trainable=True)
+        self.generator: ChatModel = CachedModel(self.generator_policy, store)
+        #: The critic trains only in the adversarial condition; the enumerative baseline has none.
+        self.trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
+        self.critic_policy: LocalModel | None = (load_model(config.models.critic, trainable=True)
+                                                 if self.trained_critic else None)
+        self.critic: ChatModel = (CachedModel(self.critic_policy, store) if self.critic_policy is not None
+                                  else load_model(config.models.critic, store=store, **config.models.frozen_options))
+        self.base: LocalModel | None = load_model(config.models.generator, trainable=True) if config.kl else None
+        self.validator: Validator = (RandomValidator(seed=config.seed) if config.validator == "random"
+                                     else self.domain.validator)
+        self.base_paths = {"generator": base_model_path(config.models.generator),
+                           "critic": base_model_path(config.models.critic)}
+        self.checkpoints = dict(self.base_paths)  # each model's latest weights; the base until trained
+        self.counts = VerificationCounts()
+
+    def policies(self) -> dict[str, tuple[LocalModel | None, ChatModel]]:
+        """Each role's trainable weights (None: a frozen critic) and the cached view the loop asks."""
+        return {"generator": (self.generator_policy, self.generator), "critic": (self.critic_policy, self.critic)}
+
+    # -- one iteration (lines 2-21) -------------------------------------------------------
+    def iteration(self, r: int) -> RoundRecord:
+        """Policy evaluation (lines 3-11), policy improvement of the generator (lines 12-16)
+        and of the critic (lines 17-21), then the held-out metrics of the new generator."""
+        started = time.perf_counter()
+        data = self.policy_evaluation(r)
+        training: dict[str, TrainingInfo] = {}
+        if data.generator_pairs:
+            training["generator"] = self.improve("generator", r, data.generator_pairs)
+        # Optional in the box: a static critic (or the baseline's none) is never trained.
+        if self.trained_critic and data.critic_pairs:
+            training["critic"] = self.improve("critic", r, data.critic_pairs)
+        record = RoundRecord(
+            round=r, checkpoints=dict(self.checkpoints),
+            trained={role: role in training for role in ("generator", "critic")},
+            eval=self.evaluate(r), critic=data.critic, rollout=data.rollout,
+            pairs={"generator": len(data.generator_pairs), "critic": len(data.critic_pairs)},
+            training=training, counts=self.counts.model_copy(), seconds=time.perf_counter() - started)
+        self.store.log_metrics("generator", record.eval.model_dump(), round=r)
+        self.store.log_metrics("critic", record.critic.model_dump(), round=r)
+        self.store.log_metrics("verification", {"calls_rlac": self.counts.rlac, "calls_enumerative":
+                                                self.counts.enumerative, "calls_used": self.counts.used}, round=r)
+        self.store.log_metrics("rollout", record.rollout.model_dump(), round=r)
+        self.store.finish_step(f"rlac:round{r}", record)
+        return record
+
+    def resume(self, done: RoundRecord) -> RoundRecord:
+        """Adopt a round an earlier process finished: its weights, checkpoints and counts."""
+        from coevo.train.common import load_final
+
+        for role, (policy, cached) in self.policies().items():
+            if policy is not None and done.trained.get(role):
+                load_final(policy.model, done.checkpoints[role])
+                _sync(cached)
+        # Copies: later rounds must not rewrite the finished round's record.
+        self.checkpoints = dict(done.checkpoints)
+        self.counts = done.counts.model_copy()
+        return done
+
+    # -- policy evaluation (lines 3-11) ---------------------------------------------------
+    def policy_evaluation(self, r: int) -> IterationData:
+        """Lines 3-11: K outputs per instruction, the critic's proposals on them, the
+        validator's verdicts, and from those the two DPO datasets. The enumerative baseline
+        replaces critic and validator by checking every output in full."""
+        from coevo.progress import progress_bar
+
+        instructions, tokens = self.generate(r)
+        generator_data: list[PreferencePair] = []
+        critic_data: list[PreferencePair] = []
+        outcomes = VerdictCounts()
+        with progress_bar(f"RLAC round {r}: critic + validator", total=len(instructions)) as advance:
+            for instruction in instructions:
+                cost = self.count_enumerative_cost(instruction)
+                if self.config.verification == "enumerative":
+                    generator_data += self.enumerative_pairs(r, instruction, cost)
+                    advance()
+                    continue
+                critiques = self.critique(r, instruction)
+                outcomes.add([v for row in critiques.verdicts for v in row])
+                generator_data += self.generator_dataset(instruction, critiques)
+                if self.trained_critic:
+                    critic_data += self.critic_dataset(instruction, critiques)
+                self.record_critiques(r, instruction, critiques)
                 advance()
-                continue
-            critic_prompts = [domain.critic_prompt(sample, o) for o in outs]
-            texts = _propose(critic, domain, sample, outs, critic_prompts, critic_sampling, n_props)
-            items = [(sample, o, domain.proposal(sample, o, t)) for o, row in zip(outs, texts) for t in row]
-            verdicts = _check(validator, items)
-            counts["rlac"] += len(items)
-            counts["used"] += len(items)
-            proposals_total += len(items)
-            for v in verdicts:
-                outcomes[v.verdict] += 1
-            # Line 7: the generator's reward uses the first proposal per output (c_i ~ pi_c).
-            rewards = [reward(verdicts[i * n_props]) for i in range(len(outs))]
-            gen_pairs += generator_pairs(sample, prompt, outs, rewards, config.max_pairs_per_instruction)
-            for i, out in enumerate(outs):
-                mine = verdicts[i * n_props:(i + 1) * n_props]
-                props = texts[i]
-                if trained_critic:
-                    crit_pairs += critic_pairs(sample, critic_prompts[i], props, mine, config.max_pairs_per_output)
-                for j, (text, verdict) in enumerate(zip(props, mine)):
-                    store.put_record("rlac_proposal", f"r{r}:{sample.id}:{i}:{j}", {
-                        "round": r, "sample_id": sample.id, "output_index": i, "proposal_index": j,
-                        "output": out, "proposal": text, "verdict": verdict.verdict, "reason": verdict.reason,
-                        "details": verdict.details})
-                if i < 2:  # a few examples for the report, side by side
-                    store.save_rollout(f"rlac:round{r}", Rollout(
-                        sample_id=f"{sample.id}#{i}", x=prompt, y0=out, c=props[0],
-                        condition=f"round{r}:{mine[0].verdict}"), round=r)
-            advance()
-    for p in gen_pairs + crit_pairs:
-        digest = hashlib.sha256(f"{p.prompt}\0{p.chosen}\0{p.rejected}".encode()).hexdigest()[:16]
-        store.put_record("rlac_pair", f"r{r}:{p.source}:{digest}",
-                         {"round": r, **p.model_dump()})
-    total = max(1, proposals_total)
-    critic_metrics = {
-        "detection_rate": outcomes["caught"] / total if proposals_total else None,
-        "outcome_caught": outcomes["caught"] / total if proposals_total else None,
-        "outcome_survived": outcomes["survived"] / total if proposals_total else None,
-        "outcome_invalid": outcomes["invalid"] / total if proposals_total else None,
-        "proposals": float(proposals_total),
-    }
-    rollout_metrics = {"output_tokens": sum(lengths) / max(1, len(lengths)),
-                       "generator_pairs": float(len(gen_pairs)), "critic_pairs": float(len(crit_pairs))}
-    return {"generator_pairs": gen_pairs, "critic_pairs": crit_pairs,
-            "critic_metrics": critic_metrics, "rollout_metrics": rollout_metrics}
+        self.record_pairs(r, generator_data + critic_data)
+        rollout = RolloutStats(output_tokens=sum(tokens) / max(1, len(tokens)),
+                               generator_pairs=float(len(generator_data)), critic_pairs=float(len(critic_data)))
+        return IterationData(generator_pairs=generator_data, critic_pairs=critic_data,
+                             critic=CriticStats.of(outcomes), rollout=rollout)
+
+    def generate(self, r: int) -> tuple[list[Instruction], list[int]]:
+        """Lines 4-5: a_1..a_K ~ pi_g(.|s) for every train instruction s, and the token
+        count of every output (the rollout length metric)."""
+        prompts = [self.domain.generator_prompt(s) for s in self.train]
+        sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed * 1000 + r})
+        completions = self.generator.generate([user(p) for p in prompts], sampling, n=self.config.k)
+        instructions = [Instruction(sample=s, prompt=p, outputs=outs)
+                        for s, p, outs in zip(self.train, prompts, _texts(completions))]
+        return instructions, [c.completion_tokens for row in completions for c in row]
+
+    def critique(self, r: int, instruction: Instruction) -> Critiques:
+        """Lines 6 and 10: c ~ pi_c(.|s, a) for every output (N of them when the critic
+        trains, one otherwise), then R(s, a, c) from the validator, every call counted."""
+        sample, outputs = instruction.sample, instruction.outputs
+        n = self.config.n if self.trained_critic else 1
+        prompts = [self.domain.critic_prompt(sample, o) for o in outputs]
+        sampling = self.config.sampling.critic.model_copy(update={"seed": self.config.seed * 1000 + r})
+        texts = _propose(self.critic, self.domain, sample, outputs, prompts, sampling, n)
+        items = [(sample, o, self.domain.proposal(sample, o, t)) for o, row in zip(outputs, texts) for t in row]
+        flat = _check(self.validator, items)
+        self.counts.rlac += len(items)
+        self.counts.used += len(items)
+        verdicts, start = [], 0
+        for row in texts:
+            verdicts.append(flat[start:start + len(row)])
+            start += len(row)
+        return Critiques(prompts=prompts, texts=texts, verdicts=verdicts)
+
+    def generator_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
+        """Line 7: D^g_s from R(s, a_i, c_i), c_i the first proposal on a_i; as DPO pairs."""
+        rewards = [reward(row[0]) for row in critiques.verdicts]
+        return generator_pairs(instruction.sample, instruction.prompt, instruction.outputs, rewards,
+                               self.config.max_pairs_per_instruction)
+
+    def critic_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
+        """Line 11: D^c_(s,a) from the N proposals on each output; as DPO pairs."""
+        pairs: list[PreferencePair] = []
+        for prompt, texts, verdicts in zip(critiques.prompts, critiques.texts, critiques.verdicts):
+            pairs += critic_pairs(instruction.sample, prompt, texts, verdicts, self.config.max_pairs_per_output)
+        return pairs
+
+    def count_enumerative_cost(self, instruction: Instruction) -> int:
+        """What checking these outputs in full costs (facts: splits them into atomic facts),
+        counted in `enumerative`; 0 when `count_enumerative` is off (saves the splitter)."""
+        if not (self.config.count_enumerative or self.config.verification == "enumerative"):
+            return 0
+        cost = sum(self.domain.enumerative_cost(instruction.sample, instruction.outputs))
+        self.counts.enumerative += cost
+        return cost
+
+    def enumerative_pairs(self, r: int, instruction: Instruction, cost: int) -> list[PreferencePair]:
+        """The baseline in place of lines 6-11: no critic; check everything (`cost` calls),
+        pair the best output over the worst (FactTune-FS / AceCoder-Rule)."""
+        sample, outputs = instruction.sample, instruction.outputs
+        scores = self.domain.enumerate(sample, outputs)
+        self.counts.used += cost
+        self.counts.rlac += len(outputs)  # what one critic proposal per output would have cost
+        for i, (output, score) in enumerate(zip(outputs, scores)):
+            self.store.put_record("rlac_enumerative", f"r{r}:{sample.id}:{i}", EnumerativeScore(
+                round=r, sample_id=sample.id, output=output, score=score))
+        return best_vs_worst(sample, instruction.prompt, outputs, scores, f"enumerative:{self.domain.name}")
+
+    def record_critiques(self, r: int, instruction: Instruction, critiques: Critiques) -> None:
+        """Every proposal with its verdict into the store; the first two outputs, side by
+        side with their first proposal, as rollouts for the report."""
+        sample = instruction.sample
+        for i, (output, texts, verdicts) in enumerate(zip(instruction.outputs, critiques.texts, critiques.verdicts)):
+            for j, (text, verdict) in enumerate(zip(texts, verdicts)):
+                self.store.put_record("rlac_proposal", f"r{r}:{sample.id}:{i}:{j}", ProposalRecord(
+                    round=r, sample_id=sample.id, output_index=i, proposal_index=j, output=output,
+                    proposal=text, verdict=verdict.verdict, reason=verdict.reason, details=verdict.details))
+            if i < 2:
+                self.store.save_rollout(f"rlac:round{r}", Rollout(
+                    sample_id=f"{sample.id}#{i}", x=instruction.prompt, y0=output, c=texts[0],
+                    condition=f"round{r}:{verdicts[0].verdict}"), round=r)
+
+    def record_pairs(self, r: int, pairs: list[PreferencePair]) -> None:
+        """The iteration's DPO pairs into the store, keyed by content (a pair built twice is one)."""
+        for p in pairs:
+            digest = hashlib.sha256(f"{p.prompt}\0{p.chosen}\0{p.rejected}".encode()).hexdigest()[:16]
+            self.store.put_record("rlac_pair", f"r{r}:{p.source}:{digest}", RoundPair(round=r, **p.model_dump()))
+
+    # -- policy improvement (lines 12-21) -------------------------------------------------
+    def improve(self, role: str, r: int, pairs: list[PreferencePair]) -> TrainingInfo:
+        """Lines 13-15 (generator) or 18-20 (critic): DPO on this iteration's pairs. train_dpo
+        freezes the policy at entry as pi_ref, so the reference moves every iteration (16, 21)."""
+        from coevo.train.dpo import train_dpo
+
+        policy, cached = self.policies()[role]
+        result = train_dpo(policy, pairs, self.config.dpo, self.store.run_dir / f"round{r}" / role)
+        self.checkpoints[role] = result.checkpoint
+        _sync(cached)
+        return TrainingInfo(steps=result.steps, seconds=result.seconds, loss=result.metrics.get("train_loss"),
+                            weight_delta=result.metrics.get("weight_delta"))
+
+    # -- held-out evaluation ----------------------------------------------------------------
+    def baseline(self) -> BaselineRecord:
+        """Round 0: the base generator on the held-out instructions (once per run folder)."""
+        done = self.store.step_result("rlac:round0")
+        if done is not None:
+            return BaselineRecord.model_validate(done)
+        baseline = BaselineRecord(round=0, eval=self.evaluate(0))
+        self.store.log_metrics("generator", baseline.eval.model_dump(), round=0)
+        self.store.log_metrics("verification", {"calls_rlac": 0, "calls_enumerative": 0}, round=0)
+        self.store.finish_step("rlac:round0", baseline)
+        return baseline
+
+    def evaluate(self, r: int) -> HeldoutEval:
+        """The held-out metric of the generator's greedy outputs (its mode), and the KL from
+        the base generator on sampled ones (what the policy actually does)."""
+        prompts = [self.domain.generator_prompt(s) for s in self.heldout]
+        asked = [user(p) for p in prompts]
+        greedy = [row[0] for row in _texts(self.generator.generate(asked, self.config.sampling.eval))]
+        evaluation = self.domain.evaluate(self.heldout, greedy)
+        if self.base is not None:
+            sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
+            sampled = [row[0] for row in _texts(self.generator.generate(asked, sampling, n=1))]
+            evaluation.kl_from_base = kl_estimate(self.generator_policy, self.base, prompts, sampled)
+        evaluation.heldout_output_chars = sum(map(len, greedy)) / max(1, len(greedy))
+        return evaluation
+
+    def summary(self, baseline: BaselineRecord, rounds: list[RoundRecord]) -> RlacSummary:
+        """The run's summary: held-out metric per round and the verification-call ratio."""
+        counts = self.counts
+        return RlacSummary(
+            base_model=self.base_paths["generator"], base_models=self.base_paths, task=self.config.task,
+            condition=_condition(self.config), baseline=baseline.eval, rounds=rounds,
+            verification_calls=counts.model_copy(),
+            verification_call_ratio=counts.enumerative / counts.rlac if counts.rlac else None,
+            table=_table(baseline, rounds, self.config))
 
 
-def _propose(critic: Any, domain: Any, sample: Sample, outputs: list[str], prompts: list[str],
+def _propose(critic: ChatModel, domain: RlacDomain, sample: Sample, outputs: list[str], prompts: list[str],
              sampling: Sampling, n: int) -> list[list[str]]:
     """n critic answers per output, each decoded under its domain's answer schema (the
     validator reads them; see roles/schemas.py). Outputs whose answers share a schema (code:
@@ -689,9 +812,12 @@ def _propose(critic: Any, domain: Any, sample: Sample, outputs: list[str], promp
     return texts
 
 
-def _check(validator: Any, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:
-    if hasattr(validator, "check_many"):
-        return validator.check_many(items)
+def _check(validator: Validator, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:
+    # Validators that batch (the facts judge, the code sandbox) check one instruction's
+    # proposals in one go; the verdicts come back in the items' order either way.
+    check_many = getattr(validator, "check_many", None)
+    if check_many is not None:
+        return check_many(items)
     return [validator.check(*item) for item in items]
 
 
@@ -704,25 +830,30 @@ def _condition(config: RlacConfig) -> str:
     return "-".join(parts)
 
 
-def _table(baseline: dict[str, Any], rounds: list[dict[str, Any]], config: RlacConfig) -> dict[str, Any]:
-    metric = "factscore_precision" if config.task == "facts" else "pass_at_1"
+def _metric(config: RlacConfig) -> str:
+    """The paper's held-out metric of the task."""
+    return "factscore_precision" if config.task == "facts" else "pass_at_1"
+
+
+def _table(baseline: BaselineRecord, rounds: list[RoundRecord], config: RlacConfig) -> Table:
+    metric = _metric(config)
     columns = ["round", metric, "detection_rate", "kl_from_base", "calls_rlac", "calls_enumerative"]
-    rows = [[0, baseline["eval"].get(metric), None, baseline["eval"].get("kl_from_base"), 0, 0]]
+    rows = [[0, baseline.eval.metric(metric), None, baseline.eval.kl_from_base, 0, 0]]
     for rec in rounds:
-        rows.append([rec["round"], rec["eval"].get(metric), rec["critic"].get("detection_rate"),
-                     rec["eval"].get("kl_from_base"), rec["counts"]["rlac"], rec["counts"]["enumerative"]])
-    return {"columns": columns, "rows": [dict(zip(columns, row)) for row in rows]}
+        rows.append([rec.round, rec.eval.metric(metric), rec.critic.detection_rate,
+                     rec.eval.kl_from_base, rec.counts.rlac, rec.counts.enumerative])
+    return Table(columns=columns, rows=[dict(zip(columns, row)) for row in rows])
 
 
-def _tables(store: RunStore, baseline: dict[str, Any], rounds: list[dict[str, Any]], config: RlacConfig) -> None:
+def _tables(store: RunStore, baseline: BaselineRecord, rounds: list[RoundRecord], config: RlacConfig) -> None:
     tables = store.get_meta("tables", {})
-    tables["RLAC iterations"] = _table(baseline, rounds, config)
+    tables["RLAC iterations"] = _table(baseline, rounds, config).model_dump(mode="json")
     store.set_meta("tables", tables)
     # The paper's Fig. 2b: the held-out metric against verification calls spent so far, for
     # the calls this run made and the calls enumerative checking of the same outputs needs.
-    metric = "factscore_precision" if config.task == "facts" else "pass_at_1"
-    points = [(0, 0, baseline["eval"].get(metric))] + [
-        (rec["counts"]["rlac"], rec["counts"]["enumerative"], rec["eval"].get(metric)) for rec in rounds]
+    metric = _metric(config)
+    points = [(0, 0, baseline.eval.metric(metric))] + [
+        (rec.counts.rlac, rec.counts.enumerative, rec.eval.metric(metric)) for rec in rounds]
     plots = store.get_meta("plots", {})
     plots[f"{metric} vs verification calls (Fig. 2b)"] = {
         "_xlabel": "verification calls",
@@ -735,27 +866,27 @@ def _tables(store: RunStore, baseline: dict[str, Any], rounds: list[dict[str, An
     store.set_meta("warnings", _warnings(baseline, rounds, metric, critic_trains))
 
 
-def _warnings(baseline: dict[str, Any], rounds: list[dict[str, Any]], metric: str,
+def _warnings(baseline: BaselineRecord, rounds: list[RoundRecord], metric: str,
               critic_trains: bool) -> list[str]:
     """The signs the paper reads in its curves: KL up with no held-out gain (Fig. 2c),
     a critic whose detection rate falls, rounds that produced nothing to learn from."""
     out = []
     for rec in rounds:
         for role in ("generator", "critic"):
-            if rec["pairs"][role] == 0 and (role == "generator" or critic_trains):
-                out.append(f"round {rec['round']}: no {role} preference pairs, so the {role} was not "
+            if rec.pairs[role] == 0 and (role == "generator" or critic_trains):
+                out.append(f"round {rec.round}: no {role} preference pairs, so the {role} was not "
                            "updated (every verdict the same, or every proposal invalid)")
-        for role, info in rec.get("training", {}).items():
-            if info.get("weight_delta") == 0.0:
-                out.append(f"round {rec['round']}: the {role}'s DPO stage ran {info.get('steps')} steps "
+        for role, info in rec.training.items():
+            if info.weight_delta == 0.0:
+                out.append(f"round {rec.round}: the {role}'s DPO stage ran {info.steps} steps "
                            f"but changed no weight (max |delta| 0): it did not learn this round")
     if rounds:
-        last, first = rounds[-1], baseline["eval"].get(metric)
-        kl, now = last["eval"].get("kl_from_base"), last["eval"].get(metric)
+        last, first = rounds[-1], baseline.eval.metric(metric)
+        kl, now = last.eval.kl_from_base, last.eval.metric(metric)
         if kl is not None and kl > 1.0 and first is not None and now is not None and now <= first:
             out.append(f"KL from the base rose to {kl:.2f} nats with no held-out {metric} gain "
                        f"({first:.3f} -> {now:.3f}): the reward-hacking sign of the paper's Fig. 2c")
-        rates = [r["critic"].get("detection_rate") for r in rounds if r["critic"].get("detection_rate") is not None]
+        rates = [r.critic.detection_rate for r in rounds if r.critic.detection_rate is not None]
         if len(rates) >= 2 and rates[-1] < rates[0]:
             out.append(f"critic detection rate fell from {rates[0]:.2f} to {rates[-1]:.2f}")
     return out

@@ -33,11 +33,10 @@ import hashlib
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from coevo.algorithms.taiscore_eval import RoundEvaluator, comparison_table, rounds_table
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
@@ -56,6 +55,7 @@ from coevo.store import RunStore
 from coevo.train.common import LoRASettings, TrainResult
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
+from coevo.train.stages import run_stage
 from coevo.types import PreferencePair, Rollout, Sample
 
 log = logging.getLogger(__name__)
@@ -258,6 +258,11 @@ class PairCounts:
     invalid: int = 0
     selected: int = 0
 
+    def add(self, other: PairCounts) -> None:
+        """Count another pool's pairs in with these."""
+        for key, value in vars(other).items():
+            setattr(self, key, getattr(self, key) + value)
+
 
 def select_pairs(rollouts: Sequence[Rollout], m: int, seed: int,
                  judge: str = "pairwise") -> tuple[list[Rollout], PairCounts]:
@@ -353,127 +358,178 @@ class Context:
         return self._frozen[spec]
 
 
-@dataclass
-class RoundRecord:
+class RoundRecord(BaseModel):
+    """One round of a condition: the checkpoints of (π_r, κ_r) and the round's metrics."""
+
     round: int
     checkpoints: dict[str, str | None]
     metrics: dict[str, float | None]
 
 
-def run_condition(ctx: Context, plan: Plan, seed_index: int) -> dict[str, Any]:
+class ConditionResult(BaseModel):
+    """One condition under one seed, from round 0 (the base models) to its last round."""
+
+    condition: str
+    seed: int
+    tag: str
+    plan: dict[str, Any]
+    baseline: dict[str, float | None]
+    rounds: list[RoundRecord]
+
+
+class TaiScoreSummary(BaseModel):
+    """`summary.json` of a TAIScore run (keys as the README documents them): the first
+    condition's rounds, and with several conditions or seeds every one and their table."""
+
+    base_model: str | None
+    base_models: dict[str, str | None]
+    condition: str
+    baseline: dict[str, float | None]
+    rounds: list[RoundRecord]
+    shards: list[int]
+    held_out: int
+    conditions: list[dict[str, Any]] | None = None
+    table: dict[str, Any]
+
+
+def run_condition(ctx: Context, plan: Plan, seed_index: int) -> ConditionResult:
     """One condition (one seed) from (π_0, κ_0) to the end of its schedule; see the module doc."""
+    run = ConditionRun(ctx, plan, seed_index)
+    run.evaluator.evaluate(0, run.actor(), run.critic(), {})
+    rounds = []
+    for r, shard_ids in enumerate(stages_for(plan.schedule, len(ctx.shards)), start=1):
+        # Metrics of round r describe (π_r, κ_r), the models after r updates.
+        y0 = run.initial_responses(r, shard_ids)
+        metrics = run.adapt_critic(r, shard_ids, y0)            # 1. κ_r ← GRPO(κ_{r-1})
+        metrics |= run.update_actor(r, shard_ids, y0)           # 2. π_r ← DPO(π_{r-1}; D_r)
+        metrics |= run.evaluator.evaluate(r, run.actor(), run.critic(), metrics)  # 3. held out
+        rounds.append(RoundRecord(round=r, checkpoints=dict(run.checkpoints), metrics=metrics))
+    return ConditionResult(condition=plan.name, seed=run.seed, tag=run.tag, plan=asdict(plan),
+                           baseline=run.evaluator.baseline, rounds=rounds)
 
-    config, store = ctx.config, ctx.store
-    run_seed = config.seed + seed_index
-    tag = plan.name if config.seeds == 1 else f"{plan.name}/seed{run_seed}"
-    rollout_sampling = config.sampling.rollout.model_copy(update={"seed": run_seed})
-    revision_sampling = config.sampling.revision.model_copy(update={"seed": run_seed})
-    # The critic's GRPO samples its critiques as the critic role does elsewhere (Table 12's
-    # rollout T 0.8 / top-p 0.95, sampling.rollout) unless the grpo block says otherwise.
-    rollout_defaults = {"temperature": config.sampling.rollout.temperature, "top_p": config.sampling.rollout.top_p,
-                        "max_completion_length": config.sampling.rollout.max_tokens}
-    grpo_settings = config.grpo.model_copy(update={
-        "seed": run_seed, **{k: v for k, v in rollout_defaults.items() if k not in config.grpo.model_fields_set}})
-    dpo_settings = config.dpo.model_copy(update={"seed": run_seed})
 
-    actor_local = ctx.backend.load_trainable(config.models.actor)
-    critic_local = ctx.backend.load_trainable(plan.critic) if plan.critic_training == "grpo" else None
+class ConditionRun:
+    """The models, settings and steps of one condition under one seed.
 
-    def actor_role(model: Any) -> Actor:
-        return Actor(ctx.cached(model), rollout_sampling, revise_sampling=revision_sampling,
-                     revise_template=config.templates.reviser,
-                     revise_no_critique_template=config.templates.reviser_no_critique)
+    Each step reads its stage's inputs from the run store when they are there, and trains
+    through `run_stage`, which restores a stage finished by an earlier process instead.
+    """
 
-    def critic_role() -> Critic:
-        model = critic_local if critic_local is not None else ctx.frozen(plan.critic)
-        return Critic(ctx.cached(model), rollout_sampling, config.templates.critic)
+    def __init__(self, ctx: Context, plan: Plan, seed_index: int):
+        config = ctx.config
+        self.ctx, self.plan, self.store = ctx, plan, ctx.store
+        self.seed = config.seed + seed_index
+        self.tag = plan.name if config.seeds == 1 else f"{plan.name}/seed{self.seed}"
+        self.rollout_sampling = config.sampling.rollout.model_copy(update={"seed": self.seed})
+        self.revision_sampling = config.sampling.revision.model_copy(update={"seed": self.seed})
+        # The critic's GRPO samples its critiques as the critic role does elsewhere (Table 12's
+        # rollout T 0.8 / top-p 0.95, sampling.rollout) unless the grpo block says otherwise.
+        rollout_defaults = {"temperature": config.sampling.rollout.temperature,
+                            "top_p": config.sampling.rollout.top_p,
+                            "max_completion_length": config.sampling.rollout.max_tokens}
+        self.grpo_settings = config.grpo.model_copy(update={"seed": self.seed, **{
+            k: v for k, v in rollout_defaults.items() if k not in config.grpo.model_fields_set}})
+        self.dpo_settings = config.dpo.model_copy(update={"seed": self.seed})
+        self.actor_local = ctx.backend.load_trainable(config.models.actor)
+        self.critic_local = ctx.backend.load_trainable(plan.critic) if plan.critic_training == "grpo" else None
+        self.pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), config.sampling.judge, order_seed=self.seed)
+        self.evaluator = RoundEvaluator(ctx, self.tag, self.seed)
+        self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
 
-    judge_sampling = config.sampling.judge
-    pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), judge_sampling, order_seed=run_seed)
-    evaluator = RoundEvaluator(ctx, tag, run_seed)
-    evaluator.evaluate(0, actor_role(actor_local), critic_role(), {})
+    def actor(self, model: Any = None) -> Actor:
+        """The actor role on `model` (default: the actor being trained, as it is now)."""
+        templates = self.ctx.config.templates
+        return Actor(self.ctx.cached(model if model is not None else self.actor_local), self.rollout_sampling,
+                     revise_sampling=self.revision_sampling, revise_template=templates.reviser,
+                     revise_no_critique_template=templates.reviser_no_critique)
 
-    checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
-    rounds: list[RoundRecord] = []
-    for k, shard_ids in enumerate(stages_for(plan.schedule, len(ctx.shards))):
-        r = k + 1  # metrics of round r describe (π_r, κ_r), the models after r updates
-        prefix = f"{tag}/round{r}"
-        pools = [ctx.shards[t] for t in shard_ids]
-        samples = [s for pool in pools for s in pool]
-        actor = actor_role(actor_local)
-        y0 = _stored_responses(store, f"{prefix}/y0", samples, actor, config.batch_size)
-        round_metrics: dict[str, float | None] = {}
+    def critic(self) -> Critic:
+        model = self.critic_local if self.critic_local is not None else self.ctx.frozen(self.plan.critic)
+        return Critic(self.ctx.cached(model), self.rollout_sampling, self.ctx.config.templates.critic)
 
-        # 1. Critic adaptation: κ_{r} ← GRPO(κ_{r-1}) against π_{r-1} (or the tailored actor).
-        if critic_local is not None:
-            step = f"{prefix}/critic"
-            done = store.step_result(step)
-            if done:
-                ctx.backend.restore(critic_local, done["checkpoint"], grpo_settings)
-                result = TrainResult.model_validate(done)
-            else:
-                train_actor, train_y0 = actor, y0
-                if plan.tailored_to:
-                    train_actor = actor_role(ctx.frozen(plan.tailored_to))
-                    train_y0 = _stored_responses(store, f"{prefix}/tailored_y0", samples, train_actor,
-                                                 config.batch_size)
-                queries = [s for pool in pools for s in pool[: config.critic_queries or len(pool)]]
-                result = _train_critic(ctx, plan, critic_local, critic_role(), train_actor, queries,
-                                       train_y0, grpo_settings, prefix, judge_sampling)
-                _finish(store, step, result)
-            checkpoints["critic"] = result.checkpoint
-            round_metrics.update(_train_metrics("grpo", result))
-            if not done:
-                _warn(store, learning_warnings(step, "grpo", round_metrics))
-        round_metrics.update(_reward_metrics(store, f"{prefix}/grpo", plan.reward))
+    def pools(self, shard_ids: Sequence[int]) -> list[list[Sample]]:
+        return [self.ctx.shards[t] for t in shard_ids]
 
-        # 2. Actor update: pairs from κ_r's critiques of π_{r-1}'s responses, then DPO.
-        step = f"{prefix}/actor"
-        done = store.step_result(step)
-        critic = critic_role()
+    def initial_responses(self, r: int, shard_ids: Sequence[int]) -> dict[str, str]:
+        """y0 ~ π_{r-1}(x) for every query of the round's shards."""
+        samples = [s for pool in self.pools(shard_ids) for s in pool]
+        return _stored_responses(self.store, f"{self.tag}/round{r}/y0", samples, self.actor(),
+                                 self.ctx.config.batch_size)
+
+    def adapt_critic(self, r: int, shard_ids: Sequence[int], y0: dict[str, str]) -> dict[str, float | None]:
+        """Step 1: κ_r ← GRPO(κ_{r-1}) against π_{r-1} (or the tailored actor); its metrics."""
+        prefix = f"{self.tag}/round{r}"
+        metrics: dict[str, float | None] = {}
+        if self.critic_local is not None:
+            metrics |= self.train_stage(f"{prefix}/critic", "grpo", self.critic_local, self.grpo_settings,
+                                        lambda: self._train_critic(prefix, shard_ids, y0))
+        return metrics | _reward_metrics(self.store, f"{prefix}/grpo", self.plan.reward)
+
+    def train_stage(self, name: str, kind: str, model: Any, settings: Any,
+                    train: Callable[[], TrainResult]) -> dict[str, float | None]:
+        """Train (or, on resume, restore) one stage of `kind` (grpo | dpo); its metrics, and
+        plain-words warnings when it could not have learned."""
+        stage = run_stage(self.store, name, train,
+                          lambda checkpoint: self.ctx.backend.restore(model, checkpoint, settings))
+        self.checkpoints[STAGE_ROLE[kind]] = stage.result.checkpoint
+        metrics = _train_metrics(kind, stage.result)
+        if not stage.resumed:
+            _warn(self.store, learning_warnings(name, kind, metrics))
+        return metrics
+
+    def _train_critic(self, prefix: str, shard_ids: Sequence[int], y0: dict[str, str]) -> TrainResult:
+        config, actor = self.ctx.config, self.actor()
+        pools = self.pools(shard_ids)
+        if self.plan.tailored_to:
+            actor = self.actor(self.ctx.frozen(self.plan.tailored_to))
+            y0 = _stored_responses(self.store, f"{prefix}/tailored_y0", [s for pool in pools for s in pool],
+                                   actor, config.batch_size)
+        queries = [s for pool in pools for s in pool[: config.critic_queries or len(pool)]]
+        return _train_critic(self.ctx, self.plan, self.critic_local, self.critic(), actor, queries, y0,
+                             self.grpo_settings, prefix, config.sampling.judge)
+
+    def update_actor(self, r: int, shard_ids: Sequence[int], y0: dict[str, str]) -> dict[str, float | None]:
+        """Step 2: pairs from κ_r's critiques of π_{r-1}'s responses, then π_r ← DPO(π_{r-1})."""
+        prefix = f"{self.tag}/round{r}"
+        chosen, counts = self.preferred_revisions(prefix, shard_ids, y0)
+        metrics: dict[str, float | None] = {f"pairs_{k}": float(v) for k, v in vars(counts).items()}
+        return metrics | self.train_stage(f"{prefix}/actor", "dpo", self.actor_local, self.dpo_settings,
+                                          lambda: self._train_actor(r, chosen, counts))
+
+    def preferred_revisions(self, prefix: str, shard_ids: Sequence[int], y0: dict[str, str]
+                            ) -> tuple[list[Rollout], PairCounts]:
+        """One critique-guided revision per query; the M revisions per pool the
+        critique-blind pairwise judge preferred over their y0 (with the pools' counts)."""
+        actor, critic = self.actor(), self.critic()
         chosen, counts = [], PairCounts()
-        for t, pool in zip(shard_ids, pools):
+        for t, pool in zip(shard_ids, self.pools(shard_ids)):
             # refine() treats an empty y0 as "not given" and would ask for one again; an empty
             # initial response is no real candidate either, so it stays out of the pool.
             pool = [s for s in pool if y0[s.id].strip()]
-            rollouts = refine(
-                pool, actor, critic,
-                {"pairwise": pairwise},
-                store=store, stage=f"{prefix}/pool{t}", y0=y0, batch_size=config.batch_size)
-            picked, pool_counts = select_pairs(rollouts, config.pairs_per_round, run_seed * 1000 + t)
+            rollouts = refine(pool, actor, critic, {"pairwise": self.pairwise}, store=self.store,
+                              stage=f"{prefix}/pool{t}", y0=y0, batch_size=self.ctx.config.batch_size)
+            picked, pool_counts = select_pairs(rollouts, self.ctx.config.pairs_per_round, self.seed * 1000 + t)
             chosen += picked
-            for key, value in vars(pool_counts).items():
-                setattr(counts, key, getattr(counts, key) + value)
-        round_metrics.update({f"pairs_{k}": float(v) for k, v in vars(counts).items()})
-        if done:
-            ctx.backend.restore(actor_local, done["checkpoint"], dpo_settings)
-            result = TrainResult.model_validate(done)
-        else:
-            if not chosen:
-                raise ConfigError(
-                    f"{prefix}: the pairwise judge preferred no revision over its initial response "
-                    f"({counts.candidates} candidates: {counts.ties} ties, {counts.y0_wins} y0 wins, "
-                    f"{counts.invalid} unreadable), so there is nothing to train the actor on; use more "
-                    "queries (data.limit), a stronger judge (models.judge) or a stronger critic")
-            pairs = [PreferencePair(prompt=actor.respond_prompt(r_.x), chosen=r_.y1 or "", rejected=r_.y0,
-                                    sample_id=r_.sample_id, source=f"{tag}/round{r}") for r_ in chosen]
-            for pair in pairs:
-                store.put_record(f"pairs/{prefix}", pair.sample_id or "", pair)
-            # reference=None: the glue freezes a copy of π_{r-1} at entry (not the disk base).
-            result = ctx.backend.train_dpo(actor_local, pairs, dpo_settings,
-                                           store.run_dir / "checkpoints" / tag / f"round{r}" / "actor",
-                                           reference=None, resume=True)
-            _finish(store, step, result)
-        checkpoints["actor"] = result.checkpoint
-        round_metrics.update(_train_metrics("dpo", result))
-        if not done:
-            _warn(store, learning_warnings(step, "dpo", round_metrics))
+            counts.add(pool_counts)
+        return chosen, counts
 
-        # 3. Evaluate (π_r, κ_r) on the held-out prompts; log everything with round=r.
-        round_metrics.update(evaluator.evaluate(r, actor_role(actor_local), critic_role(), round_metrics))
-        rounds.append(RoundRecord(round=r, checkpoints=dict(checkpoints), metrics=round_metrics))
-    return {"condition": plan.name, "seed": run_seed, "tag": tag, "plan": vars(plan),
-            "baseline": evaluator.baseline, "rounds": [vars(r) for r in rounds]}
+    def _train_actor(self, r: int, chosen: list[Rollout], counts: PairCounts) -> TrainResult:
+        prefix = f"{self.tag}/round{r}"
+        if not chosen:
+            raise ConfigError(
+                f"{prefix}: the pairwise judge preferred no revision over its initial response "
+                f"({counts.candidates} candidates: {counts.ties} ties, {counts.y0_wins} y0 wins, "
+                f"{counts.invalid} unreadable), so there is nothing to train the actor on; use more "
+                "queries (data.limit), a stronger judge (models.judge) or a stronger critic")
+        actor = self.actor()
+        pairs = [PreferencePair(prompt=actor.respond_prompt(x.x), chosen=x.y1 or "", rejected=x.y0,
+                                sample_id=x.sample_id, source=prefix) for x in chosen]
+        for pair in pairs:
+            self.store.put_record(f"pairs/{prefix}", pair.sample_id or "", pair)
+        # reference=None: the glue freezes a copy of π_{r-1} at entry (not the disk base).
+        return self.ctx.backend.train_dpo(self.actor_local, pairs, self.dpo_settings,
+                                          self.store.run_dir / "checkpoints" / self.tag / f"round{r}" / "actor",
+                                          reference=None, resume=True)
 
 
 def _train_critic(ctx: Context, plan: Plan, critic_local: Any, critic: Critic, actor: Actor,
@@ -491,17 +547,6 @@ def _train_critic(ctx: Context, plan: Plan, critic_local: Any, critic: Critic, a
     output_dir = store.run_dir / "checkpoints" / prefix / "critic"
     return ctx.backend.train_grpo(critic_local, prompts, reward_fn, settings, output_dir,
                                   resume=True, extra_columns=extra)
-
-
-def _finish(store: RunStore, step: str, result: TrainResult) -> None:
-    """Record a finished stage, then drop its resume checkpoints (model + optimizer state,
-    ~3x the model each): the stage's `final` checkpoint is all later rounds need."""
-    import shutil
-
-    store.finish_step(step, result.model_dump())
-    trainer_dir = Path(result.checkpoint).parent / "checkpoints"
-    if trainer_dir.is_dir():
-        shutil.rmtree(trainer_dir, ignore_errors=True)
 
 
 def _stored_responses(store: RunStore, kind: str, samples: list[Sample], actor: Actor,
@@ -627,7 +672,7 @@ def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any
     return shards, held_out
 
 
-def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | None = None) -> dict[str, Any]:
+def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | None = None) -> TaiScoreSummary:
     """`coevo run` entry for `algorithm: taiscore`: every condition × seed, one table."""
     from coevo.llm.specs import load_model
 
@@ -644,30 +689,25 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
                   shards=shards, held_out=held_out)
     runs = [run_condition(ctx, plan, s) for plan in plans for s in range(config.seeds)]
     first = runs[0]
-    summary: dict[str, Any] = {
-        "base_model": base_model_path(config.models.actor),
-        "base_models": {"actor": base_model_path(config.models.actor),
-                        **({"critic": base_model_path(first["plan"]["critic"])}
-                           if first["plan"]["critic_training"] == "grpo" else {})},
-        "condition": first["condition"],
-        "baseline": first["baseline"],
-        "rounds": first["rounds"],
-        "shards": [len(s) for s in shards],
-        "held_out": len(held_out),
-    }
-    if len(runs) > 1:
-        summary["conditions"] = [{k: run[k] for k in ("condition", "seed", "baseline", "rounds")} for run in runs]
-        summary["table"] = comparison_table(runs, config.seeds)
-    else:
-        summary["table"] = rounds_table(first)
+    several = len(runs) > 1
+    summary = TaiScoreSummary(
+        base_model=base_model_path(config.models.actor),
+        base_models={"actor": base_model_path(config.models.actor),
+                     **({"critic": base_model_path(first.plan["critic"])}
+                        if first.plan["critic_training"] == "grpo" else {})},
+        condition=first.condition, baseline=first.baseline, rounds=first.rounds,
+        shards=[len(s) for s in shards], held_out=len(held_out),
+        **({"conditions": [run.model_dump(include={"condition", "seed", "baseline", "rounds"}) for run in runs]}
+           if several else {}),
+        table=comparison_table(runs, config.seeds) if several else rounds_table(first))
     tables = dict(store.get_meta("tables", {}))
-    tables["TAIScore: " + ("conditions" if len(runs) > 1 else "rounds")] = summary["table"]
+    tables["TAIScore: " + ("conditions" if several else "rounds")] = summary.table
     store.set_meta("tables", tables)
     return summary
 
 
 __all__ = [
-    "PRESETS", "Backend", "ConditionSpec", "EvaluationConfig", "LoRASettings", "PairCounts", "Plan",
-    "TaiScoreConfig", "make_reward_fn", "resolve_conditions", "run_condition", "run_taiscore",
+    "PRESETS", "Backend", "ConditionResult", "ConditionSpec", "EvaluationConfig", "LoRASettings", "PairCounts", "Plan",
+    "TaiScoreConfig", "TaiScoreSummary", "make_reward_fn", "resolve_conditions", "run_condition", "run_taiscore",
     "select_pairs", "split_data", "stages_for",
 ]

@@ -24,7 +24,7 @@ from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.types import Rollout
 
 if TYPE_CHECKING:
-    from coevo.algorithms.taiscore import Context
+    from coevo.algorithms.taiscore import ConditionResult, Context
 
 #: Metrics shown in the summary tables, in this order (others stay in the store and report).
 TABLE_METRICS = ("gold_score", "win_rate_vs_round0", "refine_S_y1", "refine_delta", "reward_mean",
@@ -161,29 +161,29 @@ def _fmt(values: list[float | None], seeds: int) -> float | str | None:
     return f"{mean:.3f} ± {sd:.3f}" + (f" (n={len(present)})" if len(present) != seeds else "")
 
 
-def comparison_table(runs: list[dict[str, Any]], seeds: int) -> dict[str, Any]:
+def comparison_table(runs: list[ConditionResult], seeds: int) -> dict[str, Any]:
     """One row per condition: its final-round metrics, mean ± sd over seeds when seeds > 1."""
-    by_condition: dict[str, list[dict[str, Any]]] = {}
+    by_condition: dict[str, list[ConditionResult]] = {}
     for run in runs:
-        by_condition.setdefault(run["condition"], []).append(run)
+        by_condition.setdefault(run.condition, []).append(run)
     rows = [{"condition": "base actor (round 0)", "rounds": 0,
-             **{m: _fmt([run["baseline"].get(m) for run in runs[:seeds]], seeds)
+             **{m: _fmt([run.baseline.get(m) for run in runs[:seeds]], seeds)
                 for m in ("gold_score", "refine_S_y1", "refine_delta")}}]
     for name, group in by_condition.items():
-        finals = [run["rounds"][-1]["metrics"] if run["rounds"] else {} for run in group]
-        rows.append({"condition": name, "rounds": len(group[0]["rounds"]),
+        finals = [run.rounds[-1].metrics if run.rounds else {} for run in group]
+        rows.append({"condition": name, "rounds": len(group[0].rounds),
                      **{m: _fmt([f.get(m) for f in finals], seeds) for m in TABLE_METRICS}})
     return {"columns": ["condition", "rounds", *TABLE_METRICS], "rows": rows}
 
 
-def rounds_table(run: dict[str, Any]) -> dict[str, Any]:
+def rounds_table(run: ConditionResult) -> dict[str, Any]:
     """One condition's before/after table: a row per metric, a column per round (0 = before)."""
-    columns = ["metric", "round 0"] + [f"round {rec['round']}" for rec in run["rounds"]]
+    columns = ["metric", "round 0"] + [f"round {rec.round}" for rec in run.rounds]
     rows = []
     for metric in TABLE_METRICS:
-        row = {"metric": metric, "round 0": run["baseline"].get(metric)}
-        for rec in run["rounds"]:
-            row[f"round {rec['round']}"] = rec["metrics"].get(metric)
+        row = {"metric": metric, "round 0": run.baseline.get(metric)}
+        for rec in run.rounds:
+            row[f"round {rec.round}"] = rec.metrics.get(metric)
         if any(v is not None for k, v in row.items() if k != "metric"):
             rows.append(row)
     return {"columns": columns, "rows": rows}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from coevo.config import DataConfig, Models, SamplingConfig, StrictModel
 from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci, win_rate
@@ -27,7 +27,7 @@ from coevo.tasks.loaders import load_data
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.store import RunStore
-from coevo.types import Judgment, Rollout
+from coevo.types import Judgment, Rollout, Table
 
 Condition = Literal["none", "generic", "shuffled", "matched"]
 
@@ -56,7 +56,15 @@ def feedback_for(condition: Condition, critiques: list[str], seed: int) -> list[
     return list(critiques)
 
 
-def run_controls(config: ControlsConfig, store: RunStore) -> dict[str, Any]:
+class ControlsSummary(BaseModel):
+    """`summary.json` of a controls run: the evaluator and one row per critique condition."""
+
+    n_samples: int
+    evaluator: str
+    table: Table
+
+
+def run_controls(config: ControlsConfig, store: RunStore) -> ControlsSummary:
     """`coevo run` entry for `algorithm: controls`; also what `coevo quickstart` runs."""
     roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
     samples = load_data(config.data, roles.judge_model, config.sampling)
@@ -88,9 +96,9 @@ def run_controls(config: ControlsConfig, store: RunStore) -> dict[str, Any]:
         rows.append(row)
     columns = (["condition", "S(y0)", "S(y1)", "delta", "delta_ci_low", "delta_ci_high", "n_valid",
                 "n_invalid"] if s_y0 is not None else ["condition", "win_rate_vs_y0", "n_valid", "n_invalid"])
-    table = {"columns": columns, "rows": rows}
-    store.set_meta("tables", {"Critique-content controls": table})
-    return {"n_samples": len(samples), "evaluator": config.evaluator, "table": table}
+    table = Table(columns=columns, rows=rows)
+    store.set_meta("tables", {"Critique-content controls": table.model_dump()})
+    return ControlsSummary(n_samples=len(samples), evaluator=config.evaluator, table=table)
 
 
 def _revise(actor, items: list[tuple[str, str, str | None]]) -> list[str]:

@@ -1,8 +1,9 @@
 """FactScore-style evaluation (Min et al., 2023), the RLAC facts metric (§4.1).
 
-A biography is split into atomic facts by an LLM, each fact is verified against the
-knowledge source (BM25 passages + entailment judgment, the facts validator's stage 2), and
-the biography gets #correct, #incorrect and precision = correct / (correct + incorrect).
+A biography is split into atomic facts by an LLM (`split_atomic_facts`), each fact is
+verified against the knowledge source (`factscore`: BM25 passages + entailment judgment, the
+facts validator's stage 2), and the biography gets #correct, #incorrect and precision =
+correct / (correct + incorrect); `summarize` averages over biographies.
 Splitting every output this way is also what *enumerative* verification costs: one
 validator call per atomic fact (FactTune-FS), the baseline RLAC is compared against.
 """
@@ -89,13 +90,13 @@ def _facts(raw: str) -> list[str]:
     return facts[:MAX_FACTS]
 
 
-def factscore(validator: FactValidator, splitter: ChatModel | None, items: Sequence[tuple[str, str]],
-              *, mode: str = "llm") -> list[FactScoreResult]:
-    """Score (entity, biography) items: split, then verify every atomic fact."""
+def factscore(validator: FactValidator, items: Sequence[tuple[str, Sequence[str]]]) -> list[FactScoreResult]:
+    """Verify every atomic fact of each (entity, atomic facts) item against the knowledge
+    source. The split is the caller's (`split_atomic_facts`), so one split can serve both
+    FactScore and the enumerative cost count, as RLAC's facts domain does with its cache."""
     results = []
-    for entity, text in items:
-        [facts] = split_atomic_facts(splitter, entity, [text], mode=mode)
-        verdicts = validator.verify_many(entity, facts) if facts else []
+    for entity, facts in items:
+        verdicts = validator.verify_many(entity, list(facts)) if facts else []
         results.append(FactScoreResult(entity, [(f, ok) for f, (ok, _, _) in zip(facts, verdicts)]))
     return results
 

@@ -1,10 +1,14 @@
-"""coevo.roles — a role is a prompt template + a parser + a ChatModel.
+"""coevo.roles — a role is a prompt template + a parser + a ChatModel + its sampling.
 
-`Actor` writes and revises responses, `Critic` writes critiques, and the judges in
-`coevo.roles.judges` score them; `coevo.roles.parsing` reads the judges' answers.
+Every role builds on `coevo.roles.base.Role` (one batched `ask`); every judge is a
+`coevo.roles.base.Scorer` (`score(rollouts, samples) -> judgments`). `Actor` writes and
+revises responses, `Critic` writes critiques, the judges in `coevo.roles.judges` score them,
+DecoEvo's roles are in `coevo.roles.decoevo`, and `coevo.roles.refinement` chains actor,
+critic and judges into critique-guided refinement. `coevo.roles.parsing` reads answers.
 """
 
 from coevo.roles.actor import Actor
+from coevo.roles.base import Role, Scorer, ScoringRole
 from coevo.roles.critic import Critic, generic_critique
 from coevo.roles.judges import (
     JUDGES,
@@ -21,6 +25,7 @@ from coevo.roles.judges import (
 
 __all__ = [
     "JUDGES", "Actor", "AdherenceJudge", "Critic", "CritiqueQualityJudge", "GoldRubricJudge",
-    "Judge", "OutcomeGainJudge", "PairwiseJudge", "QueryFilterJudge", "TaiScoreJudge",
+    "Judge", "OutcomeGainJudge", "PairwiseJudge", "QueryFilterJudge", "Role", "Scorer", "ScoringRole",
+    "TaiScoreJudge",
     "generic_critique", "order_swapped",
 ]

@@ -12,12 +12,19 @@ from pathlib import Path
 
 from coevo.llm.base import ChatModel, user
 from coevo.prompts import Template, load_template
+from coevo.roles.base import Role
 from coevo.roles.parsing import strip_reasoning
 from coevo.types import Sample, Sampling
 
 
-class Actor:
-    """Generator role of critique-guided refinement: x -> y0, and (x, y0, c) -> y1."""
+class Actor(Role):
+    """Generator role of critique-guided refinement: x -> y0, and (x, y0, c) -> y1.
+
+    Its role template is the Table 7 reviser prompt; the no-critique control and an optional
+    initial-response prompt have templates of their own.
+    """
+
+    default_template = "reviser"
 
     def __init__(
         self,
@@ -34,13 +41,12 @@ class Actor:
         Without `respond_template` the sample's prompt is sent as it is, the way the
         paper's initial responses were produced; a template needs a `{prompt}` field.
         """
-        self.model = model
-        self.sampling = sampling
+        super().__init__(model, sampling, revise_template)
         self.revise_sampling = revise_sampling or sampling
         self.respond_template: Template | None = (
             load_template(str(respond_template)) if respond_template else None
         )
-        self.revise_template = load_template(str(revise_template or "reviser"))
+        self.revise_template = self.template
         self.revise_no_critique_template = load_template(
             str(revise_no_critique_template or "reviser_no_critique")
         )

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from coevo.llm.base import ChatModel, user
+from coevo.llm.base import user
 from coevo.prompts import load_template
+from coevo.roles.base import Role
 from coevo.roles.parsing import strip_reasoning
-from coevo.types import Sampling
 
 
 def generic_critique(template: str | Path | None = None) -> str:
@@ -21,14 +21,14 @@ def generic_critique(template: str | Path | None = None) -> str:
     return load_template(str(template or "generic_critique")).text.strip()
 
 
-class Critic:
-    """Evaluator role of critique-guided refinement: (x, y0) -> n critiques."""
+class Critic(Role):
+    """Evaluator role of critique-guided refinement: (x, y0) -> n critiques.
 
-    def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None):
-        """`template` overrides the bundled Table 6 prompt (needs `{prompt}`, `{response}`)."""
-        self.model = model
-        self.sampling = sampling
-        self.template = load_template(str(template or "critic"))
+    A config's `templates.critic` overrides the bundled Table 6 prompt (it needs `{prompt}`
+    and `{response}`).
+    """
+
+    default_template = "critic"
 
     def critique_prompt(self, prompt: str, response: str) -> str:
         """The text the critic is asked: used for generation and as the GRPO prompt."""

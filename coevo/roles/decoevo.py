@@ -85,6 +85,8 @@ class Solver(_Role):
 # -- rubric generator -----------------------------------------------------------------------
 @dataclass
 class GeneratedRubric:
+    """The generator's rubric for one question; `rubric` None (raw text kept) when unreadable."""
+
     question_id: str
     rubric: Rubric | None
     raw: str = ""
@@ -92,6 +94,7 @@ class GeneratedRubric:
 
     @property
     def valid(self) -> bool:
+        """Whether a rubric with at least one gradable criterion was read."""
         return self.rubric is not None
 
 
@@ -109,11 +112,13 @@ class RubricGenerator(_Role):
         self.min_criteria, self.max_criteria = min_criteria, max_criteria
 
     def schema(self) -> dict[str, Any]:
+        """The answer's JSON Schema: min..max criteria, each a text and 1-5 points."""
         item = _object({"criterion": _text(self.text_chars), "points": {"enum": list(self.POINTS)}})
         return _object({"criteria": {"type": "array", "items": item,
                                      "minItems": self.min_criteria, "maxItems": self.max_criteria}})
 
     def generate(self, questions: Sequence[Sample], skill: str) -> list[GeneratedRubric]:
+        """One rubric per question, written under the generator skill text `skill`."""
         prompts = [self.template.render(skill=skill, question=q.prompt, min_criteria=self.min_criteria,
                                         max_criteria=self.max_criteria) for q in questions]
         answers = self._answers(prompts, [self.schema()] * len(prompts))
@@ -140,6 +145,7 @@ class RubricGenerator(_Role):
 
 
 def rubric_block(rubric: Rubric) -> str:
+    """A rubric as prompt text: one "name (points): description" line per criterion."""
     return "\n".join(f"{c.name} ({c.weight:g} pt): {c.description}" for c in rubric.criteria)
 
 
@@ -164,6 +170,7 @@ class CriterionJudgment:
 
     @property
     def valid(self) -> bool:
+        """Whether the verdicts could be read into a score."""
         return self.score is not None
 
     def record(self) -> dict[str, Any]:
@@ -201,6 +208,7 @@ class CriterionJudge(_ScoringRole):
     default_template = "decoevo_judge"
 
     def schema(self, rubric: Rubric) -> dict[str, Any]:
+        """The answer's JSON Schema: one verdict per criterion of `rubric`, in its order."""
         items = [_object({"id": {"const": c.name}, "rationale": _text(self.text_chars),
                           "satisfied": {"type": "boolean"}}) for c in rubric.criteria]
         n = len(items)
@@ -259,6 +267,8 @@ class CriterionJudge(_ScoringRole):
 # -- rewriters ------------------------------------------------------------------------------
 @dataclass
 class Rewrite:
+    """A rewriter's answer: the new skill `text` (None when unreadable) and its note."""
+
     text: str | None
     note: str = ""
     raw: str = ""
@@ -266,6 +276,7 @@ class Rewrite:
 
     @property
     def valid(self) -> bool:
+        """Whether a non-empty skill text was read."""
         return self.text is not None
 
 
@@ -300,6 +311,7 @@ class SolverRewriter(_Rewriter):
     note_key = "diagnosis"
 
     def rewrite(self, skill: str, failures: Sequence[dict[str, str]], seed: int | None = None) -> Rewrite:
+        """A rewrite of solver skill `skill` from unmet criteria (question, criterion, rationale)."""
         lines = [f"- task: {_clip(f['question'], 160)} | unmet: {f['criterion']} | "
                  f"grader: {_clip(f['rationale'], 160)}" for f in failures]
         return self._rewrite(self.template.render(skill=skill, failures="\n".join(lines),
@@ -314,6 +326,7 @@ class GeneratorRewriter(_Rewriter):
 
     def rewrite(self, skill: str, structural: Sequence["StructuralAudit"],
                 contrastive: Sequence["ContrastiveRecord"], seed: int | None = None) -> Rewrite:
+        """A rewrite of generator skill `skill` from the probe set's audit records."""
         s_lines = [f"- adequacy {a.adequacy:.1f}: {_clip(a.rationale, 200)} | repair: {_clip(a.repair, 200)}"
                    for a in structural if a.valid]
         c_lines = [f"- missed: {_clip(r.why_missed, 200)} | principle: {_clip(r.principle, 200)}"
@@ -326,6 +339,8 @@ class GeneratorRewriter(_Rewriter):
 # -- structural auditor ---------------------------------------------------------------------
 @dataclass
 class StructuralAudit:
+    """The structural auditor's verdict on one rubric: adequacy 0-1, why, and a repair."""
+
     question_id: str
     adequacy: float | None  # 0..1 (the 0-10 answer / 10), by the auditor's scoring
     rationale: str = ""
@@ -338,6 +353,7 @@ class StructuralAudit:
 
     @property
     def valid(self) -> bool:
+        """Whether an adequacy grade 0-10 was read."""
         return self.adequacy is not None
 
 
@@ -348,6 +364,7 @@ class StructuralAuditor(_ScoringRole):
     """
 
     default_template = "decoevo_structural_auditor"
+
     def __init__(self, model: ChatModel, sampling: Sampling, spec: str, template: str | None = None,
                  text_chars: int = 240):
         super().__init__(model, sampling, template, text_chars=text_chars)
@@ -356,6 +373,7 @@ class StructuralAuditor(_ScoringRole):
                                "repair": _text(text_chars)})
 
     def audit(self, questions: Sequence[Sample], rubrics: Sequence[Rubric | None]) -> list[StructuralAudit]:
+        """One audit per question; a question without a readable rubric gets adequacy 0."""
         rows = [i for i, r in enumerate(rubrics) if r is not None]
         prompts = [self.template.render(spec=self.spec, question=questions[i].prompt,
                                         rubric=rubric_block(rubrics[i])) for i in rows]

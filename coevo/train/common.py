@@ -12,6 +12,7 @@ import logging
 import resource
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ class TrainResult(BaseModel):
     resumed_from: str | None = None
 
 
-def cpu_training_args() -> dict[str, Any]:
+def machine_training_args() -> dict[str, Any]:
     """TrainingArguments for this machine: CPU-safe settings without CUDA, bf16 on a GPU.
 
     TRL defaults to bf16 and gradient checkpointing, which CPU training does not support
@@ -88,7 +89,7 @@ def cpu_training_args() -> dict[str, Any]:
 
 def trl_config(config_class: type, block: str, own: dict[str, Any], passthrough: dict[str, Any]) -> Any:
     """TRL's `config_class` (GRPOConfig, DPOConfig) from coevo's own arguments, this
-    machine's defaults (`cpu_training_args`) and the block's `trl:` mapping, which goes to
+    machine's defaults (`machine_training_args`) and the block's `trl:` mapping, which goes to
     TRL as it is: any TRL option without a code change, the machine defaults included
     (`trl: {bf16: false}`).
 
@@ -101,7 +102,7 @@ def trl_config(config_class: type, block: str, own: dict[str, Any], passthrough:
         raise TrainError(f"{block}.trl sets {', '.join(clash)}, which coevo sets itself from the {block} block: "
                          f"set it there (or leave it to coevo) instead")
     try:
-        return config_class(**own, **{**cpu_training_args(), **passthrough})
+        return config_class(**own, **{**machine_training_args(), **passthrough})
     except TypeError as exc:
         raise TrainError(f"{block}.trl: {exc} (TRL's {config_class.__name__} has no such argument)") from None
 
@@ -238,6 +239,31 @@ def finish_stage(policy: Any, trainer: Any, final: Path, *, start_step: int, sec
         (final / RESULT_FILE).write_text(result.model_dump_json(indent=2))
     release(trainer)
     return result
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one `trainer.train()` cost and did: wall seconds, peak resident memory (MiB),
+    and the largest change of a trainable weight (see `weight_probe`)."""
+
+    seconds: float
+    peak_rss_mb: float
+    weight_delta: float
+
+
+def measured_train(trainer: Any, model: Any, resume_from: str | None, *, reference: Any = None) -> Measurement:
+    """Run `trainer.train()` (from `resume_from`, if any), measuring time, memory and how far
+    `model`'s trainable weights moved. Afterwards, even when training fails, drop TRL's frozen
+    "ref" adapter and undo its forward patches on the model and the `reference` model, so the
+    next stage starts from a clean model."""
+    try:
+        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(model) as moved:
+            trainer.train(resume_from_checkpoint=resume_from)
+    finally:
+        drop_reference_adapter(trainer.model)
+        unpatch_forward(trainer.model)
+        unpatch_forward(reference)
+    return Measurement(seconds=clock.seconds, peak_rss_mb=rss.peak_mb, weight_delta=moved.max_abs_delta)
 
 
 def release(trainer: Any) -> None:

@@ -20,20 +20,16 @@ from coevo.config import StrictModel
 from coevo.train.common import (
     RESULT_FILE,
     LoRASettings,
-    PeakRSS,
-    Stopwatch,
     TrainError,
     TrainResult,
     adopt_finished,
-    drop_reference_adapter,
     finish_stage,
     global_step,
     is_peft,
     last_checkpoint,
+    measured_train,
     prepare_lora,
     stage_callbacks,
-    unpatch_forward,
-    weight_probe,
     trl_config,
 )
 from coevo.types import PreferencePair
@@ -125,8 +121,6 @@ def train_dpo(
     call continues from the newest one (a killed stage restarts from its last saved state),
     and a stage whose output_dir/final exists is loaded, not retrained.
     """
-    from trl import DPOConfig, DPOTrainer
-
     if not pairs:
         raise TrainError("train_dpo got no preference pairs: the pair filter kept none; "
                          "collect more rollouts or relax the filter")
@@ -140,7 +134,22 @@ def train_dpo(
     resume_from = last_checkpoint(checkpoints) if resume else None
     start_step = global_step(resume_from)
     dataset = pairs_to_dataset(pairs, policy.tokenizer, max_prompt_length=settings.max_prompt_length)
-    args = trl_config(DPOConfig, "dpo", dict(
+    args = dpo_config(settings, checkpoints)
+    ref_model = _reference_model(policy, reference)
+    trainer = _dpo_trainer(policy, ref_model, dataset, args, callbacks)
+    run = measured_train(trainer, policy.model, resume_from, reference=ref_model)
+    return finish_stage(
+        policy, trainer, final, start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
+        metrics={"pairs": float(len(pairs)), "weight_delta": run.weight_delta}, resumed_from=resume_from,
+    )
+
+
+def dpo_config(settings: DPOSettings, checkpoints: Path) -> Any:
+    """TRL's `DPOConfig` for `settings`, saving checkpoints under `checkpoints`, with the
+    block's `trl:` mapping passed through (see `trl_config`)."""
+    from trl import DPOConfig
+
+    return trl_config(DPOConfig, "dpo", dict(
         output_dir=str(checkpoints),
         beta=settings.beta,
         learning_rate=settings.learning_rate,
@@ -158,30 +167,29 @@ def train_dpo(
         seed=settings.seed,
     ), settings.trl)
 
-    ref_model = None
-    if reference is not None:
-        ref_model = reference.model
-    elif not is_peft(policy.model):
-        # Full fine-tuning: freeze a copy of the weights at entry (pi_t), not the disk base.
-        ref_model = copy.deepcopy(policy.model).eval()
-        ref_model.requires_grad_(False)
 
-    trainer = DPOTrainer(
+def _reference_model(policy: LocalModel, reference: LocalModel | None) -> Any:
+    """The model DPO measures against: the given `reference`; else, for full fine-tuning, a
+    frozen copy of the policy at entry; else (LoRA) None, and TRL keeps the adapter at entry."""
+    if reference is not None:
+        return reference.model
+    if is_peft(policy.model):
+        return None
+    # Full fine-tuning: freeze a copy of the weights at entry (pi_t), not the disk base.
+    ref_model = copy.deepcopy(policy.model).eval()
+    ref_model.requires_grad_(False)
+    return ref_model
+
+
+def _dpo_trainer(policy: LocalModel, ref_model: Any, dataset: datasets.Dataset, args: Any,
+                 callbacks: list[Any] | None) -> Any:
+    from trl import DPOTrainer
+
+    return DPOTrainer(
         model=policy.model,
         ref_model=ref_model,
         args=args,
         train_dataset=dataset,
         processing_class=policy.tokenizer,
         callbacks=stage_callbacks(callbacks),
-    )
-    try:
-        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(policy.model) as moved:
-            trainer.train(resume_from_checkpoint=resume_from)
-    finally:
-        drop_reference_adapter(trainer.model)
-        unpatch_forward(trainer.model)
-        unpatch_forward(ref_model)
-    return finish_stage(
-        policy, trainer, final, start_step=start_step, seconds=clock.seconds, peak_rss_mb=rss.peak_mb,
-        metrics={"pairs": float(len(pairs)), "weight_delta": moved.max_abs_delta}, resumed_from=resume_from,
     )

@@ -23,21 +23,17 @@ from coevo.config import StrictModel
 from coevo.train.common import (
     RESULT_FILE,
     LoRASettings,
-    PeakRSS,
-    Stopwatch,
     TrainError,
     TrainResult,
     adopt_finished,
-    drop_reference_adapter,
     finish_stage,
     global_step,
     last_checkpoint,
+    measured_train,
     prepare_lora,
     stage_callbacks,
-    unpatch_forward,
-    weight_probe,
-    world_size,
     trl_config,
+    world_size,
 )
 
 if TYPE_CHECKING:
@@ -192,8 +188,6 @@ def train_grpo(
     in `train_dpo`. metrics["reward_time_share"] is the share of training wall time spent
     inside reward_fn, metrics["generation_time_share"] the share spent sampling completions.
     """
-    from trl import GRPOConfig, GRPOTrainer
-
     output_dir = Path(output_dir)
     final = output_dir / "final"
     dataset = prompts_to_dataset(prompts, policy.tokenizer, max_prompt_length=settings.max_prompt_length,
@@ -205,12 +199,37 @@ def train_grpo(
     checkpoints = output_dir / "checkpoints"
     resume_from = last_checkpoint(checkpoints) if resume else None
     start_step = global_step(resume_from)
+    args = grpo_config(settings, checkpoints)
+    timed_reward = _Timed(reward_fn)
+    trainer = _grpo_trainer(policy, dataset, timed_reward, args, callbacks)
+    timed_generate = _time_generation(trainer)
+    run = measured_train(trainer, policy.model, resume_from)
+    metrics = {
+        "reward_time_share": timed_reward.seconds / max(run.seconds, 1e-9),
+        "reward_seconds": timed_reward.seconds,
+        "prompts": float(len(dataset)),
+        "weight_delta": run.weight_delta,
+        **learning_signals(trainer.state.log_history),
+    }
+    if timed_generate is not None:
+        metrics["generation_time_share"] = timed_generate.seconds / max(run.seconds, 1e-9)
+    return finish_stage(
+        policy, trainer, final, start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
+        metrics=metrics, resumed_from=resume_from,
+    )
+
+
+def grpo_config(settings: GRPOSettings, checkpoints: Path) -> Any:
+    """TRL's `GRPOConfig` for `settings`, saving checkpoints under `checkpoints`, with the
+    block's `trl:` mapping passed through (see `trl_config`)."""
+    from trl import GRPOConfig
+
     vllm: dict[str, Any] = {}
     if settings.use_vllm:
         vllm = {"use_vllm": True, "vllm_mode": settings.vllm_mode}
         if settings.vllm_server_base_url:
             vllm["vllm_server_base_url"] = settings.vllm_server_base_url
-    args = trl_config(GRPOConfig, "grpo", dict(
+    return trl_config(GRPOConfig, "grpo", dict(
         output_dir=str(checkpoints),
         num_generations=settings.num_generations,
         beta=settings.beta,
@@ -232,39 +251,33 @@ def train_grpo(
         scale_rewards="group",
         **vllm,
     ), settings.trl)
-    timed_reward = _Timed(reward_fn)
+
+
+def _grpo_trainer(policy: LocalModel, dataset: datasets.Dataset, reward: _Timed, args: Any,
+                  callbacks: list[Any] | None) -> Any:
+    """TRL's `GRPOTrainer` on the policy, its KL reference set to the policy at entry."""
+    from trl import GRPOTrainer
+
     trainer = GRPOTrainer(
         model=policy.model,
-        reward_funcs=[timed_reward],
+        reward_funcs=[reward],
         args=args,
         train_dataset=dataset,
         processing_class=policy.tokenizer,
         callbacks=stage_callbacks(callbacks),
     )
     _reference_is_policy_at_entry(trainer, policy.model)
-    timed_generate = None
-    if hasattr(trainer, "_generate"):  # private in TRL: time it when present, never depend on it
-        timed_generate = _Timed(trainer._generate)
-        trainer._generate = timed_generate
-    try:
-        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(policy.model) as moved:
-            trainer.train(resume_from_checkpoint=resume_from)
-    finally:
-        drop_reference_adapter(trainer.model)
-        unpatch_forward(trainer.model)
-    metrics = {
-        "reward_time_share": timed_reward.seconds / max(clock.seconds, 1e-9),
-        "reward_seconds": timed_reward.seconds,
-        "prompts": float(len(dataset)),
-        "weight_delta": moved.max_abs_delta,
-        **learning_signals(trainer.state.log_history),
-    }
-    if timed_generate is not None:
-        metrics["generation_time_share"] = timed_generate.seconds / max(clock.seconds, 1e-9)
-    return finish_stage(
-        policy, trainer, final, start_step=start_step, seconds=clock.seconds, peak_rss_mb=rss.peak_mb,
-        metrics=metrics, resumed_from=resume_from,
-    )
+    return trainer
+
+
+def _time_generation(trainer: Any) -> _Timed | None:
+    """Time the trainer's sampling of completions, where TRL's (private) `_generate` exists;
+    never depend on it."""
+    if not hasattr(trainer, "_generate"):
+        return None
+    timed = _Timed(trainer._generate)
+    trainer._generate = timed
+    return timed
 
 
 def learning_signals(log_history: list[dict[str, Any]]) -> dict[str, float]:

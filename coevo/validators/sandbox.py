@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from coevo.validators.isolation import (
     KINDS,
@@ -183,6 +183,28 @@ def _read_capped(path: Path, cap: int) -> str:
     return text + ("\n[... output truncated]" if len(data) > cap else "")
 
 
+def _write_job(tmp: Path, program: str, stdin: str) -> Path:
+    """Write the program and its stdin into `tmp`/job, readable by the sandbox's own uid."""
+    jobdir = tmp / "job"
+    jobdir.mkdir()
+    (jobdir / "main.py").write_text(program)
+    (jobdir / "stdin.txt").write_text(stdin)
+    os.chmod(tmp, 0o755)
+    os.chmod(jobdir, 0o755)
+    return jobdir
+
+
+def _status(timed_out: bool, rc: int | None) -> Status:
+    if timed_out:
+        return "timeout"
+    if rc == 0:
+        return "ok"
+    if rc is not None and (rc < 0 or rc > 128):
+        # bwrap reports a killed child as 128 + signal.
+        return "killed"
+    return "error"
+
+
 class Sandbox:
     """Runs Python programs isolated (see module doc). Thread-safe; cheap to construct.
 
@@ -216,30 +238,8 @@ class Sandbox:
         self.executions += 1
         uid = private_uid() if self.isolation in KINDS else None
         with tempfile.TemporaryDirectory(prefix="coevo-sbx-") as tmp:
-            jobdir = Path(tmp) / "job"
-            jobdir.mkdir()
-            (jobdir / "main.py").write_text(program)
-            (jobdir / "stdin.txt").write_text(stdin)
-            os.chmod(tmp, 0o755)
-            os.chmod(jobdir, 0o755)
-            cfg = {"rlimits": _rlimits(lim), "argv": list(argv)}
-            if self.isolation == "bwrap":
-                cfg["program"] = "/job/main.py"
-                cmd = bwrap_argv(self.python, str(jobdir), lim.tmp_mb)
-                cwd = tmp
-            elif self.isolation == "unshare":
-                cfg["program"], cfg["cwd"] = "/job/main.py", "/tmp"
-                cmd = unshare_argv(self.python, tmp, uid or 0, lim.tmp_mb)
-                cwd = tmp
-            else:
-                cfg["program"] = str(jobdir / "main.py")
-                scratch = Path(tmp) / "scratch"
-                scratch.mkdir()
-                # A shell sits between coevo and the candidate: a candidate that kills its
-                # parent kills the shell, not coevo.
-                cmd = ["/bin/sh", "-c", '"$@"; exit $?', "coevo-supervisor", self.python]
-                cwd = str(scratch)
-            cmd += ["-I", "-S", "-B", "-c", _HARNESS, json.dumps(cfg)]
+            jobdir = _write_job(Path(tmp), program, stdin)
+            cmd, cwd = self._command(Path(tmp), jobdir, lim, argv, uid)
             out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
             start = time.monotonic()
             # Outputs go to files, not pipes: the file-size rlimit bounds them, and a
@@ -247,16 +247,7 @@ class Sandbox:
             with open(jobdir / "stdin.txt", "rb") as fin, open(out_path, "wb") as fout, \
                     open(err_path, "wb") as ferr:
                 try:
-                    proc = subprocess.Popen(
-                        cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd,
-                        # Scrubbed: nothing of the caller's environment (API keys) goes in.
-                        env={} if self.isolation in KINDS else dict(_UNSAFE_ENV),
-                        # bwrap drops to the private uid here; unshare needs root to set up
-                        # its mounts and drops to it at the chroot.
-                        **({"user": uid, "group": uid, "extra_groups": []}
-                           if uid is not None and self.isolation == "bwrap" else {}),
-                        start_new_session=True, close_fds=True,
-                    )
+                    proc = self._start(cmd, cwd, uid, fin, fout, ferr)
                 except OSError as exc:
                     return ExecResult("error", stderr=f"sandbox failed to start: {exc}",
                                       isolation=self.isolation)
@@ -268,16 +259,44 @@ class Sandbox:
             rc = proc.returncode
             stdout = _read_capped(out_path, lim.output_bytes)
             stderr = _read_capped(err_path, lim.output_bytes)
-        if timed_out:
-            status: Status = "timeout"
-        elif rc == 0:
-            status = "ok"
-        elif rc is not None and (rc < 0 or rc > 128):
-            # bwrap reports a killed child as 128 + signal.
-            status = "killed"
+        return ExecResult(_status(timed_out, rc), stdout, stderr, rc, round(seconds, 4), self.isolation)
+
+    def _command(self, tmp: Path, jobdir: Path, lim: Limits, argv: Sequence[str],
+                 uid: int | None) -> tuple[list[str], str]:
+        """The supervisor's command line for this isolation, running the harness on the job
+        in `jobdir`, and the folder it starts in."""
+        cfg: dict = {"rlimits": _rlimits(lim), "argv": list(argv)}
+        if self.isolation == "bwrap":
+            cfg["program"] = "/job/main.py"
+            cmd = bwrap_argv(self.python, str(jobdir), lim.tmp_mb)
+            cwd = str(tmp)
+        elif self.isolation == "unshare":
+            cfg["program"], cfg["cwd"] = "/job/main.py", "/tmp"
+            cmd = unshare_argv(self.python, str(tmp), uid or 0, lim.tmp_mb)
+            cwd = str(tmp)
         else:
-            status = "error"
-        return ExecResult(status, stdout, stderr, rc, round(seconds, 4), self.isolation)
+            cfg["program"] = str(jobdir / "main.py")
+            scratch = tmp / "scratch"
+            scratch.mkdir()
+            # A shell sits between coevo and the candidate: a candidate that kills its
+            # parent kills the shell, not coevo.
+            cmd = ["/bin/sh", "-c", '"$@"; exit $?', "coevo-supervisor", self.python]
+            cwd = str(scratch)
+        return [*cmd, "-I", "-S", "-B", "-c", _HARNESS, json.dumps(cfg)], cwd
+
+    def _start(self, cmd: list[str], cwd: str, uid: int | None, stdin: IO[bytes], stdout: IO[bytes],
+               stderr: IO[bytes]) -> subprocess.Popen:
+        """Start the supervisor in a session of its own (see the module doc, layer 1)."""
+        return subprocess.Popen(
+            cmd, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
+            # Scrubbed: nothing of the caller's environment (API keys) goes in.
+            env={} if self.isolation in KINDS else dict(_UNSAFE_ENV),
+            # bwrap drops to the private uid here; unshare needs root to set up
+            # its mounts and drops to it at the chroot.
+            **({"user": uid, "group": uid, "extra_groups": []}
+               if uid is not None and self.isolation == "bwrap" else {}),
+            start_new_session=True, close_fds=True,
+        )
 
     @staticmethod
     def _kill_tree(proc: subprocess.Popen) -> None:

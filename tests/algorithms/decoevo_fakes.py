@@ -76,6 +76,76 @@ def rules(**override):
     return [rule for group in table.values() for rule in group]
 
 
+#: Skill texts of `method_telling_rules`: each final solver skill answers differently, and
+#: the gold grader grades each answer differently, so every method lands on its own score.
+SKILL_V0 = "SKILL V0"
+EASY_G = "EASY GENERATOR SKILL"
+HARD_G = "HARD GENERATOR SKILL"
+#: Gold grade (1-10) of each solver skill's answers; a final skill's test mean is (g - 1) / 9.
+GOLD_GRADES = {"answer-v3h": 9, "answer-v3": 6, "answer-v2": 5, "answer-v1": 4, "answer-v0": 2}
+
+
+def method_telling_rules():
+    """Replay rules under which the four methods end on four different solver skills.
+
+    With inner_steps=3, k=1 (outer steps after steps 1 and 2), initial S = SKILL_V0:
+      step 1   every optimising method: S V0 -> V1 (the gate gains 1/3).
+      outer 1  G0 -> EASY_G (rubrics everything satisfies): SC-CoEvo accepts it (the solver's
+               score rises 1/3 -> 1), DecoEvo refuses it (structural adequacy 0.7 -> 0.2).
+      step 2   SkillOpt, DecoEvo: V1 -> V2. SC-CoEvo: nothing unmet under EASY_G, a stall.
+      outer 2  DecoEvo's near-tie explanations now see V2's scores (0.67) and propose HARD_G
+               (adequacy 0.9), which it accepts; SC-CoEvo's rewriter returns EASY_G unchanged.
+      step 3   SkillOpt: V2 -> V3 (under G0). DecoEvo: V2 -> V3 HARD (the unmet "sea image"
+               criterion of HARD_G). SC-CoEvo: a stall.
+    Final S: zero_shot V0, sc_coevo V1, skillopt V3, decoevo V3 HARD (see GOLD_GRADES).
+    """
+    r0 = rubric(("Meets the length", 2), ("Avoids cliches", 1))
+    easy = rubric(("Is text", 1), ("Has words", 1))
+    hard = rubric(("Uses a sea image", 2), ("Meets the length", 2), ("Avoids cliches", 1))
+
+    def answers(marker):  # two distinct rollouts of equal score: a near-tie to audit
+        return [marker, f"{marker} (take 2)"]
+
+    def rewrite(skill):
+        return [json.dumps({"diagnosis": "d", "skill": skill})]
+
+    # Rules are tried in order: "SKILL V3 HARD" before "SKILL V3", "answer-v3h" before "answer-v3".
+    return rules(
+        solver=[{"match": [SOLVER, f"SKILL V{v}"], "completions": answers(f"answer-v{tag}")}
+                for v, tag in (("3 HARD", "3h"), ("3", "3"), ("2", "2"), ("1", "1"), ("0", "0"))],
+        generator=[{"match": [GENERATOR, EASY_G], "completions": [easy]},
+                   {"match": [GENERATOR, HARD_G], "completions": [hard]},
+                   {"match": GENERATOR, "completions": [r0]}],
+        judge=[{"match": [JUDGE, "Is text"], "completions": [verdicts(True, True)]},
+               {"match": [JUDGE, "Uses a sea image", "answer-v3h"], "completions": [verdicts(True, True, False)]},
+               {"match": [JUDGE, "Uses a sea image", "answer-v3"], "completions": [verdicts(False, True, True)]},
+               {"match": [JUDGE, "Uses a sea image"], "completions": [verdicts(False, True, False)]},
+               {"match": [JUDGE, "answer-v3"], "completions": [verdicts(True, True)]},
+               {"match": [JUDGE, "answer-v2"], "completions": [verdicts(True, False)]},
+               {"match": [JUDGE, "answer-v1"], "completions": [verdicts(False, True)]},
+               {"match": JUDGE, "completions": [verdicts(False, False)]}],
+        solver_rewriter=[{"match": [SOLVER_REWRITER, "SKILL V2", "Uses a sea image"], "completions": rewrite("SKILL V3 HARD")},
+                         {"match": [SOLVER_REWRITER, "SKILL V2"], "completions": rewrite("SKILL V3")},
+                         {"match": [SOLVER_REWRITER, "SKILL V1"], "completions": rewrite("SKILL V2")},
+                         {"match": [SOLVER_REWRITER, "SKILL V0"], "completions": rewrite("SKILL V1")}],
+        structural=[{"match": [STRUCTURAL, "Is text"], "completions": [json.dumps(
+                        {"rationale": "misses every constraint", "adequacy": 2, "repair": "r"})]},
+                    {"match": [STRUCTURAL, "Uses a sea image"], "completions": [json.dumps(
+                        {"rationale": "covers it", "adequacy": 9, "repair": "r"})]},
+                    {"match": STRUCTURAL, "completions": [json.dumps(
+                        {"rationale": "omits the audience", "adequacy": 7, "repair": "r"})]}],
+        explain=[{"match": [EXPLAIN, "answer A 0.67"], "completions": [json.dumps(
+                     {"why_missed": "no imagery criterion", "principle": "PRINCIPLE HARD"})]},
+                 {"match": EXPLAIN, "completions": [json.dumps({"why_missed": "w", "principle": "p"})]}],
+        generator_rewriter=[{"match": [GENERATOR_REWRITER, "PRINCIPLE HARD"],
+                             "completions": [json.dumps({"analysis": "a", "skill": HARD_G})]},
+                            {"match": GENERATOR_REWRITER, "completions": [json.dumps({"analysis": "a", "skill": EASY_G})]}],
+        gold=[{"match": [GOLD, marker], "completions": [json.dumps(
+                  {"criteria": [{"name": "quality", "score": grade, "reason": "r"}]})]}
+              for marker, grade in GOLD_GRADES.items()],
+    )
+
+
 def replay(**override) -> ReplayModel:
     return ReplayModel(rules=rules(**override))
 
@@ -101,11 +171,12 @@ def config(data, **overrides):
     return DecoEvoConfig(**{**base, **overrides})
 
 
-def method_run(cfg, model, method="decoevo", store=None):
-    """One method's run on `model` (every role), as the runner builds it."""
-    from coevo.algorithms.decoevo import Meter, MethodRun, build_roles, make_partitions
+def method_run(cfg, model, method="decoevo", store=None, **options):
+    """One method's run on `model` (every role), as the runner builds it; `options` go to
+    MethodRun (policy, proposers, initial_skills)."""
+    from coevo.algorithms.decoevo import Meter, MethodRun, build_decoevo_roles, make_partitions
     from coevo.tasks.loaders import load_samples
 
     parts = make_partitions(load_samples(cfg.data.source), cfg.partitions)
     meter = Meter(model)
-    return MethodRun(method, 0, cfg, parts, build_roles(cfg, meter, meter, 0), store, meter)
+    return MethodRun(method, 0, cfg, parts, build_decoevo_roles(cfg, meter, meter, 0), store, meter, **options)

@@ -11,6 +11,7 @@ from decoevo_fakes import JUDGE, config, method_run, replay, rules, scored_verdi
 
 from coevo.roles.decoevo import CriterionJudge, StructuralAuditor
 from coevo.algorithms.decoevo_summary import gate_ties
+from coevo.algorithms.skills import SkillVersion
 from coevo.llm.replay import ReplayModel
 from coevo.runner import run_experiment
 from coevo.store import RunStore
@@ -139,7 +140,8 @@ def test_gate_decides_on_expected_scores_and_records_both(data, tmp_path):
     [(_, gate)] = store.get_records("gate_judgment")
     assert gate["incumbent"][0]["sampled"] == pytest.approx(2 / 3)
     assert gate["candidate"][0]["p_satisfied"] == pytest.approx({"c1": 0.9, "c2": 0.3})
-    assert gate_ties([record]) == {"gate_comparisons": 1, "gate_ties": 0, "gate_ties_sampled": 1}
+    assert gate_ties([SkillVersion.model_validate(record)]) == {
+        "gate_comparisons": 1, "gate_ties": 0, "gate_ties_sampled": 1}
 
 
 def test_gate_on_written_verdicts_ties_and_counts_it(data, tmp_path):
@@ -150,12 +152,14 @@ def test_gate_on_written_verdicts_ties_and_counts_it(data, tmp_path):
     records = [r for _, r in store.get_records("skill") if r["name"] == "solver" and r["version"] > 0]
     assert records[0]["gate_tie"] is True
     assert records[0]["gate_incumbent"] == records[0]["gate_candidate"] == pytest.approx(2 / 3)
-    assert gate_ties(records) == {"gate_comparisons": 1, "gate_ties": 1, "gate_ties_sampled": 1}
+    assert gate_ties([SkillVersion.model_validate(r) for r in records]) == {
+        "gate_comparisons": 1, "gate_ties": 1, "gate_ties_sampled": 1}
 
 
 def test_an_unreadable_gate_is_no_comparison():
-    unjudged = {"gate_tie": None}
-    assert gate_ties([unjudged, {}]) == {"gate_comparisons": 0, "gate_ties": 0, "gate_ties_sampled": 0}
+    base = dict(name="solver", version=1, text="t", method="skillopt", seed=0, step=1, decision="rejected")
+    unjudged, unrecorded = SkillVersion(**base, gate_tie=None), SkillVersion(**base)
+    assert gate_ties([unjudged, unrecorded]) == {"gate_comparisons": 0, "gate_ties": 0, "gate_ties_sampled": 0}
 
 
 def test_summary_counts_gate_ties_per_method(tmp_path):

@@ -95,7 +95,7 @@ def test_gold_rubrics_reach_only_the_grader(data, tmp_path):
     model = replay()
     run = method_run(config(data), model, store=RunStore(tmp_path / "run"))
     result = run.run()
-    assert result["test_mean"] == pytest.approx((7 - 1) / 9)
+    assert result.test_mean == pytest.approx((7 - 1) / 9)
     for text in user_texts(model):
         if GOLD_SECRET in text:
             assert GOLD in text, "a gold rubric leaked into an optimisation role"
@@ -143,7 +143,7 @@ def test_delta_is_a_margin_not_just_a_tie_breaker(data):
 
 
 def _outer_steps(result):
-    return [c["step"] for c in result["costs"] if c["kind"] == "outer"]
+    return [c.step for c in result.costs if c.kind == "outer"]
 
 
 def test_outer_step_every_k_inner_steps(data):
@@ -160,10 +160,10 @@ def test_outer_step_after_s_consecutive_rejections(data):
 
 def test_skillopt_and_zero_shot_never_touch_the_generator(data):
     skillopt = method_run(config(data, inner_steps=3), replay(**_gate_rules(False)), method="skillopt").run()
-    assert _outer_steps(skillopt) == [] and skillopt["rubric_generator"]["version"] == 0
+    assert _outer_steps(skillopt) == [] and skillopt.rubric_generator.version == 0
     model = replay()
     zero = method_run(config(data, inner_steps=3), model, method="zero_shot").run()
-    assert zero["solver"]["version"] == 0 and zero["costs"] == []
+    assert zero.solver.version == 0 and zero.costs == []
     assert not any("You improve" in t for t in user_texts(model))
 
 
@@ -212,8 +212,8 @@ def test_unreadable_outputs_are_counted_not_raised(data):
     garbage = [{"match": x, "completions": ["I cannot do that"]} for x in (GENERATOR, JUDGE, STRUCTURAL, BLIND)]
     model = replay(generator=[garbage[0]], judge=[garbage[1]], structural=[garbage[2]], blind=[garbage[3]])
     result = method_run(config(data), model).run()
-    assert result["invalid"]["rubric"] > 0
-    assert result["solver"]["version"] == 0
+    assert result.invalid["rubric"] > 0
+    assert result.solver.version == 0
 
 
 def test_exported_skill_file_reads_back_without_its_header(tmp_path):

@@ -1,11 +1,16 @@
-"""`coevo run` with `algorithm: decoevo` on a replay model: summary, report, CLI, resume."""
+"""`coevo run` with `algorithm: decoevo` on a replay model: summary, report, CLI, resume.
+
+The replay model (`method_telling_rules`) answers by the skill text in each prompt, so the
+four methods end on four different solver skills and four different test scores: a result
+filed under the wrong method's name fails these tests.
+"""
 
 import json
 import shutil
 import sqlite3
 
 import pytest
-from decoevo_fakes import rules, write_data
+from decoevo_fakes import GOLD_GRADES, SKILL_V0, method_telling_rules, write_data
 from typer.testing import CliRunner
 
 from coevo.cli import app
@@ -17,35 +22,63 @@ def setup(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("decoevo_runner")
     data = write_data(tmp_path / "data.jsonl")
     model = tmp_path / "replay.jsonl"
-    model.write_text("\n".join(json.dumps(r) for r in rules()) + "\n")
+    model.write_text("\n".join(json.dumps(r) for r in method_telling_rules()) + "\n")
     config = {
         "algorithm": "decoevo", "data": {"source": str(data)}, "model": f"replay:{model}",
-        "seeds": [0, 1], "inner_steps": 2, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
-        "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
+        "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
+        "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
     }
     summary = run_experiment(None, tmp_path / "run", data=config)
     return tmp_path, config, model, data, summary
 
 
+#: The final solver skill's answers of each method (see `method_telling_rules`).
+FINAL_ANSWER = {"zero_shot": "answer-v0", "sc_coevo": "answer-v1", "skillopt": "answer-v3",
+                "decoevo": "answer-v3h"}
+
+
+def _expected_mean(method):
+    return (GOLD_GRADES[FINAL_ANSWER[method]] - 1) / 9
+
+
+def test_each_method_result_lands_under_its_own_name(setup):
+    _, _, _, _, summary = setup
+    assert set(summary["methods"]) == {"zero_shot", "skillopt", "sc_coevo", "decoevo"}
+    assert len({_expected_mean(m) for m in FINAL_ANSWER}) == 4  # four distinct scores
+    for method, entry in summary["methods"].items():
+        assert entry["test_mean"] == pytest.approx(_expected_mean(method)), method
+        assert entry["per_seed"] == pytest.approx([_expected_mean(method)] * 2), method
+        assert entry["test_sd"] == 0.0
+    rows = {row["method"]: row for row in summary["table"]["rows"]}
+    assert {m: rows[m]["test_mean"] for m in rows} == pytest.approx({m: _expected_mean(m) for m in FINAL_ANSWER})
+    # Which skills each method evolved, and what its acceptance rules decided (both seeds).
+    decided = {m: (e["solver_accepted"], e["solver_candidates"], e["generator_accepted"], e["generator_candidates"])
+               for m, e in summary["methods"].items()}
+    assert decided == {"zero_shot": (0, 0, 0, 0), "skillopt": (6, 6, 0, 0),
+                       "sc_coevo": (2, 2, 2, 2), "decoevo": (6, 6, 2, 4)}
+    ci = summary["decoevo_minus_skillopt_ci"]
+    assert ci["n_pairs"] == 6 and ci["mean_diff"] == pytest.approx(_expected_mean("decoevo") - _expected_mean("skillopt"))
+    # The diagnostic trajectory is filed per method too: its last gold point is the final skill's.
+    for method, points in summary["trajectory"].items():
+        assert [p["step"] for p in points] == [0, 1, 2, 3]
+        assert points[-1]["gold"] == pytest.approx(_expected_mean(method)), method
+
+
 def test_summary_report_and_skill_history(setup):
     tmp_path, config, _, _, summary = setup
-    assert set(summary["methods"]) == {"zero_shot", "skillopt", "sc_coevo", "decoevo"}
-    for entry in summary["methods"].values():
-        assert entry["test_mean"] == pytest.approx(6 / 9) and entry["test_sd"] == 0.0
     assert set(summary["skill_versions"]) == {"solver", "rubric_generator"}
     assert any(v["method"] == "decoevo" and v["version"] > 0 for v in summary["skill_versions"]["solver"])
+    assert [k for k in summary["skill_versions"]["solver"][0]] == [
+        "method", "seed", "version", "parent", "decision", "why", "step"]
     ci = summary["decoevo_minus_skillopt_ci"]
-    assert ci["n_pairs"] == 6 and ci["low"] <= ci["mean_diff"] <= ci["high"]
+    assert ci["low"] <= ci["mean_diff"] <= ci["high"]
     assert summary["table"]["columns"][0] == "method" and len(summary["table"]["rows"]) == 4
     assert {"inner", "outer"} <= set(summary["cost"])
-    # The replay judge writes the same verdicts for every answer and gives no logprobs:
-    # every gate comparison ties, on the written verdicts.
-    assert summary["scoring"]["judge"] == "sampled"
+    assert summary["scoring"] == {"judge": "sampled", "auditor": "sampled", "grader": "sampled"}
     for method in ("skillopt", "sc_coevo", "decoevo"):
         entry = summary["methods"][method]
-        assert entry["gate_comparisons"] > 0 and entry["gate_ties"] == entry["gate_comparisons"]
+        assert entry["gate_comparisons"] > 0 and entry["gate_ties"] == 0
     assert summary["methods"]["zero_shot"]["gate_comparisons"] == 0
-    assert len(summary["trajectory"]["decoevo"]) == 3  # steps 0, 1, 2
     run = tmp_path / "run"
     assert (run / "skills" / "decoevo" / "seed1" / "solver_v1.md").is_file()
     assert (run / "skills" / "decoevo" / "seed0" / "rubric_generator_v0.md").is_file()
@@ -76,7 +109,8 @@ def test_cli_show_skills_and_eval_skill(setup):
                                  "--model", f"replay:{model}", "--limit", "4", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output.strip().splitlines()[-1])
-    assert report["n_samples"] == 4 and report["gold_mean"] == pytest.approx(6 / 9)
+    # decoevo's v1 is "SKILL V1" (every optimising method's first accepted solver skill).
+    assert report["n_samples"] == 4 and report["gold_mean"] == pytest.approx(_expected_mean("sc_coevo"))
 
 
 def test_data_without_gold_rubrics_is_refused_with_the_fix(setup):

@@ -29,12 +29,20 @@ TRUNCATE = """```python
 def truncate_number(number: float) -> float:
     return number % 1.0
 ```"""
+#: Right on the docstring's first example, wrong whenever the balance does go below zero.
+BELOW_ZERO_WRONG = """```python
+from typing import List
+
+def below_zero(operations: List[int]) -> bool:
+    return False
+```"""
 CATCHING_TEST = "<think>empty?</think><testcase> CALL: has_close_elements([1.0, 1.1], 0.5) </testcase>"
 NO_TEST = "The code looks correct."
 
 MODELS = {
     "gen": [{"match": "has_close_elements", "completions": [GOOD, BAD]},
-            {"match": "truncate_number", "completions": [TRUNCATE]}],
+            {"match": "truncate_number", "completions": [TRUNCATE]},
+            {"match": "def below_zero", "completions": [BELOW_ZERO_WRONG]}],
     "crit": [{"match": "len(numbers) < 0", "completions": [CATCHING_TEST, NO_TEST]},
              {"completions": [CATCHING_TEST, NO_TEST]}],
 }
@@ -124,3 +132,22 @@ def test_a_bare_call_of_the_entry_point_is_read_as_a_call_test(text, call):
     assert proposal.valid == (call is not None)
     if call:
         assert proposal.parsed == {"kind": "call", "test": call, "format": "bare call"}
+
+
+def test_pass_at_1_is_the_share_of_heldout_problems_that_pass_every_reference_test(tmp_path, trained):
+    # Held out: truncate_number solved right, below_zero solved wrong, so pass@1 is 1/2 before
+    # and after the round (replay outputs do not change with training). A pass@1 that read
+    # any passing test, any passing problem, or the train problems would not give 0.5.
+    summary = run_rlac(config(data={"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2", "HumanEval/3"]}),
+                       RunStore(tmp_path))
+    assert summary["baseline"]["pass_at_1"] == 0.5
+    assert summary["rounds"][0]["eval"]["pass_at_1"] == 0.5
+    assert [row["pass_at_1"] for row in summary["table"]["rows"]] == [0.5, 0.5]
+    # Only what the run measured: no FactScore keys on code, no KL with `kl: false`.
+    assert set(summary["baseline"]) == {"pass_at_1", "heldout_output_chars"}
+
+
+def test_pass_at_1_counts_a_wrong_solution_as_a_failure(tmp_path, trained):
+    summary = run_rlac(config(data={"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/3"]}),
+                       RunStore(tmp_path))
+    assert summary["baseline"]["pass_at_1"] == 0.0

@@ -188,3 +188,55 @@ def test_a_dpo_stage_that_moved_no_weight_is_reported(tmp_path, fakes, monkeypat
     summary = run_rlac(facts_config(), store)
     assert summary["rounds"][0]["training"]["generator"]["weight_delta"] == 0.0
     assert any("generator's DPO stage ran 2 steps but changed no weight" in w for w in store.get_meta("warnings"))
+
+
+CURIE_MOON = CURIE + " She was born on the Moon."
+
+
+def test_heldout_factscore_counts_each_supported_and_unsupported_fact(tmp_path, fakes):
+    # Held out: Marie Curie with two facts the corpus supports and one it does not.
+    fakes["models"]["gen"] = [FACT_MODELS["gen"][0], {"match": "biography of Marie Curie", "completions": [CURIE_MOON]}]
+    summary = run_rlac(facts_config(), RunStore(tmp_path))
+    expected = {"factscore_precision": pytest.approx(2 / 3), "facts_correct": 2.0, "facts_incorrect": 1.0,
+                "heldout_output_chars": float(len(CURIE_MOON))}
+    assert summary["baseline"] == expected and summary["rounds"][0]["eval"] == expected
+    assert summary["table"]["rows"][1]["factscore_precision"] == pytest.approx(2 / 3)
+
+
+def test_enumerative_scores_are_the_factscore_precision_of_each_output(tmp_path, fakes):
+    store = RunStore(tmp_path)
+    run_rlac(facts_config(verification="enumerative"), store)
+    scores = {r["output"]: r["score"] for _, r in store.get_records("rlac_enumerative")}
+    # Word overlap supports two of GOOD's three sentences; BAD has one more unsupported:
+    # its birthplace. The score is the share of supported facts, per output.
+    assert scores == {GOOD: pytest.approx(2 / 3), BAD: pytest.approx(1 / 3)}
+
+
+def test_a_resumed_round_keeps_its_own_counts_when_later_rounds_run(tmp_path, fakes):
+    first = run_rlac(facts_config(), RunStore(tmp_path))
+    longer = run_rlac(facts_config(iterations=2), RunStore(tmp_path))  # round 1 resumed, round 2 new
+    assert longer["rounds"][0]["counts"] == first["rounds"][0]["counts"] == {"rlac": 4, "enumerative": 6, "used": 4}
+    assert longer["rounds"][1]["counts"] == {"rlac": 8, "enumerative": 12, "used": 8}
+    assert [row["calls_rlac"] for row in longer["table"]["rows"]] == [0, 4, 8]
+
+
+def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
+    # The records dump to these keys exactly; a renamed or dropped field breaks readers of
+    # summary.json (the report, BENCHMARKS scripts), so the sets are spelled out here.
+    # (The runner adds its own keys, `algorithm`, `llm_cache`, ..., to what run_rlac returns.)
+    summary = run_rlac(facts_config(), RunStore(tmp_path / "run"))
+    assert set(summary) == {"base_model", "base_models", "task", "condition", "baseline", "rounds",
+                            "verification_calls", "verification_call_ratio", "table"}
+    [rnd] = summary["rounds"]
+    assert set(rnd) == {"round", "checkpoints", "trained", "eval", "critic", "rollout", "pairs", "training",
+                        "counts", "seconds"}
+    assert set(rnd["eval"]) == set(summary["baseline"]) == {"factscore_precision", "facts_correct",
+                                                            "facts_incorrect", "heldout_output_chars"}
+    assert set(rnd["critic"]) == {"detection_rate", "outcome_caught", "outcome_survived", "outcome_invalid",
+                                  "proposals"}
+    assert set(rnd["rollout"]) == {"output_tokens", "generator_pairs", "critic_pairs"}
+    assert set(rnd["training"]["generator"]) == {"steps", "seconds", "loss", "weight_delta"}
+    assert summary["table"]["columns"] == ["round", "factscore_precision", "detection_rate", "kl_from_base",
+                                           "calls_rlac", "calls_enumerative"]
+    [(_, pair), *_] = RunStore(tmp_path / "run").get_records("rlac_pair")
+    assert set(pair) == {"round", "prompt", "chosen", "rejected", "sample_id", "source"}

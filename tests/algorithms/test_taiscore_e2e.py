@@ -175,6 +175,7 @@ def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path):
 
     from coevo.algorithms.taiscore import TaiScoreConfig, default_backend, run_taiscore
     from coevo.config import validate
+    from coevo.runner import summary_dict
     from coevo.store import RunStore
     from coevo.train.dpo import train_dpo
 
@@ -213,7 +214,7 @@ def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path):
     resumed.load_frozen = lambda spec: judge
     grpo_calls = []
     resumed.train_grpo = lambda *a, **k: grpo_calls.append(a)
-    summary = run_taiscore(config, store, resumed)
+    summary = summary_dict(run_taiscore(config, store, resumed))
     assert grpo_calls == []  # the finished critic stage was restored, not retrained
     result = store.step_result("coevolution/round1/actor")
     assert result["resumed_from"].endswith("checkpoint-1") and result["steps"] == 2

@@ -18,6 +18,7 @@ from coevo.config import ConfigError, validate
 from coevo.llm.replay import ReplayModel
 from coevo.roles.actor import Actor
 from coevo.roles.judges import PairwiseJudge, TaiScoreJudge
+from coevo.runner import summary_dict
 from coevo.store import RunStore
 from coevo.train.common import TrainResult
 from coevo.types import Rollout, Sampling
@@ -165,7 +166,7 @@ def test_pair_filter_drops_ties_and_y0_wins_and_maps_order_back():
 def test_shards_are_disjoint_across_rounds_and_held_out(tmp_path):
     trainers = FakeTrainers()
     store = RunStore(tmp_path / "run")
-    summary = run_taiscore(_config(tmp_path), store, trainers.backend())
+    summary = summary_dict(run_taiscore(_config(tmp_path), store, trainers.backend()))
     shards = store.get_meta("shards")
     held = set(store.get_meta("held_out"))
     ids = [set(v) for v in shards.values()]
@@ -201,9 +202,9 @@ def test_resume_skips_finished_stages_and_restores_their_checkpoints(tmp_path):
     trainers = FakeTrainers()
     config = _config(tmp_path)
     store = RunStore(tmp_path / "run")
-    first = run_taiscore(config, store, trainers.backend())
+    first = summary_dict(run_taiscore(config, store, trainers.backend()))
     again = FakeTrainers()
-    second = run_taiscore(config, store, again.backend())
+    second = summary_dict(run_taiscore(config, store, again.backend()))
     assert again.grpo_calls == [] and again.dpo_calls == []
     assert len(again.restored) == 4  # critic and actor of both rounds, in order
     assert second["rounds"] == first["rounds"]
@@ -214,7 +215,7 @@ def test_conditions_share_data_and_make_one_table(tmp_path):
     config = _config(tmp_path, conditions=["off_the_shelf", "taiscore", "coevolution",
                                            {"name": "og", "preset": "outcome_gain"}], seeds=2)
     store = RunStore(tmp_path / "run")
-    summary = run_taiscore(config, store, trainers.backend())
+    summary = summary_dict(run_taiscore(config, store, trainers.backend()))
     table = summary["table"]
     assert [row["condition"] for row in table["rows"]] == ["base actor (round 0)", "off_the_shelf", "taiscore",
                                                           "coevolution", "og"]
@@ -251,26 +252,3 @@ def test_config_errors_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="empty"):
         run_taiscore(_config(tmp_path, rounds=20), RunStore(tmp_path / "r"), FakeTrainers().backend())
     assert not math.isnan(TaiScoreConfig().dpo.beta) and TaiScoreConfig().dpo.beta == 0.1
-
-
-def test_quickstart_runs_one_small_taiscore_round(monkeypatch, tmp_path):
-    from typer.testing import CliRunner
-
-    import coevo.runner
-    from coevo.cli import app
-
-    seen = {}
-
-    def fake_run(config_path, out, *, resume=False, overrides=(), data=None):
-        seen["config"] = validate(TaiScoreConfig, data)
-        return {"table": {"columns": ["metric", "round 0", "round 1"],
-                          "rows": [{"metric": "gold_score", "round 0": 5.0, "round 1": 5.5}]},
-                "report": str(tmp_path / "report.html")}
-
-    monkeypatch.setattr(coevo.runner, "run_experiment", fake_run)
-    result = CliRunner().invoke(app, ["quickstart", "--out", str(tmp_path / "qs"), "--prompts", "6"])
-    assert result.exit_code == 0, result.output
-    config = seen["config"]
-    assert config.rounds == 1 and config.data.limit == 6 and config.evaluation.prompts == 2
-    assert resolve_conditions(config)[0].name == "coevolution"
-    assert "gold_score" in result.output and "report.html" in result.output

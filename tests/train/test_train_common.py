@@ -7,17 +7,17 @@ import time
 
 import pytest
 
-from coevo.train import LoRASettings, TrainResult, cpu_training_args
+from coevo.train import LoRASettings, TrainResult, machine_training_args
 from coevo.train.common import PeakRSS, global_step, last_checkpoint
 from coevo.train.grpo import _Timed
 
 
-def test_cpu_training_args_without_cuda():
+def test_machine_training_args_without_cuda():
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    args = cpu_training_args()
+    args = machine_training_args()
     assert args == {"use_cpu": True, "bf16": False, "gradient_checkpointing": False, "report_to": "none"}
 
 
@@ -94,4 +94,38 @@ def test_trl_block_may_change_the_machine_defaults(tmp_path):
     from coevo.train.common import trl_config
 
     args = trl_config(DPOConfig, "dpo", {"output_dir": str(tmp_path)}, {"report_to": "tensorboard"})
-    assert args.report_to == ["tensorboard"] and args.use_cpu == cpu_training_args().get("use_cpu", False)
+    assert args.report_to == ["tensorboard"] and args.use_cpu == machine_training_args().get("use_cpu", False)
+
+
+class _FakeTrainer:
+    """Moves one weight by `step` (or fails), with TRL's forward patch on its model."""
+
+    def __init__(self, step=None):
+        import torch
+
+        self.model = torch.nn.Linear(2, 2)
+        self.model.forward = lambda *a, **k: None  # an instance attribute, as TRL's patch
+        self.step, self.resumed_from = step, "unset"
+
+    def train(self, resume_from_checkpoint=None):
+        import torch
+
+        self.resumed_from = resume_from_checkpoint
+        if self.step is None:
+            raise RuntimeError("out of memory")
+        with torch.no_grad():
+            self.model.weight[0, 0] += self.step
+
+
+def test_measured_train_reports_the_weight_change_and_always_unpatches():
+    from coevo.train.common import measured_train
+
+    trainer = _FakeTrainer(step=0.25)
+    run = measured_train(trainer, trainer.model, "ckpt-3")
+    assert trainer.resumed_from == "ckpt-3" and abs(run.weight_delta - 0.25) < 1e-6
+    assert run.seconds > 0 and run.peak_rss_mb > 0
+    assert "forward" not in vars(trainer.model)
+    failing, reference = _FakeTrainer(), _FakeTrainer().model
+    with pytest.raises(RuntimeError, match="out of memory"):
+        measured_train(failing, failing.model, None, reference=reference)
+    assert "forward" not in vars(failing.model) and "forward" not in vars(reference)

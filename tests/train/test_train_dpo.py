@@ -66,6 +66,19 @@ def test_settings_are_validated():
         LoRASettings(target_modules=["q_proj", "lm_head"])
 
 
+def test_dpo_config_carries_the_settings_and_the_trl_block(tmp_path):
+    from coevo.train.dpo import dpo_config
+
+    args = dpo_config(_tiny(beta=0.2, grad_accum=3, trl={"loss_type": ["ipo"]}), tmp_path / "checkpoints")
+    assert args.output_dir == str(tmp_path / "checkpoints")
+    assert (args.beta, args.learning_rate, args.max_steps, args.max_length) == (0.2, 1e-4, 2, 48)
+    assert (args.gradient_accumulation_steps, args.save_steps, args.save_total_limit) == (3, 100, 2)
+    assert args.loss_type == ["ipo"]
+    assert dpo_config(DPOSettings(), tmp_path).max_steps == -1
+    with pytest.raises(TrainError, match="dpo.trl sets beta"):
+        dpo_config(DPOSettings(trl={"beta": 0.5}), tmp_path)
+
+
 def _snapshot(model) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 

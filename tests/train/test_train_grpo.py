@@ -56,6 +56,22 @@ def test_bad_inputs_name_the_problem():
         prompts_to_dataset(["a"], extra_columns={"completions": ["x"]})
 
 
+def test_grpo_config_carries_the_settings_and_the_trl_block(tmp_path):
+    from coevo.train.grpo import grpo_config
+
+    settings = GRPOSettings(num_generations=4, batch_size=2, grad_accum=2, beta=0.05, max_steps=3,
+                            max_completion_length=64, trl={"warmup_steps": 5})
+    args = grpo_config(settings, tmp_path / "checkpoints")
+    assert args.output_dir == str(tmp_path / "checkpoints")
+    assert (args.num_generations, args.per_device_train_batch_size, args.gradient_accumulation_steps) == (4, 4, 2)
+    assert (args.beta, args.max_steps, args.max_completion_length, args.loss_type) == (0.05, 3, 64, "grpo")
+    assert (args.scale_rewards, args.save_total_limit, args.warmup_steps) == ("group", 2, 5)
+    assert not args.use_vllm and GRPOSettings().max_steps is None
+    assert grpo_config(GRPOSettings(), tmp_path).max_steps == -1  # no step limit: the epochs decide
+    with pytest.raises(TrainError, match="grpo.trl sets beta"):
+        grpo_config(GRPOSettings(trl={"beta": 0.1}), tmp_path)
+
+
 def _group_z(rewards: list[float], group: int) -> torch.Tensor:
     # TRL's scale_rewards="group": (r - group mean) / (group std, Bessel-corrected, + 1e-4).
     r = torch.tensor(rewards).view(-1, group)

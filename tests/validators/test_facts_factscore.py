@@ -26,7 +26,10 @@ def test_llm_split_reads_the_json_list_and_falls_back_to_sentences():
 
 def test_factscore_counts_correct_and_incorrect():
     validator = build_fact_validator(None, mode="lexical")
-    [result] = factscore(validator, None, [("Marie Curie", BIO)], mode="sentences")
+    [facts] = split_atomic_facts(None, "Marie Curie", [BIO], mode="sentences")
+    [result] = factscore(validator, [("Marie Curie", facts)])
+    assert result.facts == [("Marie Curie was born in Warsaw.", True), ("She discovered polonium and radium.", True),
+                            ("She was born on the Moon.", False)]
     assert (result.correct, result.incorrect) == (2, 1)
     assert result.precision == pytest.approx(2 / 3)
     summary = summarize([result])
@@ -36,6 +39,13 @@ def test_factscore_counts_correct_and_incorrect():
 
 def test_summarize_empty():
     assert summarize([])["factscore_precision"] is None
+
+
+def test_a_biography_with_no_fact_has_no_precision_and_is_left_out_of_the_mean():
+    validator = build_fact_validator(None, mode="lexical")
+    empty, scored = factscore(validator, [("Marie Curie", []), ("Marie Curie", ["Marie Curie was born in Warsaw."])])
+    assert (empty.facts, empty.precision) == ([], None)
+    assert summarize([empty, scored]) == {"factscore_precision": 1.0, "facts_correct": 0.5, "facts_incorrect": 0.0}
 
 
 def test_split_drops_facts_copied_from_the_prompt_example():

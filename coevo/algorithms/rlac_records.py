@@ -1,0 +1,205 @@
+"""RLAC's records: what one iteration hands on, what lands in the run store and summary.json.
+
+Each record dumps to exactly the keys the loop wrote as plain dicts before it had types, so
+`summary.json`, the store's records and a run folder from an older version read the same.
+All are `Record`s (unknown fields kept): a round record written by a newer version still
+loads on `--resume`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_serializer
+
+from coevo.types import PreferencePair, Record, Sample, Table, Verdict
+
+
+class HeldoutEval(Record):
+    """The held-out metrics of one round: FactScore (facts) or pass@1 (code), the KL from
+    the base generator when `kl` is on, and the mean greedy output length.
+
+    Only the metrics a run measured are dumped: a code run's summary has no FactScore keys
+    and a run with `kl: false` no `kl_from_base` key, as before these were typed. A measured
+    metric that came out None (no scorable fact) is still dumped, as None.
+    """
+
+    factscore_precision: float | None = None
+    facts_correct: float | None = None
+    facts_incorrect: float | None = None
+    pass_at_1: float | None = None
+    kl_from_base: float | None = None
+    heldout_output_chars: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _measured_only(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        measured = self.model_fields_set | set(self.model_extra or {})
+        return {key: value for key, value in data.items() if key in measured}
+
+    def metric(self, name: str) -> float | None:
+        """A metric by name (the table's column), None when it was not measured."""
+        return getattr(self, name, None)
+
+
+class VerificationCounts(Record):
+    """Validator calls so far: made by this run (`rlac`: one per critic proposal, or what
+    one proposal per output would cost in the enumerative baseline), needed by enumerative
+    checking of the same generations, and actually `used` (the condition's real cost)."""
+
+    rlac: int = 0
+    enumerative: int = 0
+    used: int = 0
+
+
+class VerdictCounts(Record):
+    """How the validator judged the critic's proposals of one iteration."""
+
+    caught: int = 0
+    survived: int = 0
+    invalid: int = 0
+
+    def add(self, verdicts: list[Verdict]) -> None:
+        """Count these verdicts in."""
+        for verdict in verdicts:
+            setattr(self, verdict.verdict, getattr(self, verdict.verdict) + 1)
+
+    @property
+    def total(self) -> int:
+        return self.caught + self.survived + self.invalid
+
+
+class CriticStats(Record):
+    """The critic's side of a round, logged under the `critic` metrics stage. Rates are None
+    when no proposal was made (the enumerative baseline has no critic)."""
+
+    detection_rate: float | None
+    outcome_caught: float | None
+    outcome_survived: float | None
+    outcome_invalid: float | None
+    proposals: float
+
+    @classmethod
+    def of(cls, outcomes: VerdictCounts) -> CriticStats:
+        """Rates over every proposal of the iteration; detection rate = share caught."""
+        n = outcomes.total
+
+        def rate(k: int) -> float | None:
+            return k / n if n else None
+
+        return cls(detection_rate=rate(outcomes.caught), outcome_caught=rate(outcomes.caught),
+                   outcome_survived=rate(outcomes.survived), outcome_invalid=rate(outcomes.invalid),
+                   proposals=float(n))
+
+
+class RolloutStats(Record):
+    """The generator's side of a round, logged under the `rollout` metrics stage."""
+
+    output_tokens: float
+    generator_pairs: float
+    critic_pairs: float
+
+
+class Instruction(Record):
+    """One train instruction s of an iteration with its K outputs a_1..a_K (lines 4-5)."""
+
+    sample: Sample
+    prompt: str
+    outputs: list[str]
+
+
+class Critiques(Record):
+    """The critic's proposals on one instruction's outputs and the validator's verdicts on
+    them (lines 6 and 10): `texts[i][j]` is proposal j on output i, `verdicts[i][j]` its
+    verdict, `prompts[i]` the critic's prompt for output i (the critic's DPO prompt)."""
+
+    prompts: list[str]
+    texts: list[list[str]]
+    verdicts: list[list[Verdict]]
+
+
+class IterationData(Record):
+    """Lines 3-11 of Algorithm 1, done: the DPO datasets of both models and their stats."""
+
+    generator_pairs: list[PreferencePair] = Field(default_factory=list)
+    critic_pairs: list[PreferencePair] = Field(default_factory=list)
+    critic: CriticStats
+    rollout: RolloutStats
+
+
+class TrainingInfo(Record):
+    """One DPO stage of a round, as the round record and the warnings read it."""
+
+    steps: int
+    seconds: float
+    loss: float | None = None
+    weight_delta: float | None = None
+
+
+class BaselineRecord(Record):
+    """Round 0: the base generator on the held-out instructions (step `rlac:round0`)."""
+
+    round: int = 0
+    eval: HeldoutEval
+
+
+class RoundRecord(Record):
+    """One finished iteration (step `rlac:round{r}`, and `rounds[r-1]` of summary.json).
+
+    `checkpoints` holds each model's latest weights (its base until first trained) and
+    `counts` the verification calls of the run so far, so a resumed run restarts from here.
+    """
+
+    round: int
+    checkpoints: dict[str, str | None]
+    trained: dict[str, bool]
+    eval: HeldoutEval
+    critic: CriticStats
+    rollout: RolloutStats
+    pairs: dict[str, int]
+    training: dict[str, TrainingInfo] = Field(default_factory=dict)
+    counts: VerificationCounts
+    seconds: float
+
+
+class ProposalRecord(Record):
+    """One critic proposal and its verdict (store kind `rlac_proposal`)."""
+
+    round: int
+    sample_id: str
+    output_index: int
+    proposal_index: int
+    output: str
+    proposal: str
+    verdict: str
+    reason: str
+    details: dict[str, Any]
+
+
+class EnumerativeScore(Record):
+    """One output's score under enumerative checking (store kind `rlac_enumerative`)."""
+
+    round: int
+    sample_id: str
+    output: str
+    score: float
+
+
+class RoundPair(PreferencePair):
+    """A DPO pair with the round that built it (store kind `rlac_pair`)."""
+
+    round: int
+
+
+class RlacSummary(Record):
+    """`summary.json` of an RLAC run (the runner adds `algorithm` and `llm_cache`)."""
+
+    base_model: str | None
+    base_models: dict[str, str | None]
+    task: str
+    condition: str
+    baseline: HeldoutEval
+    rounds: list[RoundRecord]
+    verification_calls: VerificationCounts
+    verification_call_ratio: float | None
+    table: Table
