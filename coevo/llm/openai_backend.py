@@ -1,13 +1,16 @@
 """`openai:MODEL@URL[,URL2,...]` — any OpenAI-compatible server (vLLM, SGLang, llama.cpp, OpenAI).
 
-A batch becomes concurrent requests (at most `concurrency` in flight), spread round-robin
-over the base URLs, so several replicas of one model serve one run. Retries are ours, not
-the client's (it is built with max_retries=0): the count and backoff are configurable, a
-retry moves on to the next URL, and the final error names every URL that failed.
+A batch becomes concurrent requests, all of a stage in flight at once up to `concurrency`
+per base URL, spread round-robin over the URLs, so several replicas of one model serve one
+run. One event loop (on a background thread) and one HTTP client per URL live as long as
+the model: connections are reused from call to call, and `generate` works the same from
+sync code, threads or a running event loop. Retries are ours, not the client's (it is built
+with max_retries=0): the count and backoff are configurable, a retry moves on to the next
+URL, and the final error names every URL that failed.
 
 The API key comes from COEVO_API_KEY or OPENAI_API_KEY (local servers accept any key) and
-is read when a call starts; it is never kept on the object, so it cannot reach a config
-dump, a log or the run store.
+is read when a call starts and given to that call's requests only; the kept clients hold a
+placeholder, so the key cannot reach a config dump, a log or the run store.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 import os
 import random
 import re
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from typing import Any
 
 from coevo.llm.base import ModelError
@@ -89,6 +92,10 @@ class OpenAIModel:
         self._next_url = itertools.count()
         # Learnt on the first n>1 call: llama.cpp's server ignores `n` and answers once.
         self._n_supported: bool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+        self._clients: list[Any] = []
+        self._limits: list[asyncio.Semaphore] = []
 
     @classmethod
     def from_spec(cls, rest: str, **options: Any) -> OpenAIModel:
@@ -100,24 +107,43 @@ class OpenAIModel:
         self, conversations: list[Conversation], sampling: Sampling, n: int = 1
     ) -> list[list[Completion]]:
         """n completions per conversation; callable from sync code, threads, or a running loop."""
+        future = asyncio.run_coroutine_threadsafe(self._run(conversations, sampling, n), self._event_loop())
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._run(conversations, sampling, n))
-        # Inside a running loop (a notebook, an async caller) asyncio.run would fail; a fresh
-        # thread gets its own loop and the caller simply blocks on the result.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self._run(conversations, sampling, n)).result()
+            return future.result()
+        except BaseException:
+            future.cancel()  # Ctrl-C (or a caller's error) stops the stage's requests too
+            raise
+
+    def close(self) -> None:
+        """Close the HTTP clients and stop the loop thread (a later call starts them again)."""
+        with self._loop_lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            clients, self._clients, self._limits = self._clients, [], []
+            asyncio.run_coroutine_threadsafe(_close_all(clients), loop).result()
+            loop.call_soon_threadsafe(loop.stop)
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        """The model's own event loop, running on a daemon thread from the first call on."""
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name=f"coevo-{self.model_id}",
+                                 daemon=True).start()
+            return self._loop
 
     async def _run(self, conversations: list[Conversation], sampling: Sampling, n: int) -> list[list[Completion]]:
         from openai import AsyncOpenAI
 
+        if not self._clients:
+            # Made on the loop's thread: their connection pools belong to this loop.
+            self._clients = [AsyncOpenAI(base_url=url, api_key="per-call", max_retries=0, timeout=self.timeout)
+                             for url in self.base_urls]
+            self._limits = [asyncio.Semaphore(self.concurrency) for _ in self.base_urls]
         key = os.environ.get("COEVO_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        # Clients are made per call: their HTTP pools belong to this call's event loop.
-        clients = [AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=self.timeout)
-                   for url in self.base_urls]
-        semaphore = asyncio.Semaphore(self.concurrency)
-        tasks = [asyncio.ensure_future(self._conversation(clients, semaphore, conv, sampling, n))
+        # Copies that share the kept clients' connection pools, with this call's key.
+        clients = [client.with_options(api_key=key) for client in self._clients]
+        tasks = [asyncio.ensure_future(self._conversation(clients, self._limits, conv, sampling, n))
                  for conv in conversations]
         try:
             return list(await asyncio.gather(*tasks))
@@ -126,19 +152,16 @@ class OpenAIModel:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        finally:
-            for client in clients:
-                await client.close()
 
-    async def _conversation(self, clients, semaphore, conversation: Conversation, sampling: Sampling,
+    async def _conversation(self, clients, limits, conversation: Conversation, sampling: Sampling,
                             n: int) -> list[Completion]:
         messages = [m.model_dump() for m in conversation]
         if sampling.temperature <= 0:
-            return copies((await self._request(clients, semaphore, messages, sampling, 1, sampling.seed))[0], n)
+            return copies((await self._request(clients, limits, messages, sampling, 1, sampling.seed))[0], n)
         got: list[Completion] = []
         if n > 1 and self._n_supported is not False:
             try:
-                got = await self._request(clients, semaphore, messages, sampling, n, sampling.seed)
+                got = await self._request(clients, limits, messages, sampling, n, sampling.seed)
             except _Rejected as exc:
                 if exc.status not in (400, 422):
                     raise
@@ -148,13 +171,13 @@ class OpenAIModel:
         # even on servers that are deterministic for a given seed.
         missing = range(len(got), n)
         extra = await asyncio.gather(*[
-            self._request(clients, semaphore, messages, sampling, 1,
+            self._request(clients, limits, messages, sampling, 1,
                           None if sampling.seed is None else sampling.seed + i)
             for i in missing
         ])
         return (got + [c[0] for c in extra])[:n]
 
-    async def _request(self, clients, semaphore, messages, sampling: Sampling, n: int,
+    async def _request(self, clients, limits, messages, sampling: Sampling, n: int,
                        seed: int | None) -> list[Completion]:
         import openai
 
@@ -182,7 +205,7 @@ class OpenAIModel:
             index = (start + attempt) % len(clients)
             url = self.base_urls[index] or str(clients[index].base_url)
             try:
-                async with semaphore:
+                async with limits[index]:  # `concurrency` requests in flight per URL
                     response = await clients[index].chat.completions.create(**params)
                 return _completions(response, sampling)
             except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
@@ -237,6 +260,11 @@ def _logprobs(choice: Any) -> dict[str, Any]:
         alternatives[entry.token] = float(entry.logprob)
         top.append(alternatives)
     return {"tokens": tokens, "top_logprobs": top}
+
+
+async def _close_all(clients: list[Any]) -> None:
+    for client in clients:
+        await client.close()
 
 
 def _describe(exc: Exception) -> str:

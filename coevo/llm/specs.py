@@ -1,7 +1,8 @@
 """Model specs: the short strings that name a model in a config or on the command line.
 
-    smollm2                     the embedded SmolLM2-135M-Instruct
+    smollm2[:ENGINE]            the embedded SmolLM2-135M-Instruct (ENGINE: vllm | llamacpp | hf)
     hf:PATH_OR_ID               transformers, in process (the only backend that trains)
+    vllm:PATH_OR_ID             vLLM, in process (frozen roles)
     gguf:PATH                   llama.cpp, in process
     openai:MODEL@URL[,URL...]   an OpenAI-compatible server (several URLs: round-robin)
     replay:FILE                 answers from a JSONL file
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import logging
 import threading
 from typing import Any
 
@@ -23,8 +25,10 @@ from coevo.llm.base import ChatModel, ModelError
 from coevo.store import RunStore
 
 FORMS = [
-    ("smollm2", "embedded SmolLM2-135M-Instruct (llama.cpp when frozen, transformers when trained)"),
+    ("smollm2[:ENGINE]", "embedded SmolLM2-135M-Instruct: frozen on llama.cpp, else vLLM, else transformers "
+                         "(ENGINE llamacpp | vllm | hf forces one); transformers when trained"),
     ("hf:PATH_OR_ID", "transformers model folder or hub id, in process; trainable"),
+    ("vllm:PATH_OR_ID", "vLLM in process: batched, prefix caching, structured outputs; frozen roles only"),
     ("gguf:PATH", "GGUF file through llama-cpp-python, in process; frozen roles only"),
     ("openai:MODEL@URL[,URL...]", "OpenAI-compatible server(s): vLLM, SGLang, llama.cpp server, OpenAI"),
     ("replay:FILE", "answers read from a JSONL file (tests, re-scoring recorded runs)"),
@@ -68,7 +72,7 @@ def clear_loaded() -> None:
 
 def base_model_path(spec: str) -> str:
     """The transformers folder (or hub id) a trainable spec starts from."""
-    if spec.strip() == "smollm2":
+    if spec.strip().partition(":")[0] == "smollm2":
         from coevo.llm import embedded
 
         return str(embedded.hf_dir())
@@ -78,16 +82,8 @@ def base_model_path(spec: str) -> str:
 
 def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     kind, sep, rest = spec.partition(":")
-    if spec == "smollm2":
-        from coevo.llm import embedded
-
-        if not trainable and llama_cpp_available():
-            from coevo.llm.llamacpp import LlamaCppModel
-
-            return _construct(LlamaCppModel, spec, options, embedded.gguf_path(), lenient=True)
-        from coevo.llm.local import LocalModel
-
-        return _construct(LocalModel, spec, options, embedded.hf_dir(), lenient=True)
+    if kind == "smollm2":
+        return _embedded(spec, rest.strip() or None, trainable, options)
     if not sep or not rest.strip():
         raise _unknown(spec)
     rest = rest.strip()
@@ -103,6 +99,10 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
         from coevo.llm.llamacpp import LlamaCppModel
 
         return _construct(LlamaCppModel, spec, options, rest)
+    if kind == "vllm":
+        from coevo.llm.vllm_backend import VLLMModel
+
+        return _construct(VLLMModel, spec, options, rest)
     if kind == "openai":
         from coevo.llm.openai_backend import OpenAIModel, parse_spec
 
@@ -115,10 +115,77 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     raise _unknown(spec)
 
 
+#: The engines the embedded model runs on when frozen, in the order one is chosen.
+#: llama.cpp before vLLM, although vLLM judges 10x faster (BENCHMARKS.md, issue 11): under
+#: vLLM's structured decoding this 135M judge loops inside the TAIScore answer's free-text
+#: reason until its token budget runs out (taiscore_tiny's test size: 2 of 2 GRPO rewards
+#: unreadable, zero spread, the critic's weights unchanged), which llama.cpp's sampling does
+#: not. Until that is solved vLLM is opt-in for the embedded model (`smollm2:vllm`).
+ENGINES = ("llamacpp", "vllm", "hf")
+
+
+def frozen_engine(wanted: str | None = None) -> str:
+    """The engine a frozen `smollm2` gets here: `wanted` if given (and installed), else the
+    first of ENGINES that is installed."""
+    if wanted is not None:
+        if wanted not in ENGINES:
+            raise ModelError(f"unknown engine {wanted!r} in 'smollm2:{wanted}'; choose from {', '.join(ENGINES)}")
+        if not _engine_installed(wanted):
+            raise ModelError(f"'smollm2:{wanted}' asks for {wanted}, which is not installed here; "
+                             f"{_ENGINE_HINTS[wanted]}")
+        return wanted
+    return next(engine for engine in ENGINES if _engine_installed(engine))
+
+
+def _engine_installed(engine: str) -> bool:
+    if engine == "vllm":
+        from coevo.llm.vllm_backend import vllm_available
+
+        return vllm_available()
+    if engine == "llamacpp":
+        return llama_cpp_available()
+    return True
+
+
+_ENGINE_HINTS = {
+    "vllm": "install it with `make install` (Linux x86-64) or see coevo/llm/vllm_backend.py",
+    "llamacpp": "pip install 'llama-cpp-python[server]==0.3.36'", "hf": "",
+}
+_said_engine: set[str] = set()
+
+
+def _embedded(spec: str, engine: str | None, trainable: bool, options: dict[str, Any]) -> ChatModel:
+    """The embedded model: transformers when trained, else the engine `frozen_engine` picks."""
+    from coevo.llm import embedded
+
+    if trainable:
+        from coevo.llm.local import LocalModel
+
+        return _construct(LocalModel, spec, options, embedded.hf_dir(), lenient=True)
+    chosen = frozen_engine(engine)
+    if engine is None and chosen not in _said_engine:
+        _said_engine.add(chosen)
+        logging.getLogger(__name__).info("frozen smollm2 runs on %s here (force one with smollm2:ENGINE, "
+                                         "ENGINE in %s)", chosen, ", ".join(ENGINES))
+    if chosen == "vllm":
+        from coevo.llm.vllm_backend import VLLMModel
+
+        return _construct(VLLMModel, spec, options, embedded.hf_dir(), lenient=True)
+    if chosen == "llamacpp":
+        from coevo.llm.llamacpp import LlamaCppModel
+
+        return _construct(LlamaCppModel, spec, options, embedded.gguf_path(), lenient=True)
+    from coevo.llm.local import LocalModel
+
+    return _construct(LocalModel, spec, options, embedded.hf_dir(), lenient=True)
+
+
 # Options meant for the other backend `smollm2` may resolve to; a config written for one
 # machine (llama.cpp installed or not) must still load on the other.
 _BACKEND_OPTIONS = {
     "batch_size", "device", "dtype", "revision", "n_ctx", "n_threads", "n_gpu_layers", "reuse_prefix",
+    "max_model_len", "enable_prefix_caching", "enforce_eager", "gpu_memory_utilization",
+    "tensor_parallel_size", "kv_cache_gb", "engine_args",
 }
 
 
@@ -155,18 +222,22 @@ def describe_specs() -> list[dict[str, Any]]:
     except ModelError:
         gguf = None
     llama = llama_cpp_available()
+    from coevo.llm.vllm_backend import INSTALL_HINT, vllm_available
+
+    vllm = vllm_available()
     openai = importlib.util.find_spec("openai") is not None
     transformers = importlib.util.find_spec("transformers") is not None
     converted = embedded.is_converted()
     if gguf is None:
         smol = f"not installed: {embedded.INSTALL_HINT}"
     else:
-        smol = (f"GGUF at {gguf}; transformers copy "
+        smol = (f"frozen roles run on {frozen_engine()}; GGUF at {gguf}; transformers copy "
                 + (f"at {embedded.converted_dir()}" if converted
                    else f"not converted yet (made on first trainable use, at {embedded.converted_dir()})"))
     rows = {
-        "smollm2": (gguf is not None and (llama or transformers), smol),
+        "smollm2[:ENGINE]": (gguf is not None and (llama or transformers), smol),
         "hf:PATH_OR_ID": (transformers, "transformers installed" if transformers else "pip install transformers"),
+        "vllm:PATH_OR_ID": (vllm, "vLLM installed" if vllm else INSTALL_HINT),
         "gguf:PATH": (llama, "llama-cpp-python installed" if llama
                       else "pip install 'llama-cpp-python[server]==0.3.36'"),
         "openai:MODEL@URL[,URL...]": (openai, "openai client installed" if openai else "pip install openai"),

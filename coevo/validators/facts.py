@@ -222,56 +222,83 @@ class FactValidator:
 
     def check(self, sample: Sample, output: str, proposal: Proposal) -> Verdict:
         """R(s, a, c): caught / survived / invalid for one critic proposal on one output."""
+        [verdict] = self.check_many([(sample, output, proposal)])
+        return verdict
+
+    def check_many(self, items: Sequence[tuple[Sample, str, Proposal]]) -> list[Verdict]:
+        """`check` over many proposals (one validator call each), the judge asked once per
+        stage for all of them: every authenticity question in one batch, then every
+        verification. Verdicts come back in the items' order."""
         start = time.perf_counter()
-        self.calls += 1
+        self.calls += len(items)
+        verdicts: list[Verdict | None] = [None] * len(items)
+        claims = [self._claim(*item) for item in items]
+
+        def settle(i: int, kind: str, reason: str) -> None:
+            verdicts[i] = Verdict(verdict=kind, reason=reason, details=claims[i][0],
+                                  seconds=(time.perf_counter() - start) / max(len(items), 1))
+
+        for i, (details, problem) in enumerate(claims):
+            if problem:
+                settle(i, "invalid", problem)
+        # Stage 1, authenticity: the claimed fact must be in the named sentence.
+        pending = [i for i, v in enumerate(verdicts) if v is None]
+        checked = self.authentic_many([(claims[i][0]["entity"], claims[i][0]["sentence_text"],
+                                        claims[i][0]["error_fact"]) for i in pending])
+        for i, (authentic, why) in zip(pending, checked):
+            claims[i][0]["authenticity"] = why
+            if not authentic:
+                settle(i, "invalid", f"fact not in sentence {claims[i][0]['sentence']}: {why}")
+        # Stage 2, verification against the knowledge source.
+        pending = [i for i, v in enumerate(verdicts) if v is None]
+        supported = self._verify_pairs([(claims[i][0]["entity"], claims[i][0]["error_fact"]) for i in pending])
+        for i, (ok, passages, raw) in zip(pending, supported):
+            claims[i][0].update(passages=[p.text[:300] for p in passages], judge_answer=raw)
+            if ok:
+                settle(i, "survived", "the knowledge source supports the fact")
+            else:
+                settle(i, "caught", "the knowledge source does not support the fact")
+        return verdicts  # type: ignore[return-value]
+
+    def _claim(self, sample: Sample, output: str, proposal: Proposal) -> tuple[dict[str, Any], str | None]:
+        """The proposal's claim (entity, sentence, fact) and what makes it invalid, if anything."""
         entity = str(sample.meta.get("entity") or "")
         parsed = proposal.parsed or parse_fact_proposal(proposal.text) or {}
         details: dict[str, Any] = {"entity": entity, **parsed}
-
-        def verdict(kind: str, reason: str) -> Verdict:
-            return Verdict(verdict=kind, reason=reason, details=details,
-                           seconds=time.perf_counter() - start)
-
         if not parsed.get("error_fact") or parsed.get("sentence") is None:
-            return verdict("invalid", "unparseable: the answer needs 'sentence: N' and 'error_fact: F'")
+            return details, "unparseable: the answer needs 'sentence: N' and 'error_fact: F'"
         sentences = split_sentences(output)
         number = int(parsed["sentence"])
         if not 1 <= number <= len(sentences):
-            return verdict("invalid", f"bad sentence number {number}: the output has {len(sentences)}")
-        sentence = details["sentence_text"] = sentences[number - 1]
-        fact = parsed["error_fact"]
+            return details, f"bad sentence number {number}: the output has {len(sentences)}"
+        details["sentence_text"] = sentences[number - 1]
         if not entity:
-            return verdict("invalid", "the sample names no entity (meta.entity) to verify against")
-        authentic, why = self.authentic(entity, sentence, fact)
-        details["authenticity"] = why
-        if not authentic:
-            return verdict("invalid", f"fact not in sentence {number}: {why}")
-        supported, passages, raw = self.verify(entity, fact)
-        details.update(passages=[p.text[:300] for p in passages], judge_answer=raw)
-        if supported:
-            return verdict("survived", "the knowledge source supports the fact")
-        return verdict("caught", "the knowledge source does not support the fact")
-
-    def check_many(self, items: Sequence[tuple[Sample, str, Proposal]],
-                   progress: str | None = None) -> list[Verdict]:
-        """`check` over many proposals (one validator call each), with a progress bar."""
-        from coevo.progress import progress_bar
-
-        verdicts = []
-        with progress_bar(progress or "facts validator", total=len(items)) as advance:
-            for sample, output, proposal in items:
-                verdicts.append(self.check(sample, output, proposal))
-                advance()
-        return verdicts
+            return details, "the sample names no entity (meta.entity) to verify against"
+        return details, None
 
     def authentic(self, entity: str, sentence: str, fact: str) -> tuple[bool, str]:
         """Stage 1: lexical gate, then LLM entailment (sentence entails fact)."""
-        share = overlap(fact, sentence, content_words(entity))
-        if share is None or share < self.min_overlap:
-            return False, f"lexical overlap {share if share is None else round(share, 2)} < {self.min_overlap}"
-        [(ok, raw)] = self.judge.judge("fact_authenticity",
-                                       [{"entity": entity, "sentence": sentence, "fact": fact}], "sentence")
-        return ok, f"entailment judge: {raw.strip()[:80]}"
+        [result] = self.authentic_many([(entity, sentence, fact)])
+        return result
+
+    def authentic_many(self, claims: Sequence[tuple[str, str, str]]) -> list[tuple[bool, str]]:
+        """Stage 1 for many (entity, sentence, fact) claims: the lexical gate, then one
+        batched entailment call for the claims that pass it."""
+        results: list[tuple[bool, str]] = []
+        ask = []
+        for i, (entity, sentence, fact) in enumerate(claims):
+            share = overlap(fact, sentence, content_words(entity))
+            if share is None or share < self.min_overlap:
+                results.append((False, f"lexical overlap {share if share is None else round(share, 2)} "
+                                       f"< {self.min_overlap}"))
+            else:
+                results.append((True, ""))
+                ask.append(i)
+        judged = self.judge.judge("fact_authenticity", [
+            {"entity": claims[i][0], "sentence": claims[i][1], "fact": claims[i][2]} for i in ask], "sentence")
+        for i, (ok, raw) in zip(ask, judged):
+            results[i] = (ok, f"entailment judge: {raw.strip()[:80]}")
+        return results
 
     def verify(self, entity: str, fact: str) -> tuple[bool, list[Passage], str]:
         """Stage 2: BM25 passages about the entity + entailment judgment (supported?)."""
@@ -280,9 +307,13 @@ class FactValidator:
 
     def verify_many(self, entity: str, facts: list[str]) -> list[tuple[bool, list[Passage], str]]:
         """Stage 2 for several facts of one entity, in one batched judge call (FactScore)."""
-        retrieved = [self.knowledge.retrieve(entity, f, self.k) for f in facts]
+        return self._verify_pairs([(entity, f) for f in facts])
+
+    def _verify_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[bool, list[Passage], str]]:
+        """Stage 2 for (entity, fact) pairs: BM25 passages each, one batched judge call."""
+        retrieved = [self.knowledge.retrieve(entity, f, self.k) for entity, f in pairs]
         items = [{"entity": entity, "fact": f, "passages": "\n\n".join(p.text for p in ps)}
-                 for f, ps in zip(facts, retrieved)]
+                 for (entity, f), ps in zip(pairs, retrieved)]
         judged = self.judge.judge("fact_support", items, "passages")
         return [(ok, ps, raw) for (ok, raw), ps in zip(judged, retrieved)]
 

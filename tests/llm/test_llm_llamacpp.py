@@ -48,12 +48,12 @@ def test_stop_strings(llama_model, prompts):
     assert completion.text and " " not in completion.text
 
 
-def test_frozen_smollm2_resolves_to_llama_cpp_and_is_shared():
+def test_smollm2_on_llama_cpp_is_shared_and_takes_its_options_leniently():
     clear_loaded()
     try:
         # batch_size belongs to the transformers backend: ignored here, not an error.
-        model = load_model("smollm2", n_threads=2, batch_size=4)
+        model = load_model("smollm2:llamacpp", n_threads=2, batch_size=4)
         assert isinstance(model, LlamaCppModel)
-        assert load_model("smollm2", n_threads=2, batch_size=4) is model
+        assert load_model("smollm2:llamacpp", n_threads=2, batch_size=4) is model
     finally:
         clear_loaded()

@@ -62,3 +62,19 @@ def test_rejected_request_is_not_retried(llama_server, prompts):
     with pytest.raises(ModelError, match=f"{url} refused model 'smollm2': HTTP 404"):
         model.generate(prompts[:1], GREEDY)
     assert time.monotonic() - started < 5
+
+
+def test_one_loop_and_one_client_per_url_for_the_model_s_lifetime(llama_server, prompts, monkeypatch):
+    monkeypatch.setenv("COEVO_API_KEY", "secret-key-123")
+    model = OpenAIModel("smollm2", [llama_server])
+    model.generate(prompts[:1], GREEDY)
+    loop, clients = model._loop, list(model._clients)
+    model.generate(prompts, GREEDY)
+    assert model._loop is loop and model._clients == clients and len(clients) == 1
+    # The kept client never holds the key: each call's requests get it.
+    assert clients[0].api_key != "secret-key-123" and "secret-key-123" not in repr(vars(model))
+    model.close()
+    assert model._loop is None
+    [[again]] = model.generate(prompts[:1], GREEDY)  # a closed model starts afresh
+    assert again.text.strip() and model._loop is not loop
+    model.close()

