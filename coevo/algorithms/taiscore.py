@@ -478,15 +478,25 @@ class ConditionRun:
         return metrics
 
     def _train_critic(self, prefix: str, shard_ids: Sequence[int], y0: dict[str, str]) -> TrainResult:
-        config, actor = self.ctx.config, self.actor()
+        """GRPO on the Table 6 critic prompt (chat format); the reward runs the actor and the judge."""
+        config, store, actor = self.ctx.config, self.store, self.actor()
         pools = self.pools(shard_ids)
         if self.plan.tailored_to:
             actor = self.actor(self.ctx.frozen(self.plan.tailored_to))
-            y0 = _stored_responses(self.store, f"{prefix}/tailored_y0", [s for pool in pools for s in pool],
+            y0 = _stored_responses(store, f"{prefix}/tailored_y0", [s for pool in pools for s in pool],
                                    actor, config.batch_size)
         queries = [s for pool in pools for s in pool[: config.critic_queries or len(pool)]]
-        return _train_critic(self.ctx, self.plan, self.critic_local, self.critic(), actor, queries, y0,
-                             self.grpo_settings, prefix, config.sampling.judge)
+        judge = rollout_judge(self.plan.reward, self.ctx.cached(self.ctx.judge_model), config.sampling.judge)
+        reward_fn = make_reward_fn(
+            actor, judge, self.plan.reward, invalid_reward=config.invalid_reward,
+            on_scored=lambda rollouts: [store.save_rollout(f"{prefix}/grpo", r_) for r_ in rollouts])
+        critic = self.critic()
+        prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in queries]
+        extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
+                 "sample_id": [s.id for s in queries]}
+        return self.ctx.backend.train_grpo(self.critic_local, prompts, reward_fn, self.grpo_settings,
+                                           store.run_dir / "checkpoints" / prefix / "critic",
+                                           resume=True, extra_columns=extra)
 
     def update_actor(self, r: int, shard_ids: Sequence[int], y0: dict[str, str]) -> dict[str, float | None]:
         """Step 2: pairs from κ_r's critiques of π_{r-1}'s responses, then π_r ← DPO(π_{r-1})."""
@@ -530,23 +540,6 @@ class ConditionRun:
         return self.ctx.backend.train_dpo(self.actor_local, pairs, self.dpo_settings,
                                           self.store.run_dir / "checkpoints" / self.tag / f"round{r}" / "actor",
                                           reference=None, resume=True)
-
-
-def _train_critic(ctx: Context, plan: Plan, critic_local: Any, critic: Critic, actor: Actor,
-                  queries: list[Sample], y0: dict[str, str], settings: Any, prefix: str,
-                  judge_sampling: Any) -> TrainResult:
-    """GRPO on the Table 6 critic prompt (chat format); the reward runs `actor` and the judge."""
-    store = ctx.store
-    judge = rollout_judge(plan.reward, ctx.cached(ctx.judge_model), judge_sampling)
-    reward_fn = make_reward_fn(
-        actor, judge, plan.reward, invalid_reward=ctx.config.invalid_reward,
-        on_scored=lambda rollouts: [store.save_rollout(f"{prefix}/grpo", r_) for r_ in rollouts])
-    prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in queries]
-    extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
-             "sample_id": [s.id for s in queries]}
-    output_dir = store.run_dir / "checkpoints" / prefix / "critic"
-    return ctx.backend.train_grpo(critic_local, prompts, reward_fn, settings, output_dir,
-                                  resume=True, extra_columns=extra)
 
 
 def _stored_responses(store: RunStore, kind: str, samples: list[Sample], actor: Actor,

@@ -232,28 +232,28 @@ class FactValidator:
         start = time.perf_counter()
         self.calls += len(items)
         verdicts: list[Verdict | None] = [None] * len(items)
-        claims = [self._claim(*item) for item in items]
+        claims, problems = zip(*(self._claim(*item) for item in items)) if items else ((), ())
 
         def settle(i: int, kind: str, reason: str) -> None:
-            verdicts[i] = Verdict(verdict=kind, reason=reason, details=claims[i][0],
+            verdicts[i] = Verdict(verdict=kind, reason=reason, details=claims[i],
                                   seconds=(time.perf_counter() - start) / max(len(items), 1))
 
-        for i, (details, problem) in enumerate(claims):
+        for i, problem in enumerate(problems):
             if problem:
                 settle(i, "invalid", problem)
         # Stage 1, authenticity: the claimed fact must be in the named sentence.
         pending = [i for i, v in enumerate(verdicts) if v is None]
-        checked = self.authentic_many([(claims[i][0]["entity"], claims[i][0]["sentence_text"],
-                                        claims[i][0]["error_fact"]) for i in pending])
+        checked = self.authentic_many([(claims[i]["entity"], claims[i]["sentence_text"], claims[i]["error_fact"])
+                                       for i in pending])
         for i, (authentic, why) in zip(pending, checked):
-            claims[i][0]["authenticity"] = why
+            claims[i]["authenticity"] = why
             if not authentic:
-                settle(i, "invalid", f"fact not in sentence {claims[i][0]['sentence']}: {why}")
+                settle(i, "invalid", f"fact not in sentence {claims[i]['sentence']}: {why}")
         # Stage 2, verification against the knowledge source.
         pending = [i for i, v in enumerate(verdicts) if v is None]
-        supported = self._verify_pairs([(claims[i][0]["entity"], claims[i][0]["error_fact"]) for i in pending])
+        supported = self._verify_pairs([(claims[i]["entity"], claims[i]["error_fact"]) for i in pending])
         for i, (ok, passages, raw) in zip(pending, supported):
-            claims[i][0].update(passages=[p.text[:300] for p in passages], judge_answer=raw)
+            claims[i].update(passages=[p.text[:300] for p in passages], judge_answer=raw)
             if ok:
                 settle(i, "survived", "the knowledge source supports the fact")
             else:
