@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from coevo.types import JudgeSampling, Sampling
 
@@ -24,9 +24,62 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Models(StrictModel):
-    """Named model roles (model specs, see `coevo models`). Every role defaults to the
-    embedded model so a config runs offline; real work points them at larger models."""
+class ModelRoles(StrictModel):
+    """Named model roles (each a model spec, see `coevo models`) and their backend options.
+
+    Every algorithm's `models` section is one of these, so options are set the same way in
+    all of them: `options` maps a role name (or `default`, for every role) to the keyword
+    options of the backend its spec resolves to (threads, engine, concurrency, timeouts, ...):
+
+        models:
+          judge: openai:Qwen3-8B@http://10.0.0.5:8000/v1
+          options:
+            default: {n_threads: 1}
+            judge: {concurrency: 64, timeout: 120}
+
+    A role's own entry wins over `default`. `engine` picks the embedded model's engine
+    (`llamacpp`, `vllm`, `hf`) for frozen roles, so `--set models.options.default.engine=llamacpp`
+    switches a whole run. Options the backend does not take fail when the run starts,
+    naming the option and the ones it takes.
+    """
+
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @classmethod
+    def role_names(cls) -> list[str]:
+        return [name for name in cls.model_fields if name != "options"]
+
+    @model_validator(mode="after")
+    def _known_roles(self) -> "ModelRoles":
+        unknown = sorted(set(self.options) - {"default", *self.role_names()})
+        if unknown:
+            raise ValueError(f"options for unknown role(s) {unknown}; the roles are "
+                             f"{self.role_names()} (or `default` for all)")
+        return self
+
+    def options_for(self, role: str) -> dict[str, Any]:
+        """The backend options of `role`: `default` overlaid with the role's own."""
+        return {**self.options.get("default", {}), **self.options.get(role, {})}
+
+    def load(self, role: str, *, spec: str | None = None, store: Any = None, trainable: bool = False) -> Any:
+        """The model of `role` (or `spec` in that role's place) with the role's options."""
+        from coevo.llm.specs import load_model
+
+        return load_model(spec or getattr(self, role), store=store, trainable=trainable, **self.options_for(role))
+
+
+def refuse_moved_keys(data: Any, moved: dict[str, str]) -> Any:
+    """A `model_validator(mode="before")` body: name the new place of a key that moved."""
+    if isinstance(data, dict):
+        for old, new in moved.items():
+            if old in data:
+                raise ValueError(f"key {old!r} is now {new!r} (see ModelRoles in coevo/config.py)")
+    return data
+
+
+class Models(ModelRoles):
+    """The refinement roles. Every role defaults to the embedded model so a config runs
+    offline; real work points them at larger models."""
 
     actor: str = "smollm2"
     critic: str = "smollm2"
@@ -108,6 +161,6 @@ def validate(model: type[T], data: dict[str, Any], source: str = "config") -> T:
 
 
 __all__ = [
-    "ConfigError", "DataConfig", "Field", "Models", "SamplingConfig", "StrictModel", "apply_overrides",
+    "ConfigError", "DataConfig", "Field", "ModelRoles", "Models", "SamplingConfig", "refuse_moved_keys", "StrictModel", "apply_overrides",
     "read_yaml", "validate",
 ]

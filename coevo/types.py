@@ -55,6 +55,11 @@ class JudgeSampling(Sampling):
     """
 
     scoring: Literal["expected", "sampled"] = "expected"
+    #: Longest free-text reason the answer schema lets a dimension judge write (TAIScore,
+    #: critique quality, adherence); None keeps the judge's own (TAIScore: no cap, as in its
+    #: authors' code; the others: 160). A small judge needs one: uncapped, the 135M model
+    #: can repeat itself inside a reason until its token budget ends and no score is written.
+    reason_limit: int | None = Field(None, ge=20)
 
 
 class Completion(BaseModel):

@@ -76,7 +76,7 @@ from coevo.algorithms.decoevo_summary import (
     summarise,
 )
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, versions
-from coevo.config import ConfigError, DataConfig, StrictModel
+from coevo.config import ConfigError, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
 from coevo.eval.stats import mean_of_known
 from coevo.progress import progress_bar
 from coevo.store import RunStore
@@ -142,15 +142,19 @@ class Partitions(StrictModel):
         return self
 
 
+class DecoEvoModels(ModelRoles):
+    """DecoEvo's models (backend options per role in `options`, see ModelRoles)."""
+
+    backbone: str = "smollm2"            # the one frozen LLM behind every optimisation role
+    grader: str | None = None            # the final gold-rubric grader (default: the backbone)
+
+
 class DecoEvoConfig(StrictModel):
     """`algorithm: decoevo` — the four methods on one backbone, several seeds."""
 
     algorithm: Literal["decoevo"] = "decoevo"
     data: DataConfig = DataConfig()
-    model: str = "smollm2"               # the one frozen backbone behind every optimisation role
-    grader_model: str | None = None      # final gold-rubric grader (default: the backbone)
-    #: Backend options for both (n_threads, n_ctx, concurrency, ...; see `coevo models`).
-    model_options: dict[str, Any] = Field(default_factory=dict)
+    models: DecoEvoModels = DecoEvoModels()
     methods: list[Method] = Field(default_factory=lambda: list(METHODS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])
     partitions: Partitions = Partitions()
@@ -174,6 +178,12 @@ class DecoEvoConfig(StrictModel):
     initial_solver_skill: str = DEFAULT_SOLVER_SKILL
     initial_generator_skill: str = DEFAULT_GENERATOR_SKILL
     sampling: DecoEvoSampling = DecoEvoSampling()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_moved_keys(data, {"model": "models.backbone", "grader_model": "models.grader",
+                                        "model_options": "models.options"})
 
     @model_validator(mode="after")
     def _check(self) -> "DecoEvoConfig":
@@ -317,7 +327,15 @@ class Meter:
 
     def generate(self, conversations, sampling, n=1):
         """The inner model's `generate`, counted."""
-        out = self.inner.generate(conversations, sampling, n)
+        return self._counted(self.inner.generate(conversations, sampling, n))
+
+    def generate_each(self, conversations, samplings, n=1):
+        """The inner model's `generate_each` (see llm/base.py), counted."""
+        from coevo.llm.base import generate_each
+
+        return self._counted(generate_each(self.inner, conversations, samplings, n))
+
+    def _counted(self, out):
         self.calls += sum(len(group) for group in out)
         self.cached += sum(bool(getattr(c, "cached", False)) for group in out for c in group)
         return out
@@ -862,15 +880,13 @@ def pick_failures(questions: list[Sample], rubrics: list[Rubric | None],
 # ====================================================================== the experiment
 def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     """`coevo run` entry for `algorithm: decoevo`: every method under every seed, then test."""
-    from coevo.llm.specs import load_model
     from coevo.tasks.loaders import load_data
 
     parts = make_partitions(load_data(config.data), config.partitions)
     check_partitions(parts)
     store.set_meta("partitions", {name: [s.id for s in group] for name, group in parts.items()})
-    meter = Meter(load_model(config.model, store=store, **config.model_options))
-    grader = (Meter(load_model(config.grader_model, store=store, **config.model_options))
-              if config.grader_model else meter)
+    meter = Meter(config.models.load("backbone", store=store))
+    grader = Meter(config.models.load("grader", store=store)) if config.models.grader else meter
     results: dict[str, MethodResult] = {}
     jobs = [(seed, method) for seed in config.seeds for method in config.methods]
     with progress_bar("decoevo: method x seed", total=len(jobs)) as advance:

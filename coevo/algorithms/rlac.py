@@ -32,13 +32,13 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from coevo.algorithms.rlac_records import (BaselineRecord, Critiques, CriticStats, EnumerativeScore,
                                            HeldoutEval, Instruction, IterationData, ProposalRecord,
                                            RlacSummary, RolloutStats, RoundPair, RoundRecord,
                                            TrainingInfo, VerdictCounts, VerificationCounts)
-from coevo.config import StrictModel
+from coevo.config import ModelRoles, StrictModel, refuse_moved_keys
 from coevo.llm.base import ChatModel, user
 from coevo.llm.specs import base_model_path
 from coevo.prompts import load_template
@@ -68,13 +68,18 @@ class RlacData(StrictModel):
     seed: int = 0
 
 
-class RlacModels(StrictModel):
+class RlacModels(ModelRoles):
+    """The roles of Algorithm 1 (backend options per role in `options`, see ModelRoles)."""
+
     generator: str = "smollm2"
     critic: str = "smollm2"
     #: The facts validator's entailment judge and the atomic-fact splitter (frozen).
     judge: str = "smollm2"
-    #: Backend options of the frozen roles (judge, static critic), e.g. {n_threads: 1}.
-    frozen_options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_moved_keys(data, {"frozen_options": "models.options (per role, or `default`)"})
 
 
 class RlacSampling(StrictModel):
@@ -237,14 +242,13 @@ class FactsDomain:
     name = "facts"
 
     def __init__(self, config: RlacConfig, store: RunStore):
-        from coevo.llm.specs import load_model
         from coevo.tasks.bios import BUNDLED_CORPUS
         from coevo.validators.facts import EntailmentJudge, FactValidator, KnowledgeSource
 
         self.config = config
         self.corpus = config.data.source or BUNDLED_CORPUS
         judge_model = None if config.facts.judge == "lexical" and config.facts.atomic_facts == "sentences" \
-            else load_model(config.models.judge, store=store, **config.models.frozen_options)
+            else config.models.load("judge", store=store)
         self.judge_model = judge_model
         self.validator = FactValidator(
             KnowledgeSource.load(self.corpus),
@@ -564,22 +568,22 @@ class RlacRun:
 
     def __init__(self, config: RlacConfig, store: RunStore):
         from coevo.llm.cache import CachedModel
-        from coevo.llm.specs import load_model
         from coevo.validators.base import RandomValidator
 
         self.config, self.store = config, store
         self.domain: RlacDomain = DOMAINS[config.task](config, store)
         self.train, self.heldout = split_data(self.domain, config.data)
         # Line 1: initialise pi_g, pi_c (their references are frozen inside train_dpo).
-        self.generator_policy: LocalModel = load_model(config.models.generator, trainable=True)
+        models = config.models
+        self.generator_policy: LocalModel = models.load("generator", trainable=True)
         self.generator: ChatModel = CachedModel(self.generator_policy, store)
         #: The critic trains only in the adversarial condition; the enumerative baseline has none.
         self.trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
-        self.critic_policy: LocalModel | None = (load_model(config.models.critic, trainable=True)
+        self.critic_policy: LocalModel | None = (models.load("critic", trainable=True)
                                                  if self.trained_critic else None)
         self.critic: ChatModel = (CachedModel(self.critic_policy, store) if self.critic_policy is not None
-                                  else load_model(config.models.critic, store=store, **config.models.frozen_options))
-        self.base: LocalModel | None = load_model(config.models.generator, trainable=True) if config.kl else None
+                                  else models.load("critic", store=store))
+        self.base: LocalModel | None = models.load("generator", trainable=True) if config.kl else None
         self.validator: Validator = (RandomValidator(seed=config.seed) if config.validator == "random"
                                      else self.domain.validator)
         self.base_paths = {"generator": base_model_path(config.models.generator),
@@ -635,26 +639,21 @@ class RlacRun:
         """Lines 3-11: K outputs per instruction, the critic's proposals on them, the
         validator's verdicts, and from those the two DPO datasets. The enumerative baseline
         replaces critic and validator by checking every output in full."""
-        from coevo.progress import progress_bar
-
         instructions, tokens = self.generate(r)
+        costs = [self.count_enumerative_cost(instruction) for instruction in instructions]
         generator_data: list[PreferencePair] = []
         critic_data: list[PreferencePair] = []
         outcomes = VerdictCounts()
-        with progress_bar(f"RLAC round {r}: critic + validator", total=len(instructions)) as advance:
-            for instruction in instructions:
-                cost = self.count_enumerative_cost(instruction)
-                if self.config.verification == "enumerative":
-                    generator_data += self.enumerative_pairs(r, instruction, cost)
-                    advance()
-                    continue
-                critiques = self.critique(r, instruction)
+        if self.config.verification == "enumerative":
+            for instruction, cost in zip(instructions, costs):
+                generator_data += self.enumerative_pairs(r, instruction, cost)
+        else:
+            for instruction, critiques in zip(instructions, self.critique(r, instructions)):
                 outcomes.add([v for row in critiques.verdicts for v in row])
                 generator_data += self.generator_dataset(instruction, critiques)
                 if self.trained_critic:
                     critic_data += self.critic_dataset(instruction, critiques)
                 self.record_critiques(r, instruction, critiques)
-                advance()
         self.record_pairs(r, generator_data + critic_data)
         rollout = RolloutStats(output_tokens=sum(tokens) / max(1, len(tokens)),
                                generator_pairs=float(len(generator_data)), critic_pairs=float(len(critic_data)))
@@ -671,23 +670,27 @@ class RlacRun:
                         for s, p, outs in zip(self.train, prompts, _texts(completions))]
         return instructions, [c.completion_tokens for row in completions for c in row]
 
-    def critique(self, r: int, instruction: Instruction) -> Critiques:
-        """Lines 6 and 10: c ~ pi_c(.|s, a) for every output (N of them when the critic
-        trains, one otherwise), then R(s, a, c) from the validator, every call counted."""
-        sample, outputs = instruction.sample, instruction.outputs
+    def critique(self, r: int, instructions: list[Instruction]) -> list[Critiques]:
+        """Lines 6 and 10 for the whole stage: c ~ pi_c(.|s, a) for every output of every
+        instruction (N of them when the critic trains, one otherwise) in as few critic calls
+        as there are answer schemas, then R(s, a, c) from the validator in one batch, every
+        call counted. One `Critiques` per instruction, in order."""
         n = self.config.n if self.trained_critic else 1
-        prompts = [self.domain.critic_prompt(sample, o) for o in outputs]
+        outputs = [(i.sample, o, self.domain.critic_prompt(i.sample, o)) for i in instructions for o in i.outputs]
         sampling = self.config.sampling.critic.model_copy(update={"seed": self.config.seed * 1000 + r})
-        texts = _propose(self.critic, self.domain, sample, outputs, prompts, sampling, n)
-        items = [(sample, o, self.domain.proposal(sample, o, t)) for o, row in zip(outputs, texts) for t in row]
-        flat = _check(self.validator, items)
+        texts = _propose(self.critic, self.domain, outputs, sampling, n)
+        items = [(sample, o, self.domain.proposal(sample, o, t)) for (sample, o, _), row in zip(outputs, texts)
+                 for t in row]
+        flat = iter(_check(self.validator, items))
         self.counts.rlac += len(items)
         self.counts.used += len(items)
-        verdicts, start = [], 0
-        for row in texts:
-            verdicts.append(flat[start:start + len(row)])
-            start += len(row)
-        return Critiques(prompts=prompts, texts=texts, verdicts=verdicts)
+        critiques, rows = [], iter(zip(outputs, texts))
+        for instruction in instructions:
+            mine = [next(rows) for _ in instruction.outputs]
+            critiques.append(Critiques(prompts=[prompt for (_, _, prompt), _ in mine],
+                                       texts=[row for _, row in mine],
+                                       verdicts=[[next(flat) for _ in row] for _, row in mine]))
+        return critiques
 
     def generator_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
         """Line 7: D^g_s from R(s, a_i, c_i), c_i the first proposal on a_i; as DPO pairs."""
@@ -793,27 +796,21 @@ class RlacRun:
             table=_table(baseline, rounds, self.config))
 
 
-def _propose(critic: ChatModel, domain: RlacDomain, sample: Sample, outputs: list[str], prompts: list[str],
+def _propose(critic: ChatModel, domain: RlacDomain, outputs: list[tuple[Sample, str, str]],
              sampling: Sampling, n: int) -> list[list[str]]:
-    """n critic answers per output, each decoded under its domain's answer schema (the
-    validator reads them; see roles/schemas.py). Outputs whose answers share a schema (code:
-    all of one problem; facts: outputs with as many sentences) share one batched call."""
+    """n critic answers per (sample, output, prompt), each decoded under its domain's answer
+    schema (the validator reads them; see roles/schemas.py): the whole stage in one call
+    where the backend takes a schema per request (vLLM, servers), else one per schema."""
+    from coevo.llm.base import generate_each
     from coevo.roles.schemas import as_text
 
-    groups: dict[Sampling, list[int]] = {}
-    for i, output in enumerate(outputs):
-        schema = as_text(domain.critic_schema(sample, output))
-        groups.setdefault(sampling.model_copy(update={"json_schema": schema}), []).append(i)
-    texts: list[list[str]] = [[] for _ in outputs]
-    for group_sampling, members in groups.items():
-        answers = _texts(critic.generate([user(prompts[i]) for i in members], group_sampling, n=n))
-        for i, row in zip(members, answers):
-            texts[i] = row
-    return texts
+    samplings = [sampling.model_copy(update={"json_schema": as_text(domain.critic_schema(sample, output))})
+                 for sample, output, _ in outputs]
+    return _texts(generate_each(critic, [user(prompt) for _, _, prompt in outputs], samplings, n=n))
 
 
 def _check(validator: Validator, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:
-    # Validators that batch (the facts judge, the code sandbox) check one instruction's
+    # Validators that batch (the facts judge, the code sandbox) check the whole stage's
     # proposals in one go; the verdicts come back in the items' order either way.
     check_many = getattr(validator, "check_many", None)
     if check_many is not None:

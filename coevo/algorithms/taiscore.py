@@ -301,7 +301,8 @@ def _digest(text: str | None) -> str:
 class Backend:
     """How the loop loads trainable models and trains them; tests swap in fakes.
 
-    load_trainable(spec) -> a model with `.model`, `.tokenizer` (a LocalModel);
+    load_trainable(spec, **options) -> a model with `.model`, `.tokenizer` (a LocalModel);
+    load_frozen(spec, **options) -> a ChatModel (options: the role's, `models.options`);
     restore(model, checkpoint, settings) puts a finished stage's weights back in place;
     train_grpo / train_dpo: the coevo.train glue's signatures.
     """
@@ -327,8 +328,8 @@ def default_backend() -> Backend:
         policy.model.eval()
         policy.refresh_model_id()
 
-    return Backend(load_trainable=lambda spec: load_model(spec, trainable=True), restore=restore,
-                   train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=lambda spec: load_model(spec))
+    return Backend(load_trainable=lambda spec, **options: load_model(spec, trainable=True, **options),
+                   restore=restore, train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=load_model)
 
 
 # ─── the loop ───────────────────────────────────────────────────────────────────────
@@ -344,7 +345,7 @@ class Context:
     judge_model: Any
     shards: list[list[Sample]]
     held_out: list[Sample]
-    _frozen: dict[str, Any] = field(default_factory=dict)
+    _frozen: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     def cached(self, model: Any) -> Any:
         """A fresh cache wrapper: it reads the model's id once, so re-wrap after training."""
@@ -352,10 +353,11 @@ class Context:
 
         return CachedModel(model, self.store)
 
-    def frozen(self, spec: str) -> Any:
-        if spec not in self._frozen:
-            self._frozen[spec] = self.backend.load_frozen(spec)
-        return self._frozen[spec]
+    def frozen(self, spec: str, role: str) -> Any:
+        """The frozen model `spec` in `role`'s place, with that role's backend options."""
+        if (spec, role) not in self._frozen:
+            self._frozen[spec, role] = self.backend.load_frozen(spec, **self.config.models.options_for(role))
+        return self._frozen[spec, role]
 
 
 class RoundRecord(BaseModel):
@@ -430,8 +432,10 @@ class ConditionRun:
         self.grpo_settings = config.grpo.model_copy(update={"seed": self.seed, **{
             k: v for k, v in rollout_defaults.items() if k not in config.grpo.model_fields_set}})
         self.dpo_settings = config.dpo.model_copy(update={"seed": self.seed})
-        self.actor_local = ctx.backend.load_trainable(config.models.actor)
-        self.critic_local = ctx.backend.load_trainable(plan.critic) if plan.critic_training == "grpo" else None
+        models = config.models
+        self.actor_local = ctx.backend.load_trainable(models.actor, **models.options_for("actor"))
+        self.critic_local = (ctx.backend.load_trainable(plan.critic, **models.options_for("critic"))
+                             if plan.critic_training == "grpo" else None)
         self.pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), config.sampling.judge, order_seed=self.seed)
         self.evaluator = RoundEvaluator(ctx, self.tag, self.seed)
         self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
@@ -444,7 +448,7 @@ class ConditionRun:
                      revise_no_critique_template=templates.reviser_no_critique)
 
     def critic(self) -> Critic:
-        model = self.critic_local if self.critic_local is not None else self.ctx.frozen(self.plan.critic)
+        model = self.critic_local if self.critic_local is not None else self.ctx.frozen(self.plan.critic, "critic")
         return Critic(self.ctx.cached(model), self.rollout_sampling, self.ctx.config.templates.critic)
 
     def pools(self, shard_ids: Sequence[int]) -> list[list[Sample]]:
@@ -482,7 +486,7 @@ class ConditionRun:
         config, store, actor = self.ctx.config, self.store, self.actor()
         pools = self.pools(shard_ids)
         if self.plan.tailored_to:
-            actor = self.actor(self.ctx.frozen(self.plan.tailored_to))
+            actor = self.actor(self.ctx.frozen(self.plan.tailored_to, "actor"))
             y0 = _stored_responses(store, f"{prefix}/tailored_y0", [s for pool in pools for s in pool],
                                    actor, config.batch_size)
         queries = [s for pool in pools for s in pool[: config.critic_queries or len(pool)]]
@@ -671,9 +675,9 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
 
     backend = backend or default_backend()
     if backend.load_frozen is None:
-        backend.load_frozen = lambda spec: load_model(spec)
+        backend.load_frozen = load_model
     plans = resolve_conditions(config)
-    judge_model = backend.load_frozen(config.models.judge)
+    judge_model = backend.load_frozen(config.models.judge, **config.models.options_for("judge"))
     samples = load_data(config.data, judge_model, config.sampling)
     shards, held_out = split_data(config, samples, judge_model)
     store.set_meta("shards", {str(t): [s.id for s in shard] for t, shard in enumerate(shards)})

@@ -7,7 +7,8 @@ concurrently, llama.cpp loops): callers always hand over the whole batch they ha
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from coevo.types import Completion, Conversation, Message, Sampling
 
@@ -31,3 +32,32 @@ class ChatModel(Protocol):
 def user(text: str) -> Conversation:
     """The papers' prompts are single user turns; this builds one."""
     return [Message(role="user", content=text)]
+
+
+def generate_each(model: Any, conversations: list[Conversation], samplings: Sequence[Sampling],
+                  n: int = 1) -> list[list[Completion]]:
+    """n completions per conversation, each decoded under its own sampling (its own answer
+    schema, typically: a critic's schema quotes the output it critiques).
+
+    Backends that take per-request settings (vLLM, OpenAI-compatible servers, and the
+    wrappers in front of them) get the whole list in one call through their `generate_each`;
+    others get one `generate` call per distinct sampling. Results come back in order."""
+    if len(samplings) != len(conversations):
+        raise ValueError(f"{len(conversations)} conversations but {len(samplings)} samplings")
+    each = getattr(model, "generate_each", None)
+    if each is not None:
+        return each(conversations, list(samplings), n)
+    return by_sampling(model.generate, conversations, samplings, n)
+
+
+def by_sampling(generate: Any, conversations: list[Conversation], samplings: Sequence[Sampling],
+                n: int) -> list[list[Completion]]:
+    """`generate_each` on a backend that takes one sampling per call: one call per group."""
+    groups: dict[Sampling, list[int]] = {}
+    for i, sampling in enumerate(samplings):
+        groups.setdefault(sampling, []).append(i)
+    results: list[list[Completion]] = [[] for _ in conversations]
+    for sampling, rows in groups.items():
+        for i, completions in zip(rows, generate([conversations[i] for i in rows], sampling, n)):
+            results[i] = completions
+    return results

@@ -41,13 +41,23 @@ class CachedModel:
         return self.inner.model_id
 
     def __getattr__(self, name: str):
-        # Backend extras (a local model's `.model`, `.tokenizer`) stay reachable.
+        # Backend extras (a local model's `.model`, `.tokenizer`) stay reachable. (Every
+        # generating method is defined here, so none can reach the model around the cache.)
         return getattr(self.inner, name)
 
     def generate(
         self, conversations: list[Conversation], sampling: Sampling, n: int = 1
     ) -> list[list[Completion]]:
-        keys = [call_key(self.model_id, conv, sampling) for conv in conversations]
+        return self.generate_each(conversations, [sampling] * len(conversations), n)
+
+    def generate_each(
+        self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1
+    ) -> list[list[Completion]]:
+        """Each conversation under its own sampling; only the misses reach the model, in as
+        few calls as the backend allows (see `generate_each` in base.py)."""
+        from coevo.llm.base import generate_each
+
+        keys = [call_key(self.model_id, conv, sampling) for conv, sampling in zip(conversations, samplings)]
         found = [self.store.cache_get(key, n) for key in keys]
         hits = [set(entry) for entry in found]
         # Group the misses by how many samples each conversation still needs, so that the
@@ -57,7 +67,7 @@ class CachedModel:
             if len(entry) < n:
                 by_missing.setdefault(n - len(entry), []).append(i)
         for missing, rows in by_missing.items():
-            fresh = self.inner.generate([conversations[i] for i in rows], sampling, missing)
+            fresh = generate_each(self.inner, [conversations[i] for i in rows], [samplings[i] for i in rows], missing)
             for i, completions in zip(rows, fresh):
                 free = [idx for idx in range(n) if idx not in found[i]]
                 new = dict(zip(free, completions))

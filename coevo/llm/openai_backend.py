@@ -107,7 +107,14 @@ class OpenAIModel:
         self, conversations: list[Conversation], sampling: Sampling, n: int = 1
     ) -> list[list[Completion]]:
         """n completions per conversation; callable from sync code, threads, or a running loop."""
-        future = asyncio.run_coroutine_threadsafe(self._run(conversations, sampling, n), self._event_loop())
+        return self.generate_each(conversations, [sampling] * len(conversations), n)
+
+    def generate_each(
+        self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1
+    ) -> list[list[Completion]]:
+        """Each conversation under its own sampling; every request of the list in flight at
+        once (under the per-URL concurrency limit)."""
+        future = asyncio.run_coroutine_threadsafe(self._run(conversations, samplings, n), self._event_loop())
         try:
             return future.result()
         except BaseException:
@@ -132,7 +139,8 @@ class OpenAIModel:
                                  daemon=True).start()
             return self._loop
 
-    async def _run(self, conversations: list[Conversation], sampling: Sampling, n: int) -> list[list[Completion]]:
+    async def _run(self, conversations: list[Conversation], samplings: list[Sampling],
+                   n: int) -> list[list[Completion]]:
         from openai import AsyncOpenAI
 
         if not self._clients:
@@ -144,7 +152,7 @@ class OpenAIModel:
         # Copies that share the kept clients' connection pools, with this call's key.
         clients = [client.with_options(api_key=key) for client in self._clients]
         tasks = [asyncio.ensure_future(self._conversation(clients, self._limits, conv, sampling, n))
-                 for conv in conversations]
+                 for conv, sampling in zip(conversations, samplings)]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:

@@ -25,7 +25,7 @@ from coevo.llm.base import ChatModel, ModelError
 from coevo.store import RunStore
 
 FORMS = [
-    ("smollm2[:ENGINE]", "embedded SmolLM2-135M-Instruct: frozen on llama.cpp, else vLLM, else transformers "
+    ("smollm2[:ENGINE]", "embedded SmolLM2-135M-Instruct: frozen on vLLM, else llama.cpp, else transformers "
                          "(ENGINE llamacpp | vllm | hf forces one); transformers when trained"),
     ("hf:PATH_OR_ID", "transformers model folder or hub id, in process; trainable"),
     ("vllm:PATH_OR_ID", "vLLM in process: batched, prefix caching, structured outputs; frozen roles only"),
@@ -44,7 +44,8 @@ def load_model(
     """Build (or reuse) the model a spec names; cached through `store` when one is given.
 
     `options` go to the backend's constructor (batch_size, n_ctx, n_threads, concurrency,
-    max_retries, backoff, timeout, extra_body, device, dtype, revision, model_id).
+    max_retries, backoff, timeout, extra_body, device, dtype, revision, model_id); `engine`
+    picks the embedded model's frozen engine, as `smollm2:ENGINE` does.
     With trainable=True the result is always a fresh `LocalModel` (it exposes `.model` and
     `.tokenizer`); specs that cannot train (gguf, openai, replay) are refused.
     """
@@ -82,8 +83,16 @@ def base_model_path(spec: str) -> str:
 
 def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     kind, sep, rest = spec.partition(":")
+    options = dict(options)
+    engine = options.pop("engine", None)
     if kind == "smollm2":
-        return _embedded(spec, rest.strip() or None, trainable, options)
+        named = rest.strip() or None
+        if named and engine and named != engine:
+            raise ModelError(f"{spec!r} names engine {named!r} but its options say engine={engine!r}; keep one")
+        return _embedded(spec, named or engine, trainable, options)
+    if engine is not None:
+        raise ModelError(f"option engine={engine!r} is for the embedded model (smollm2) only; "
+                         f"{spec!r} names its engine in the spec (vllm:, gguf:, hf:, openai:)")
     if not sep or not rest.strip():
         raise _unknown(spec)
     rest = rest.strip()
@@ -115,13 +124,10 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     raise _unknown(spec)
 
 
-#: The engines the embedded model runs on when frozen, in the order one is chosen.
-#: llama.cpp before vLLM, although vLLM judges 10x faster (BENCHMARKS.md, issue 11): under
-#: vLLM's structured decoding this 135M judge loops inside the TAIScore answer's free-text
-#: reason until its token budget runs out (taiscore_tiny's test size: 2 of 2 GRPO rewards
-#: unreadable, zero spread, the critic's weights unchanged), which llama.cpp's sampling does
-#: not. Until that is solved vLLM is opt-in for the embedded model (`smollm2:vllm`).
-ENGINES = ("llamacpp", "vllm", "hf")
+#: The engines the embedded model runs on when frozen, in the order one is chosen: vLLM
+#: first (a whole stage per call: 10x llama.cpp's judge throughput here, BENCHMARKS.md issue
+#: 11), llama.cpp where vLLM is not installed (macOS, non-x86 CPUs), transformers last.
+ENGINES = ("vllm", "llamacpp", "hf")
 
 
 def frozen_engine(wanted: str | None = None) -> str:
@@ -189,6 +195,11 @@ _BACKEND_OPTIONS = {
 }
 
 
+def backend_options(cls: Any) -> list[str]:
+    """The keyword options a backend class takes (what `models.options` may set for it)."""
+    return sorted(set(inspect.signature(cls.__init__).parameters) - {"self", "path", "model", "base_urls", "rules"})
+
+
 def _construct(cls: Any, spec: str, options: dict[str, Any], *args: Any, lenient: bool = False) -> ChatModel:
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
     unknown = sorted(set(options) - accepted)
@@ -198,7 +209,7 @@ def _construct(cls: Any, spec: str, options: dict[str, Any], *args: Any, lenient
     if unknown:
         raise ModelError(
             f"model {spec!r} ({cls.__name__}) does not take option(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(sorted(accepted - {'path', 'model', 'base_urls', 'rules'}))}"
+            f"it takes: {', '.join(backend_options(cls))}"
         )
     return cls(*args, **options)
 
@@ -243,7 +254,18 @@ def describe_specs() -> list[dict[str, Any]]:
         "openai:MODEL@URL[,URL...]": (openai, "openai client installed" if openai else "pip install openai"),
         "replay:FILE": (True, "always available"),
     }
+    from coevo.llm.llamacpp import LlamaCppModel
+    from coevo.llm.local import LocalModel
+    from coevo.llm.openai_backend import OpenAIModel
+    from coevo.llm.replay import ReplayModel
+    from coevo.llm.vllm_backend import VLLMModel
+
+    engine_class = {"vllm": VLLMModel, "llamacpp": LlamaCppModel, "hf": LocalModel}[frozen_engine()]
+    options = {"smollm2[:ENGINE]": ["engine", *backend_options(engine_class)], "hf:PATH_OR_ID": backend_options(LocalModel),
+               "vllm:PATH_OR_ID": backend_options(VLLMModel), "gguf:PATH": backend_options(LlamaCppModel),
+               "openai:MODEL@URL[,URL...]": backend_options(OpenAIModel), "replay:FILE": backend_options(ReplayModel)}
     return [
-        {"spec": form, "description": text, "available": rows[form][0], "detail": rows[form][1]}
+        {"spec": form, "description": text, "available": rows[form][0], "detail": rows[form][1],
+         "options (models.options)": ", ".join(options[form]) or "-"}
         for form, text in FORMS
     ]

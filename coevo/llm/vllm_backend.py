@@ -110,18 +110,24 @@ class VLLMModel:
         self, conversations: list[Conversation], sampling: Sampling, n: int = 1
     ) -> list[list[Completion]]:
         """n completions per conversation, the whole list in one engine call."""
+        return self.generate_each(conversations, [sampling] * len(conversations), n)
+
+    def generate_each(
+        self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1
+    ) -> list[list[Completion]]:
+        """Each conversation under its own sampling (its own JSON Schema, say), still one
+        engine call: vLLM takes a SamplingParams per request."""
         if not conversations:
             return []
-        greedy = sampling.temperature <= 0
-        params = self._params(sampling, 1 if greedy else n)
+        params = [self._params(s, 1 if s.temperature <= 0 else n) for s in samplings]
         messages = [[m.model_dump() for m in conversation] for conversation in conversations]
         with self._lock:
             outputs = self.llm.chat(messages, params, use_tqdm=False)
         results = []
-        for output in outputs:
+        for output, sampling in zip(outputs, samplings):
             prompt_tokens = len(output.prompt_token_ids or [])
             completions = [_completion(o, prompt_tokens, sampling) for o in output.outputs]
-            results.append(copies(completions[0], n) if greedy else completions)
+            results.append(copies(completions[0], n) if sampling.temperature <= 0 else completions)
         return results
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from coevo.llm.base import ChatModel, user
+from coevo.llm.base import ChatModel, generate_each, user
 from coevo.prompts import Template, load_template
 from coevo.roles import schemas
 from coevo.roles.expected import TOP_LOGPROBS
@@ -57,23 +57,17 @@ class Role:
     def ask(self, prompts: Sequence[str],
             answer_schemas: Sequence[dict[str, Any] | None] | None = None,
             sampling: Sampling | None = None) -> list[Completion]:
-        """One completion per prompt, in order; prompts that share an answer schema (JSON
-        Schema the backend decodes under) go in one batched call, so a role whose schema
-        depends on the item (a rubric's criterion names) makes one call per schema."""
+        """One completion per prompt, in order, each decoded under its own answer schema
+        (JSON Schema; a rubric's criterion names make it differ per item): one call for the
+        whole list where the backend takes per-request settings, else one per schema."""
         if not prompts:
             return []
         answer_schemas = answer_schemas if answer_schemas is not None else [None] * len(prompts)
-        groups: dict[str | None, list[int]] = {}
-        for i, schema in enumerate(answer_schemas):
-            groups.setdefault(schemas.as_text(schema), []).append(i)
-        answers = [Completion(text="")] * len(prompts)
-        for schema_text, rows in groups.items():
-            asked = (sampling or self.sampling).model_copy(update={"json_schema": schema_text})
-            outputs = self.model.generate([user(prompts[i]) for i in rows], asked, n=1)
-            # A backend that returns no completion for an item is a model failure, not ours.
-            for i, completions in zip(rows, outputs):
-                answers[i] = completions[0] if completions else Completion(text="")
-        return answers
+        base = sampling or self.sampling
+        samplings = [base.model_copy(update={"json_schema": schemas.as_text(schema)}) for schema in answer_schemas]
+        outputs = generate_each(self.model, [user(p) for p in prompts], samplings, n=1)
+        # A backend that returns no completion for an item is a model failure, not ours.
+        return [completions[0] if completions else Completion(text="") for completions in outputs]
 
 
 class ScoringRole(Role):

@@ -127,7 +127,7 @@ class _DimensionJudge(Judge):
     dimensions: ClassVar[tuple[str, ...]]
     aliases: ClassVar[dict[str, str]] = {}
     needs_revision: ClassVar[bool] = True
-    #: Longest reason the answer schema allows (None: no cap).
+    #: Longest reason the answer schema allows (None: no cap); `sampling.reason_limit` overrides it.
     reason_limit: ClassVar[int | None] = schemas.REASON_LIMIT
     #: A key the judge must also answer whose value IS the final score (TAIScore's
     #: "score"); without one the final score is the mean of the dimensions.
@@ -136,7 +136,8 @@ class _DimensionJudge(Judge):
     def judge(self, rollouts: Sequence[Rollout]) -> list[Judgment]:
         """Score each rollout's (x, y0, c[, y1]), one Judgment per rollout, in order."""
         fields = [self._fields(r) for r in rollouts]
-        answer = schemas.scored_dimensions(self.dimensions, self.final_key, reason_limit=self.reason_limit)
+        limit = getattr(self.sampling, "reason_limit", None) or self.reason_limit
+        answer = schemas.scored_dimensions(self.dimensions, self.final_key, reason_limit=limit)
         return self._judge_all(fields, [answer] * len(fields), lambda _i, c: self._read(c))
 
     def _fields(self, rollout: Rollout) -> dict[str, str]:

@@ -37,13 +37,11 @@ class RefinementRoles:
 def build_refinement_roles(models: Models, sampling: SamplingConfig, templates: Templates,
                 store: RunStore | None) -> RefinementRoles:
     """Actor, critic and judge model from named model roles (shared weights per spec)."""
-    from coevo.llm.specs import load_model
-
-    actor = Actor(load_model(models.actor, store=store), sampling.rollout,
+    actor = Actor(models.load("actor", store=store), sampling.rollout,
                   revise_sampling=sampling.revision, revise_template=templates.reviser,
                   revise_no_critique_template=templates.reviser_no_critique)
-    critic = Critic(load_model(models.critic, store=store), sampling.rollout, templates.critic)
-    return RefinementRoles(actor, critic, load_model(models.judge, store=store))
+    critic = Critic(models.load("critic", store=store), sampling.rollout, templates.critic)
+    return RefinementRoles(actor, critic, models.load("judge", store=store))
 
 
 def batches(items: Sequence, size: int) -> list[Sequence]:

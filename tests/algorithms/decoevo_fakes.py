@@ -165,7 +165,7 @@ def config(data, **overrides):
     """A small DecoEvo config on the data file `data` (see `write_data`)."""
     from coevo.algorithms.decoevo import DecoEvoConfig
 
-    base = dict(data={"source": str(data)}, model="replay:unused", seeds=[0], inner_steps=2, k=1, s=1,
+    base = dict(data={"source": str(data)}, models={"backbone": "replay:unused"}, seeds=[0], inner_steps=2, k=1, s=1,
                 batch_size=2, m=3, max_pairs=3, epsilon=0.5,
                 partitions={"sizes": {"test": 2, "diagnostic": 2}})
     return DecoEvoConfig(**{**base, **overrides})

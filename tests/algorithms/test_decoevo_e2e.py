@@ -33,7 +33,7 @@ def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
     config = {
         "algorithm": "decoevo",
         "data": {"source": str(_small_gold_data(tmp_path / "data.jsonl"))},
-        "model": "smollm2", "model_options": {"n_threads": 1 if os.cpu_count() <= 2 else 2},
+        "models": {"backbone": "smollm2", "options": {"backbone": {"n_threads": 1 if os.cpu_count() <= 2 else 2}}},
         "methods": ["decoevo"], "seeds": [0],
         # No diagnostic set: the trajectory is pinned by the replay tests; here it would cost
         # four real calls per solver change.

@@ -166,7 +166,7 @@ def test_summary_counts_gate_ties_per_method(tmp_path):
     data = write_data(tmp_path / "data.jsonl")
     model = tmp_path / "replay.jsonl"
     model.write_text("\n".join(json.dumps(r) for r in rules(**_surer_candidate_rules())) + "\n")
-    cfg = {"algorithm": "decoevo", "data": {"source": str(data)}, "model": f"replay:{model}",
+    cfg = {"algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
            "methods": ["zero_shot", "skillopt"], "seeds": [0, 1], "inner_steps": 2, "batch_size": 2,
            "partitions": {"sizes": {"test": 2, "diagnostic": 1}}}
     summary = run_experiment(None, tmp_path / "run", data=cfg)

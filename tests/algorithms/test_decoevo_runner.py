@@ -24,7 +24,7 @@ def setup(tmp_path_factory):
     model = tmp_path / "replay.jsonl"
     model.write_text("\n".join(json.dumps(r) for r in method_telling_rules()) + "\n")
     config = {
-        "algorithm": "decoevo", "data": {"source": str(data)}, "model": f"replay:{model}",
+        "algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
         "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
         "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
     }

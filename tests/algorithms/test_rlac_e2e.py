@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 COMMON = {
     "algorithm": "rlac", "iterations": 1, "k": 2, "n": 1, "torch_threads": 1,
-    "models": {"frozen_options": {"n_threads": 1}},
+    "models": {"options": {"default": {"n_threads": 1}}},
     "sampling": {"generator": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 32},
                  "critic": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 40},
                  "judge": {"temperature": 0.0, "max_tokens": 16},

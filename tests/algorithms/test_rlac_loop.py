@@ -14,6 +14,7 @@ import coevo.train.dpo as dpo
 from coevo.algorithms.rlac import (RlacConfig, best_vs_worst, critic_pairs, generator_pairs, reward,
                                    run_rlac)
 from coevo.config import validate
+from coevo.llm.base import by_sampling
 from coevo.llm.replay import ReplayModel
 from coevo.runner import run_experiment
 from coevo.store import RunStore
@@ -133,6 +134,29 @@ def test_static_critic_proposes_once_and_never_trains(tmp_path, fakes):
     assert gen["dir"].endswith("generator")
     assert summary["verification_calls"]["rlac"] == 2  # one proposal per output
     assert summary["condition"] == "rlac-static"
+
+
+def test_the_critic_gets_a_whole_stage_per_call(tmp_path, fakes, monkeypatch):
+    """Every output of every train instruction goes to the critic in one call, each under its
+    own answer schema (a facts schema quotes its output's sentences), on a backend that takes
+    per-request settings; the validator checks the whole stage in one batch."""
+    curie = "Marie Curie was born in Warsaw. She discovered polonium. She won two Nobel prizes."
+    fakes["models"]["gen"] = [*FACT_MODELS["gen"][:1], {"match": "biography of Marie Curie", "completions": [curie]},
+                              {"match": "biography of Isaac Newton", "completions": [GOOD]}]
+    fakes["models"]["crit"] = [*FACT_MODELS["crit"], {"match": "polonium", "completions": [INVALID]}]
+    calls = []
+
+    def generate_each(self, conversations, samplings, n=1):
+        if any(s.json_schema and "error_fact" in s.json_schema for s in samplings):  # the critic's
+            calls.append((len(conversations), len({s.json_schema for s in samplings})))
+        return by_sampling(self.generate, conversations, samplings, n)
+
+    monkeypatch.setattr(ReplayModel, "generate_each", generate_each, raising=False)
+    config = facts_config(**{"data.train_ids": ["Albert Einstein", "Marie Curie"],
+                             "data.heldout_ids": ["Isaac Newton"]})
+    summary = run_rlac(config, RunStore(tmp_path))
+    assert calls == [(4, 3)]  # one call: 2 instructions x K=2 outputs, 3 distinct outputs' schemas
+    assert summary["verification_calls"]["rlac"] == 8  # N=2 proposals on each of the 4
 
 
 def test_noisy_validator_uses_random_labels(tmp_path, fakes):

@@ -72,3 +72,37 @@ def test_wrapper_exposes_the_inner_models_attributes(tmp_path):
     model = CachedModel(inner, RunStore(tmp_path))
     assert model.model_id == "counting:v1"
     assert model.requests is inner.requests
+
+
+class EachModel(CountingModel):
+    """A backend that takes a sampling per conversation (as vLLM and servers do)."""
+
+    def generate_each(self, conversations, samplings, n=1):
+        self.requests.append((len(conversations), n))
+        return [self.generate([c], s, n)[0] for c, s in zip(conversations, samplings)]
+
+
+def test_mixed_samplings_reach_a_per_request_backend_in_one_call_and_are_cached_apart(tmp_path):
+    from coevo.llm.base import generate_each
+
+    inner = EachModel()
+    model = CachedModel(inner, RunStore(tmp_path))
+    schemas = [Sampling(temperature=0.7, max_tokens=16, seed=1, json_schema=f'{{"const": {i}}}') for i in range(3)]
+    first = generate_each(model, [user("a"), user("b"), user("a")], schemas)
+    assert inner.requests[0] == (3, 1)
+    # Each (conversation, sampling) has its own cache entry: the same prompt under another
+    # schema is another call, and asking again costs nothing.
+    assert len({row[0].text for row in first}) == 3
+    inner.requests.clear()
+    again = generate_each(model, [user("a"), user("b"), user("a")], schemas)
+    assert inner.requests == [] and [r[0].text for r in again] == [r[0].text for r in first]
+
+
+def test_a_backend_with_one_sampling_per_call_gets_one_call_per_distinct_sampling():
+    from coevo.llm.base import generate_each
+
+    inner = CountingModel()
+    a, b = Sampling(temperature=0.0, max_tokens=4), Sampling(temperature=0.0, max_tokens=8)
+    out = generate_each(inner, [user("x"), user("y"), user("z")], [a, b, a])
+    assert sorted(inner.requests) == [(1, 1), (2, 1)]
+    assert [row[0].text.split("#")[0] for row in out] == ["x", "y", "z"]

@@ -7,7 +7,7 @@ import platform
 import pytest
 
 from coevo.llm import specs
-from coevo.llm.base import ModelError, user
+from coevo.llm.base import ModelError, generate_each, user
 from coevo.roles.judges import TaiScoreJudge
 from coevo.types import JudgeSampling, Rollout, Sampling
 
@@ -48,6 +48,20 @@ def test_a_whole_batch_under_a_schema_in_one_call_with_token_logprobs(engine):
     assert engine.model_id.startswith("vllm:smollm2-135m-instruct@")
 
 
+def test_each_request_decodes_under_its_own_schema_in_one_call(engine, monkeypatch):
+    calls = []
+    chat = engine.llm.chat
+    monkeypatch.setattr(engine.llm, "chat", lambda messages, params, **kw: (calls.append(len(messages)),
+                                                                            chat(messages, params, **kw))[1])
+    color = {"type": "object", "properties": {"color": {"enum": ["red", "blue"]}}, "required": ["color"],
+             "additionalProperties": False}
+    samplings = [Sampling(temperature=0.0, max_tokens=24, json_schema=json.dumps(schema))
+                 for schema in (SCORE, color, SCORE)]
+    out = generate_each(engine, [user("Rate the sky from 1 to 10. JSON.")] * 3, samplings)
+    assert calls == [3]
+    assert [sorted(json.loads(row[0].text)) for row in out] == [["score"], ["color"], ["score"]]
+
+
 def test_a_seeded_call_repeats_and_its_n_samples_differ(engine):
     # Not asserted: the same samples when OTHER requests share the batch. On CPU in bf16 the
     # batch's shape changes the logits' last bits, and a sample at T 1 can then diverge
@@ -78,8 +92,8 @@ def test_the_taiscore_judge_scores_by_expectation_on_vllm(engine):
     assert valid and all(j.expected is not None and 1 <= j.expected <= 10 for j in valid)
 
 
-def test_frozen_smollm2_stays_on_llama_cpp_and_vllm_can_be_forced(engine):
-    assert specs.frozen_engine() == "llamacpp"
-    assert specs.frozen_engine("vllm") == "vllm"
-    with pytest.raises(ModelError, match="unknown engine 'tpu'.*llamacpp, vllm, hf"):
+def test_frozen_smollm2_runs_on_vllm_here_and_llama_cpp_can_be_forced(engine):
+    assert specs.frozen_engine() == "vllm"
+    assert specs.frozen_engine("llamacpp") == "llamacpp"
+    with pytest.raises(ModelError, match="unknown engine 'tpu'.*vllm, llamacpp, hf"):
         specs.frozen_engine("tpu")
