@@ -41,12 +41,14 @@ def progress_bar(description: str, total: int, completed: int = 0) -> Iterator[C
             progress.remove_task(task)
 
 
-def map_batches(fn: Callable[[list], list], items: list, batch_size: int, description: str) -> list:
-    """Apply a batched function chunk by chunk with a progress bar; results stay in order."""
+def map_batches(fn: Callable[[list], list], items: list, batch_size: int | None, description: str) -> list:
+    """Apply a batched function chunk by chunk with a progress bar; results stay in order.
+    `batch_size` None: the whole list in one call (backends batch it themselves)."""
     results: list = []
+    size = batch_size or max(1, len(items))
     with progress_bar(description, total=len(items)) as advance:
-        for start in range(0, len(items), max(1, batch_size)):
-            chunk = items[start : start + batch_size]
+        for start in range(0, len(items), size):
+            chunk = items[start : start + size]
             results.extend(fn(chunk))
             advance(len(chunk))
     return results

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from coevo.config import DataConfig, Models, SamplingConfig, StrictModel
+from coevo.config import DataConfig, Field, Models, SamplingConfig, StrictModel
 from coevo.judging import rollout_judge
 from coevo.prompts import Templates
 from coevo.roles.refinement import build_refinement_roles, refine
@@ -28,7 +28,9 @@ class RefineRunConfig(StrictModel):
     templates: Templates = Templates()
     judges: list[Literal["taiscore", "critique_quality", "adherence", "outcome_gain",
                          "pairwise", "gold_rubric"]] = ["taiscore"]
-    batch_size: int = 8
+    #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
+    #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
+    batch_size: int | None = Field(None, ge=1)
     seed: int = 0
 
 

@@ -134,7 +134,9 @@ class TaiScoreConfig(StrictModel):
     conditions: list[str | ConditionSpec] = Field(default_factory=list)
     seeds: int = Field(1, ge=1)
     seed: int = 0
-    batch_size: int = Field(8, ge=1)
+    #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
+    #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
+    batch_size: int | None = Field(None, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> TaiScoreConfig:
@@ -547,7 +549,7 @@ class ConditionRun:
 
 
 def _stored_responses(store: RunStore, kind: str, samples: list[Sample], actor: Actor,
-                      batch_size: int) -> dict[str, str]:
+                      batch_size: int | None) -> dict[str, str]:
     """π's initial responses, kept in the store: a resumed stage trains on the same y0."""
     have = dict(store.get_records(kind))
     todo = [s for s in samples if s.id not in have]

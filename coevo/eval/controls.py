@@ -40,7 +40,9 @@ class ControlsConfig(StrictModel):
     templates: Templates = Templates()
     conditions: list[Condition] = Field(default_factory=lambda: ["none", "generic", "shuffled", "matched"])
     evaluator: Literal["gold_rubric", "pairwise"] = "gold_rubric"
-    batch_size: int = 8
+    #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
+    #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
+    batch_size: int | None = Field(None, ge=1)
     seed: int = 0
 
 

@@ -44,8 +44,10 @@ def build_refinement_roles(models: Models, sampling: SamplingConfig, templates: 
     return RefinementRoles(actor, critic, models.load("judge", store=store))
 
 
-def batches(items: Sequence, size: int) -> list[Sequence]:
-    return [items[i : i + size] for i in range(0, len(items), max(1, size))]
+def batches(items: Sequence, size: int | None) -> list[Sequence]:
+    """`items` in chunks of `size` (None: one chunk of everything)."""
+    size = size or max(1, len(items))
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def judge_rollouts(rollouts: list[Rollout], judges: Mapping[str, Scorer], samples: Mapping[str, Sample]) -> None:
@@ -64,7 +66,7 @@ def refine(
     store: RunStore | None = None,
     stage: str = "refine",
     y0: dict[str, str] | None = None,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     on_batch: Callable[[list[Rollout]], None] | None = None,
 ) -> list[Rollout]:
     """Run x -> y0 -> c -> y1 -> judges over `samples`; return one Rollout per sample.
