@@ -124,6 +124,11 @@ class TaiScoreConfig(StrictModel):
     #: empty critique or revision); it stays in its group, as in the authors' code.
     invalid_reward: float = 0.0
     tailored_to: str | None = None
+    #: What the trained actor generates with between its trainings (y0, the revisions in the
+    #: critic's GRPO reward, evaluation): the trained transformers model itself, or a vLLM
+    #: engine on its latest finished weights (the base, then each DPO stage's `final/`: full
+    #: weights, or a LoRA adapter on the base), one engine per checkpoint.
+    actor_engine: Literal["transformers", "vllm"] = "transformers"
     #: Queries per shard the critic trains on (None: the whole shard; paper: 2K of 3K).
     critic_queries: int | None = Field(None, ge=1)
     pairs_per_round: int = Field(2000, ge=1)      # M eligible pairs sampled per shard
@@ -314,11 +319,14 @@ class Backend:
     train_grpo: Callable[..., TrainResult]
     train_dpo: Callable[..., TrainResult]
     load_frozen: Callable[[str], Any] = field(default=None)  # type: ignore[assignment]
+    #: load_copy(spec, checkpoint, **options) -> (a frozen generation copy of a trained
+    #: role's weights, whether it is shared); see `actor_engine`.
+    load_copy: Callable[..., tuple[Any, bool]] = field(default=None)  # type: ignore[assignment]
 
 
 def default_backend() -> Backend:
     """The real thing: transformers models, TRL through coevo.train."""
-    from coevo.llm.specs import load_model
+    from coevo.llm.specs import load_model, vllm_copy
     from coevo.train.dpo import train_dpo
     from coevo.train.grpo import train_grpo
 
@@ -331,7 +339,8 @@ def default_backend() -> Backend:
         policy.refresh_model_id()
 
     return Backend(load_trainable=lambda spec, **options: load_model(spec, trainable=True, **options),
-                   restore=restore, train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=load_model)
+                   restore=restore, train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=load_model,
+                   load_copy=vllm_copy)
 
 
 # ─── the loop ───────────────────────────────────────────────────────────────────────
@@ -408,6 +417,7 @@ def run_condition(ctx: Context, plan: Plan, seed_index: int) -> ConditionResult:
         metrics |= run.update_actor(r, shard_ids, y0)           # 2. π_r ← DPO(π_{r-1}; D_r)
         metrics |= run.evaluator.evaluate(r, run.actor(), run.critic(), metrics)  # 3. held out
         rounds.append(RoundRecord(round=r, checkpoints=dict(run.checkpoints), metrics=metrics))
+    run.close()
     return ConditionResult(condition=plan.name, seed=run.seed, tag=run.tag, plan=asdict(plan),
                            baseline=run.evaluator.baseline, rounds=rounds)
 
@@ -441,13 +451,34 @@ class ConditionRun:
         self.pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), config.sampling.judge, order_seed=self.seed)
         self.evaluator = RoundEvaluator(ctx, self.tag, self.seed)
         self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
+        self._actor_engine: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
 
     def actor(self, model: Any = None) -> Actor:
         """The actor role on `model` (default: the actor being trained, as it is now)."""
         templates = self.ctx.config.templates
-        return Actor(self.ctx.cached(model if model is not None else self.actor_local), self.rollout_sampling,
+        return Actor(self.ctx.cached(model if model is not None else self.actor_generator()), self.rollout_sampling,
                      revise_sampling=self.revision_sampling, revise_template=templates.reviser,
                      revise_no_critique_template=templates.reviser_no_critique)
+
+    def actor_generator(self) -> Any:
+        """The model the actor generates with: the trained model itself, or (`actor_engine:
+        vllm`) a vLLM engine on the actor's latest finished weights, loaded when they change
+        (π_{r-1} until the round's DPO stage ends, then π_r), the previous one closed."""
+        if self.ctx.config.actor_engine == "transformers":
+            return self.actor_local
+        checkpoint = self.checkpoints["actor"]
+        if self._actor_engine is None or self._actor_engine[0] != checkpoint:
+            self.close()
+            models = self.ctx.config.models
+            model, shared = self.ctx.backend.load_copy(models.actor, checkpoint, **models.options_for("actor"))
+            self._actor_engine = (checkpoint, model, shared)
+        return self._actor_engine[1]
+
+    def close(self) -> None:
+        """Stop the actor's vLLM engine, unless it is shared (the base weights)."""
+        if self._actor_engine is not None and not self._actor_engine[2]:
+            getattr(self._actor_engine[1], "close", lambda: None)()
+        self._actor_engine = None
 
     def critic(self) -> Critic:
         model = self.critic_local if self.critic_local is not None else self.ctx.frozen(self.plan.critic, "critic")
@@ -678,6 +709,10 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
     backend = backend or default_backend()
     if backend.load_frozen is None:
         backend.load_frozen = load_model
+    if backend.load_copy is None:
+        from coevo.llm.specs import vllm_copy
+
+        backend.load_copy = vllm_copy
     plans = resolve_conditions(config)
     judge_model = backend.load_frozen(config.models.judge, **config.models.options_for("judge"))
     samples = load_data(config.data, judge_model, config.sampling)

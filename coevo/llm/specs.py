@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from coevo.llm.base import ChatModel, ModelError
@@ -53,7 +54,7 @@ def load_model(
     if trainable:
         model = _build(spec, trainable=True, options=options)
     else:
-        key = (spec, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        key = _shared_key(spec, options)
         with _loaded_lock:
             model = _loaded.get(key)
             if model is None:
@@ -63,6 +64,44 @@ def load_model(
 
         return CachedModel(model, store)
     return model
+
+
+def _shared_key(spec: str, options: dict[str, Any]) -> tuple[str, tuple]:
+    """What makes two frozen loads the same model: `smollm2`, `smollm2:vllm` and `smollm2`
+    with `engine: vllm` are one engine where vLLM is the one chosen."""
+    kind, _, rest = spec.partition(":")
+    if kind == "smollm2":
+        options = dict(options)
+        named, engine = rest.strip() or None, options.pop("engine", None)
+        if named and engine and named != engine:
+            raise ModelError(f"{spec!r} names engine {named!r} but its options say engine={engine!r}; keep one")
+        spec = f"smollm2:{frozen_engine(named or engine)}"
+    return spec, tuple(sorted((k, repr(v)) for k, v in options.items()))
+
+
+def vllm_copy(spec: str, checkpoint: str | Path | None, **options: Any) -> tuple[ChatModel, bool]:
+    """A frozen vLLM engine on a trainable spec's weights, for generating between trainings:
+    the base weights (`checkpoint` None; shared like any frozen model, e.g. with a judge on
+    the same model) or a finished stage's `final/` folder (full weights, or a LoRA adapter
+    served on its base). Returns (model, shared): a model not shared is the caller's to close."""
+    from coevo.llm.vllm_backend import VLLMModel
+
+    options = {k: v for k, v in options.items() if k != "engine"}
+    if checkpoint is None:
+        base = "smollm2:vllm" if spec.strip().partition(":")[0] == "smollm2" else f"vllm:{base_model_path(spec)}"
+        return load_model(base, **_vllm_options(options)), True
+    folder = Path(checkpoint)
+    if (folder / "adapter_config.json").is_file():
+        return _construct(VLLMModel, spec, options, base_model_path(spec), lora=folder, lenient=True), False
+    return _construct(VLLMModel, spec, options, folder, lenient=True), False
+
+
+def _vllm_options(options: dict[str, Any]) -> dict[str, Any]:
+    """A trainable role's options, less those meant for transformers (device, batch size)."""
+    from coevo.llm.vllm_backend import VLLMModel
+
+    accepted = set(backend_options(VLLMModel))
+    return {k: v for k, v in options.items() if k in accepted or k not in _BACKEND_OPTIONS}
 
 
 def clear_loaded() -> None:

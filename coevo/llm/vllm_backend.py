@@ -50,6 +50,8 @@ class VLLMModel:
         tensor_parallel_size: int = 1,
         kv_cache_gb: float | None = None,
         n_threads: int | None = None,
+        lora: str | Path | None = None,
+        max_lora_rank: int = 64,
         engine_args: dict[str, Any] | None = None,
         model_id: str | None = None,
     ):
@@ -60,8 +62,10 @@ class VLLMModel:
         tokens of this model; vLLM's own default reserves 92 % of RAM and fails to start
         beside a trainer or another job); on a GPU, without it, `gpu_memory_utilization`
         (default 0.9) decides. `enforce_eager` (default: on CPU) skips graph capture: faster to start,
-        and CUDA graphs do not exist there. `n_threads` caps the CPU worker's threads. `engine_args` go to
-        `vllm.LLM` as they are, for anything else vLLM takes.
+        and CUDA graphs do not exist there. `n_threads` caps the CPU worker's threads. `lora`
+        names a PEFT adapter folder every request decodes with (vLLM's LoRA support: a trained
+        role's adapter on its base model). `engine_args` go to `vllm.LLM` as they are, for
+        anything else vLLM takes.
         """
         try:
             import torch
@@ -95,6 +99,7 @@ class VLLMModel:
             # chunked prompt's sampled token is discarded, which CPU generators cannot do
             # ("CPU Generator does not use offset", the engine dies). Whole prompts avoid it.
             **({} if on_gpu else {"enable_chunked_prefill": False, "max_num_batched_tokens": max_model_len}),
+            **({"enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1} if lora else {}),
             **(engine_args or {}),
         }
         try:
@@ -102,8 +107,17 @@ class VLLMModel:
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"vLLM cannot load {model}: {exc}") from exc
         self.supports_logprobs = True
+        self.lora_request, adapter = None, ""
+        if lora is not None:
+            from vllm.lora.request import LoRARequest
+
+            lora_dir = Path(str(lora)).expanduser()
+            if not (lora_dir / "adapter_config.json").is_file():
+                raise ModelError(f"LoRA adapter folder {lora_dir} has no adapter_config.json")
+            self.lora_request = LoRARequest("adapter", 1, str(lora_dir))
+            adapter = f"+lora@{folder_digest(lora_dir)}"
         # Named by content for a local folder (a moved folder keeps its cache entries).
-        self.model_id = model_id or (f"vllm:{path.name}@{folder_digest(path)}" if local else f"vllm:{model}")
+        self.model_id = model_id or ((f"vllm:{path.name}@{folder_digest(path)}" if local else f"vllm:{model}") + adapter)
         self._lock = threading.Lock()
 
     def generate(
@@ -122,7 +136,7 @@ class VLLMModel:
         params = [self._params(s, 1 if s.temperature <= 0 else n) for s in samplings]
         messages = [[m.model_dump() for m in conversation] for conversation in conversations]
         with self._lock:
-            outputs = self.llm.chat(messages, params, use_tqdm=False)
+            outputs = self.llm.chat(messages, params, use_tqdm=False, lora_request=self.lora_request)
         results = []
         for output, sampling in zip(outputs, samplings):
             prompt_tokens = len(output.prompt_token_ids or [])

@@ -252,3 +252,31 @@ def test_config_errors_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="empty"):
         run_taiscore(_config(tmp_path, rounds=20), RunStore(tmp_path / "r"), FakeTrainers().backend())
     assert not math.isnan(TaiScoreConfig().dpo.beta) and TaiScoreConfig().dpo.beta == 0.1
+
+
+def test_actor_engine_vllm_generates_from_each_finished_actor_checkpoint(tmp_path):
+    """`actor_engine: vllm`: the actor's generation copy starts on the base weights (shared,
+    never closed) and moves to each DPO stage's final/ after it ends (closed when replaced)."""
+    fakes, copies = FakeTrainers(), []
+
+    class Copy(ReplayModel):
+        def __init__(self, spec, checkpoint):
+            super().__init__(rules=RULES)
+            self.model_id, self.closed = f"copy:{checkpoint}", False
+            copies.append(self)
+
+        def close(self):
+            self.closed = True
+
+    backend = fakes.backend()
+    backend.load_copy = lambda spec, checkpoint, **options: (Copy(spec, checkpoint), checkpoint is None)
+    store = RunStore(tmp_path / "run")
+    run_taiscore(_config(tmp_path, actor_engine="vllm"), store, backend)
+    ids = [c.model_id for c in copies]
+    finals = [call["dir"] + "/final" for call in fakes.dpo_calls]
+    assert ids == ["copy:None", *(f"copy:{f}" for f in finals)]
+    assert [c.closed for c in copies] == [False, True, True]  # the base is shared; the last closes at the end
+    # Each copy generated: round 1 and the baseline on the base, round 2's y0 and revisions
+    # on round 1's checkpoint, round 2's evaluation on round 2's.
+    assert all(c.calls for c in copies)
+    assert any("Revised Response:" in conv[-1].content for conv in copies[1].calls)
