@@ -39,7 +39,9 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from coevo.tasks.loaders import DataError
     from coevo.validators.sandbox import SandboxUnavailable
 
-    return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable)
+    from coevo.store import StoreError
+
+    return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable, StoreError)
 
 
 def main() -> None:
@@ -342,6 +344,13 @@ def show(
     if skills:
         _print_skills(store)
         return
+    from coevo.runlock import run_status
+
+    status = run_status(run_dir, store.get_meta("status"))
+    out.print(f"[bold]{store.get_meta('algorithm', '?')}[/] run, {status}"
+              + (f": {store.get_meta('error')}" if status in ("failed", "interrupted") else "")
+              + (f" (continue with `coevo run CONFIG --out {run_dir} --resume`)"
+                 if status in ("failed", "interrupted", "resumable") else ""), highlight=False)
     for rollout in store.rollouts()[:limit]:
         scores = {k: j.score for k, j in rollout.judgments.items()}
         out.rule(f"{rollout.sample_id} · {rollout.condition} · {scores}")
