@@ -331,12 +331,9 @@ def default_backend() -> Backend:
     from coevo.train.grpo import train_grpo
 
     def restore(policy: Any, checkpoint: str, settings: Any) -> None:
-        from coevo.train.common import load_final, prepare_lora
+        from coevo.train.stages import restore_checkpoint
 
-        prepare_lora(policy, getattr(settings, "lora", None))
-        load_final(policy.model, checkpoint)
-        policy.model.eval()
-        policy.refresh_model_id(checkpoint)
+        restore_checkpoint(policy, checkpoint, getattr(settings, "lora", None))
 
     return Backend(load_trainable=lambda spec, **options: load_model(spec, trainable=True, **options),
                    restore=restore, train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=load_model,
