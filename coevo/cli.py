@@ -117,6 +117,8 @@ def run(
     from coevo.runner import run_experiment
 
     summary = run_experiment(config, out_dir, resume=resume, overrides=set_)
+    if not summary:
+        return  # a rank other than 0 of a many-process launch: rank 0 reports
     if "table" in summary:
         _print_table(summary["table"], title=summary.get("algorithm", "results"))
     out.print(f"summary: {out_dir / 'summary.json'}\nreport: {summary['report']}")
@@ -351,6 +353,11 @@ def show(
               + (f": {store.get_meta('error')}" if status in ("failed", "interrupted") else "")
               + (f" (continue with `coevo run CONFIG --out {run_dir} --resume`)"
                  if status in ("failed", "interrupted", "resumable") else ""), highlight=False)
+    summary_file = run_dir / "summary.json"
+    if summary_file.is_file():
+        processes = json.loads(summary_file.read_text(encoding="utf-8")).get("world_size")
+        if processes:
+            out.print(f"trained by {processes} process{'es' if processes > 1 else ''} (world_size)")
     for rollout in store.rollouts()[:limit]:
         scores = {k: j.score for k, j in rollout.judgments.items()}
         out.rule(f"{rollout.sample_id} · {rollout.condition} · {scores}")

@@ -85,11 +85,24 @@ def run_experiment(
     source = str(config_path or "config")
     raw = apply_overrides(data if data is not None else read_yaml(config_path), list(overrides))
     algorithm, config = resolve_config(raw, source)
-    with RunLock(out):  # one writer per run folder, for as long as the run lives
-        return _run_locked(out, algorithm, config, resume)
+    from coevo.train import distributed
+
+    if not distributed.is_main():
+        # Ranks 1..N-1 of a many-process launch train when rank 0 says so, and nothing else:
+        # no generation, no judge, never the run folder (coevo/train/distributed.py).
+        distributed.follow()
+        return {}
+    try:
+        with RunLock(out):  # one writer per run folder, for as long as the run lives
+            return _run_locked(out, algorithm, config, resume)
+    finally:
+        distributed.end()
 
 
 def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> dict[str, Any]:
+    from coevo.train import distributed
+
+    distributed.init()  # rank 0 of a many-process launch: join the group before any model loads
     existing = (out / STORE_FILE).exists()
     if existing and not resume:
         raise ConfigError(
@@ -117,6 +130,8 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
             store.set_meta("error", "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:2000])
             raise
         summary.setdefault("algorithm", algorithm)
+        # How many processes trained: a launch that silently fell back to one shows here.
+        summary["world_size"] = distributed.world_size()
         summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
         (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
         store.set_meta("status", "finished")

@@ -224,7 +224,9 @@ def finish_stage(policy: Any, trainer: Any, final: Path, *, start_step: int, sec
         trainer.save_model(str(final))
         checkpoint = str(final)
     else:
-        checkpoint = save_checkpoint(policy.model, policy.tokenizer, final)
+        checkpoint = str(final)
+        if trainer.accelerator.is_main_process:  # one copy, whatever the number of processes
+            save_checkpoint(policy.model, policy.tokenizer, final)
     result = TrainResult(
         checkpoint=checkpoint,
         steps=trainer.state.global_step,
@@ -408,7 +410,6 @@ class weight_probe:
 
 def world_size() -> int:
     """Processes training together (torchrun / accelerate launch set WORLD_SIZE)."""
-    import os
+    from coevo.train import distributed
 
-    value = os.environ.get("WORLD_SIZE", "1")
-    return int(value) if value.isdigit() and int(value) > 0 else 1
+    return distributed.world_size()

@@ -52,8 +52,10 @@ def restore_checkpoint(policy: Any, checkpoint: str | Path, lora: LoRASettings |
     """Put a finished stage's weights back into `policy` (a LocalModel) in place: a LoRA
     stage's adapter goes into the same adapter wrapping a fresh policy gets (made here if the
     policy has none yet), full weights into the model; the cache id follows the checkpoint."""
+    from coevo.train import distributed
     from coevo.train.common import load_final, prepare_lora
 
+    distributed.tell("restore", key=distributed.key_of(policy), checkpoint=str(checkpoint), lora=lora)
     prepare_lora(policy, lora)
     load_final(policy.model, checkpoint)
     policy.model.eval()
