@@ -39,7 +39,9 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from coevo.tasks.loaders import DataError
     from coevo.validators.sandbox import SandboxUnavailable
 
-    return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable)
+    from coevo.store import StoreError
+
+    return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable, StoreError)
 
 
 def main() -> None:
@@ -115,6 +117,8 @@ def run(
     from coevo.runner import run_experiment
 
     summary = run_experiment(config, out_dir, resume=resume, overrides=set_)
+    if not summary:
+        return  # a rank other than 0 of a many-process launch: rank 0 reports
     if "table" in summary:
         _print_table(summary["table"], title=summary.get("algorithm", "results"))
     out.print(f"summary: {out_dir / 'summary.json'}\nreport: {summary['report']}")
@@ -342,6 +346,18 @@ def show(
     if skills:
         _print_skills(store)
         return
+    from coevo.runlock import run_status
+
+    status = run_status(run_dir, store.get_meta("status"))
+    out.print(f"[bold]{store.get_meta('algorithm', '?')}[/] run, {status}"
+              + (f": {store.get_meta('error')}" if status in ("failed", "interrupted") else "")
+              + (f" (continue with `coevo run CONFIG --out {run_dir} --resume`)"
+                 if status in ("failed", "interrupted", "resumable") else ""), highlight=False)
+    summary_file = run_dir / "summary.json"
+    if summary_file.is_file():
+        processes = json.loads(summary_file.read_text(encoding="utf-8")).get("world_size")
+        if processes:
+            out.print(f"trained by {processes} process{'es' if processes > 1 else ''} (world_size)")
     for rollout in store.rollouts()[:limit]:
         scores = {k: j.score for k, j in rollout.judgments.items()}
         out.rule(f"{rollout.sample_id} · {rollout.condition} · {scores}")

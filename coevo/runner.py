@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from coevo.config import ConfigError, apply_overrides, read_yaml, validate
-from coevo.store import STORE_FILE, RunStore
+from coevo.runlock import RunLock, run_status
+from coevo.store import STORE_FILE, RunStore, StoreError
 
 SUMMARY_FILE = "summary.json"
 
@@ -84,6 +85,24 @@ def run_experiment(
     source = str(config_path or "config")
     raw = apply_overrides(data if data is not None else read_yaml(config_path), list(overrides))
     algorithm, config = resolve_config(raw, source)
+    from coevo.train import distributed
+
+    if not distributed.is_main():
+        # Ranks 1..N-1 of a many-process launch train when rank 0 says so, and nothing else:
+        # no generation, no judge, never the run folder (coevo/train/distributed.py).
+        distributed.follow()
+        return {}
+    try:
+        with RunLock(out):  # one writer per run folder, for as long as the run lives
+            return _run_locked(out, algorithm, config, resume)
+    finally:
+        distributed.end()
+
+
+def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> dict[str, Any]:
+    from coevo.train import distributed
+
+    distributed.init()  # rank 0 of a many-process launch: join the group before any model loads
     existing = (out / STORE_FILE).exists()
     if existing and not resume:
         raise ConfigError(
@@ -101,8 +120,18 @@ def run_experiment(
         store.set_meta("algorithm", algorithm)
         store.set_meta("started", store.get_meta("started") or time.time())
         store.set_meta("status", "running")
-        summary = summary_dict(_experiments()[algorithm].run(config, store))
+        store.set_meta("error", None)
+        try:
+            summary = summary_dict(_experiments()[algorithm].run(config, store))
+        except BaseException as exc:
+            # Marked, so `coevo runs` / `coevo show` tell a crash from a run still going.
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            store.set_meta("status", "interrupted" if interrupted else "failed")
+            store.set_meta("error", "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:2000])
+            raise
         summary.setdefault("algorithm", algorithm)
+        # How many processes trained: a launch that silently fell back to one shows here.
+        summary["world_size"] = distributed.world_size()
         summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
         (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
         store.set_meta("status", "finished")
@@ -121,12 +150,17 @@ def list_runs(root: str | Path) -> list[dict[str, Any]]:
     root = Path(root)
     rows = []
     for path in sorted({*root.glob(STORE_FILE), *root.glob(f"*/{STORE_FILE}"), *root.glob(f"*/*/{STORE_FILE}")}):
-        store = RunStore(path.parent)
+        try:
+            store = RunStore(path.parent)
+        except StoreError as exc:  # listed, not fatal: one bad folder must not hide the others
+            rows.append({"run": str(path.parent.relative_to(root)), "algorithm": "?",
+                         "status": f"unreadable: {exc}", "started": "?", "rollouts": 0, "cached_calls": 0})
+            continue
         started = store.get_meta("started")
         rows.append({
             "run": str(path.parent.relative_to(root)),
             "algorithm": store.get_meta("algorithm", "?"),
-            "status": store.get_meta("status", "?"),
+            "status": run_status(path.parent, store.get_meta("status")),
             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "?",
             "rollouts": len(store.rollouts()),
             "cached_calls": store.cache_size(),

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,16 @@ from pydantic import BaseModel
 from coevo.types import Completion, Judgment, Rollout
 
 STORE_FILE = "run.sqlite"
+
+#: The store layout's version, kept in SQLite's `user_version`. Raise it with every change
+#: of the tables below: a store of another version is refused (with the versions named)
+#: instead of being read wrongly. 2: metric rows keyed by (stage, round, name).
+SCHEMA_VERSION = 2
+
+
+class StoreError(RuntimeError):
+    """A run store cannot be used (corrupt, truncated, or of another schema version)."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,8 +46,8 @@ CREATE TABLE IF NOT EXISTS judgments (
     rollout_id INTEGER NOT NULL REFERENCES rollouts(id), judge TEXT NOT NULL,
     valid INTEGER NOT NULL, score REAL, record TEXT NOT NULL, PRIMARY KEY (rollout_id, judge));
 CREATE TABLE IF NOT EXISTS metrics (
-    stage TEXT NOT NULL, round INTEGER, name TEXT NOT NULL, value REAL,
-    created REAL NOT NULL);
+    stage TEXT NOT NULL, round INTEGER NOT NULL, name TEXT NOT NULL, value REAL,
+    created REAL NOT NULL, PRIMARY KEY (stage, round, name));
 CREATE TABLE IF NOT EXISTS records (
     kind TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (kind, key));
@@ -46,10 +56,20 @@ CREATE TABLE IF NOT EXISTS steps (
 """
 
 
+#: The round column of a metric logged without one (a key column cannot hold NULL: SQLite
+#: treats every NULL as distinct, so the row would not be replaced on a second log).
+_NO_ROUND = -1
+
+
 def _dump(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
-    return json.dumps(value, default=str)
+    return json.dumps(value, default=_jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    # Records nested in plain containers (a Table in a dict of tables) stay records, not str().
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else str(value)
 
 
 class RunStore:
@@ -62,12 +82,32 @@ class RunStore:
         # One connection, serialised by a lock: SQLite writes are serial anyway, and this
         # lets the async OpenAI backend's worker threads share the cache safely.
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is corrupt or truncated ({exc}); restore it from a copy, "
+                             "or start a new run folder") from None
         self.cache_hits = 0
         self.cache_misses = 0
+
+    def _open(self) -> None:
+        """Check the file, then create the tables of a new store or check an old one's version."""
+        (check,) = self._db.execute("PRAGMA quick_check").fetchone()
+        if check != "ok":
+            raise sqlite3.DatabaseError(f"integrity check: {check}")
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        tables = self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        if tables and version != SCHEMA_VERSION:
+            self._db.close()
+            age = "an older" if version < SCHEMA_VERSION else "a newer"
+            raise StoreError(f"{self.path} was written by {age} coevo (store schema {version}; this coevo "
+                             f"reads schema {SCHEMA_VERSION}); open it with the coevo version that wrote it, "
+                             "or start a new run folder")
+        self._db.executescript(_SCHEMA)
+        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         with self._lock:
@@ -96,6 +136,15 @@ class RunStore:
     def get_meta(self, key: str, default: Any = None) -> Any:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else default
+
+    def update_meta(self, key: str, update: Callable[[Any], Any], default: Any = None) -> Any:
+        """Read, change and write one meta value in one transaction (no lost update between
+        two writers); `update` gets the current value (or `default`) and returns the new one."""
+        with self.transaction() as db:
+            rows = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+            value = update(json.loads(rows[0][0]) if rows else default)
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, _dump(value)))
+        return value
 
     # -- LLM cache -------------------------------------------------------------------
     def cache_get(self, key: str, n: int) -> dict[int, Completion]:
@@ -164,18 +213,20 @@ class RunStore:
 
     # -- metrics ---------------------------------------------------------------------
     def log_metrics(self, stage: str, values: dict[str, float | None], round: int | None = None) -> None:
+        """One row per (stage, round, name): logging a metric again (a resumed stage) replaces it."""
         now = time.time()
         with self.transaction() as db:
             db.executemany(
-                "INSERT INTO metrics VALUES (?, ?, ?, ?, ?)",
-                [(stage, round, k, v, now) for k, v in values.items()],
+                "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?)",
+                [(stage, _NO_ROUND if round is None else round, k, v, now) for k, v in values.items()],
             )
 
     def metrics(self, stage: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT stage, round, name, value FROM metrics"
-        rows = self._query(sql + (" WHERE stage = ?" if stage else "") + " ORDER BY rowid",
+        rows = self._query(sql + (" WHERE stage = ?" if stage else "") + " ORDER BY created, rowid",
                            (stage,) if stage else ())
-        return [dict(zip(("stage", "round", "name", "value"), r)) for r in rows]
+        return [{"stage": st, "round": None if r == _NO_ROUND else r, "name": name, "value": value}
+                for st, r, name, value in rows]
 
     # -- generic records (pairs, proposals, verdicts, skills, ...) ---------------------
     def put_record(self, kind: str, key: str, record: Any) -> None:

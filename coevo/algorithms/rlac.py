@@ -516,13 +516,6 @@ def split_data(domain: RlacDomain, data: RlacData) -> tuple[list[Sample], list[S
     return train, heldout
 
 
-def _sync(cached: ChatModel | None) -> None:
-    """After training in place: new weights, new cache identity (or the cache answers stale)."""
-    inner = getattr(cached, "inner", cached)
-    if hasattr(inner, "refresh_model_id"):
-        inner.refresh_model_id()  # CachedModel reads its id through from the inner model
-
-
 def _texts(completions: list[list[Completion]]) -> list[list[str]]:
     # Raw texts, <think> blocks kept: DPO must train on what the policy actually wrote, and
     # the validators' parsers skip the reasoning themselves.
@@ -623,12 +616,11 @@ class RlacRun:
 
     def resume(self, done: RoundRecord) -> RoundRecord:
         """Adopt a round an earlier process finished: its weights, checkpoints and counts."""
-        from coevo.train.common import load_final
+        from coevo.train.stages import restore_checkpoint
 
-        for role, (policy, cached) in self.policies().items():
+        for role, (policy, _) in self.policies().items():
             if policy is not None and done.trained.get(role):
-                load_final(policy.model, done.checkpoints[role])
-                _sync(cached)
+                restore_checkpoint(policy, done.checkpoints[role], self.config.dpo.lora)
         # Copies: later rounds must not rewrite the finished round's record.
         self.checkpoints = dict(done.checkpoints)
         self.counts = done.counts.model_copy()
@@ -751,11 +743,17 @@ class RlacRun:
         """Lines 13-15 (generator) or 18-20 (critic): DPO on this iteration's pairs. train_dpo
         freezes the policy at entry as pi_ref, so the reference moves every iteration (16, 21)."""
         from coevo.train.dpo import train_dpo
+        from coevo.train.stages import restore_checkpoint, run_stage
 
-        policy, cached = self.policies()[role]
-        result = train_dpo(policy, pairs, self.config.dpo, self.store.run_dir / f"round{r}" / role)
+        policy, _ = self.policies()[role]
+        # Through the shared stage runner: a round killed after this stage finished restores
+        # it on --resume instead of training it again (train_dpo itself resumes a stage
+        # killed mid-way from its last step).
+        stage = run_stage(self.store, f"rlac/round{r}/{role}",
+                          lambda: train_dpo(policy, pairs, self.config.dpo, self.store.run_dir / f"round{r}" / role),
+                          lambda checkpoint: restore_checkpoint(policy, checkpoint, self.config.dpo.lora))
+        result = stage.result
         self.checkpoints[role] = result.checkpoint
-        _sync(cached)
         return TrainingInfo(steps=result.steps, seconds=result.seconds, loss=result.metrics.get("train_loss"),
                             weight_delta=result.metrics.get("weight_delta"))
 
@@ -843,22 +841,20 @@ def _table(baseline: BaselineRecord, rounds: list[RoundRecord], config: RlacConf
 
 
 def _tables(store: RunStore, baseline: BaselineRecord, rounds: list[RoundRecord], config: RlacConfig) -> None:
-    tables = store.get_meta("tables", {})
-    tables["RLAC iterations"] = _table(baseline, rounds, config).model_dump(mode="json")
-    store.set_meta("tables", tables)
+    table = _table(baseline, rounds, config).model_dump(mode="json")
+    store.update_meta("tables", lambda tables: {**tables, "RLAC iterations": table}, {})
     # The paper's Fig. 2b: the held-out metric against verification calls spent so far, for
     # the calls this run made and the calls enumerative checking of the same outputs needs.
     metric = _metric(config)
     points = [(0, 0, baseline.eval.metric(metric))] + [
         (rec.counts.rlac, rec.counts.enumerative, rec.eval.metric(metric)) for rec in rounds]
-    plots = store.get_meta("plots", {})
-    plots[f"{metric} vs verification calls (Fig. 2b)"] = {
+    plot = {
         "_xlabel": "verification calls",
         f"{_condition(config)} (calls made)" if config.verification == "critic" else "critic (1 per output)":
             [(a, m) for a, _, m in points if m is not None],
         "enumerative (same generations)": [(e, m) for _, e, m in points if m is not None],
     }
-    store.set_meta("plots", plots)
+    store.update_meta("plots", lambda plots: {**plots, f"{metric} vs verification calls (Fig. 2b)": plot}, {})
     critic_trains = config.critic_training == "adversarial" and config.verification == "critic"
     store.set_meta("warnings", _warnings(baseline, rounds, metric, critic_trains))
 

@@ -331,12 +331,9 @@ def default_backend() -> Backend:
     from coevo.train.grpo import train_grpo
 
     def restore(policy: Any, checkpoint: str, settings: Any) -> None:
-        from coevo.train.common import load_final, prepare_lora
+        from coevo.train.stages import restore_checkpoint
 
-        prepare_lora(policy, getattr(settings, "lora", None))
-        load_final(policy.model, checkpoint)
-        policy.model.eval()
-        policy.refresh_model_id()
+        restore_checkpoint(policy, checkpoint, getattr(settings, "lora", None))
 
     return Backend(load_trainable=lambda spec, **options: load_model(spec, trainable=True, **options),
                    restore=restore, train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=load_model,
@@ -642,7 +639,7 @@ def _warn(store: RunStore, warnings: list[str]) -> None:
         return
     for warning in warnings:
         log.warning(warning)
-    store.set_meta("warnings", [*store.get_meta("warnings", []), *warnings])
+    store.update_meta("warnings", lambda old: [*old, *warnings], [])
 
 
 def _reward_metrics(store: RunStore, stage: str, reward: str) -> dict[str, float | None]:
@@ -734,9 +731,8 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
         **({"conditions": [run.model_dump(include={"condition", "seed", "baseline", "rounds"}) for run in runs]}
            if several else {}),
         table=comparison_table(runs, config.seeds) if several else rounds_table(first))
-    tables = dict(store.get_meta("tables", {}))
-    tables["TAIScore: " + ("conditions" if several else "rounds")] = summary.table
-    store.set_meta("tables", tables)
+    title = "TAIScore: " + ("conditions" if several else "rounds")
+    store.update_meta("tables", lambda tables: {**tables, title: summary.table}, {})
     return summary
 
 

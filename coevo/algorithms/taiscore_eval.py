@@ -126,10 +126,12 @@ class RoundEvaluator:
             return
         scores = [ro.judgments[reward].score for ro in store.rollouts(f"{self.tag}/round{r}/grpo")
                   if ro.judgments[reward].valid and ro.judgments[reward].score is not None]
-        dists = dict(store.get_meta("distributions", {}))
-        series = dists.setdefault("critic training reward (GRPO)", {})
-        series.setdefault(self.tag, {})[str(r)] = scores
-        store.set_meta("distributions", dists)
+        def add(dists: dict) -> dict:
+            series = dists.setdefault("critic training reward (GRPO)", {})
+            series.setdefault(self.tag, {})[str(r)] = scores
+            return dists
+
+        store.update_meta("distributions", add, {})
 
 
 def _mean(judgments: list[Any]) -> float | None:

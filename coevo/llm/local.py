@@ -96,9 +96,21 @@ class LocalModel:
         self._lock = threading.Lock()
         self._grammar_compiler: Any = None  # built on the first call with a json_schema
 
-    def refresh_model_id(self) -> str:
-        """Recompute the id from the current weights (after they were trained in place)."""
-        self.model_id = f"hf:{Path(str(self.model.name_or_path)).name or 'model'}@w{weights_digest(self.model)}"
+    def refresh_model_id(self, saved: str | Path | None = None) -> str:
+        """A new id after the weights changed in place. `saved`: the finished stage folder
+        that holds them (`final/`), named by its path and the digest of its result record,
+        which costs nothing at any size and is right under ZeRO-3, where each rank holds
+        only a slice of the weights. Without it, a digest of the current weights."""
+        name = Path(str(self.model.name_or_path)).name or "model"
+        if saved is not None:
+            from coevo.llm.common import file_digest
+
+            folder = Path(saved)
+            record = folder / "trainer_result.json"
+            digest = file_digest(record)[:16] if record.is_file() else "unfinished"
+            self.model_id = f"hf:{name}@{'/'.join(folder.parts[-4:])}:{digest}"
+        else:
+            self.model_id = f"hf:{name}@w{weights_digest(self.model)}"
         return self.model_id
 
     def generate(

@@ -53,6 +53,9 @@ def load_model(
     spec = spec.strip()
     if trainable:
         model = _build(spec, trainable=True, options=options)
+        from coevo.train import distributed
+
+        distributed.announce_load(model, spec, options)  # the other ranks load it too
     else:
         key = _shared_key(spec, options)
         with _loaded_lock:

@@ -20,6 +20,7 @@ must do so under `if __name__ == "__main__":`; the `coevo` command and pytest al
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
@@ -112,7 +113,8 @@ class VLLMModel:
             **(engine_args or {}),
         }
         try:
-            self.llm = LLM(**args)
+            with _outside_the_training_group():
+                self.llm = LLM(**args)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"vLLM cannot load {model}: {exc}") from exc
         self.supports_logprobs = True
@@ -192,6 +194,18 @@ def _completion(output: Any, prompt_tokens: int, sampling: Sampling) -> Completi
             tokens = top = None  # the answer was re-spelled (a multi-byte character split): no map
     return Completion(text=truncate_at_stop(text, sampling.stop), prompt_tokens=prompt_tokens,
                       completion_tokens=len(output.token_ids), tokens=tokens, top_logprobs=top)
+
+
+@contextlib.contextmanager
+def _outside_the_training_group():
+    """Start the engine without the launcher's rank variables: under torchrun, rank 0 owns
+    the engine alone, and its workers must not try to join the training processes' group."""
+    names = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 def vllm_available() -> bool:

@@ -205,7 +205,7 @@ def adopt_finished(policy: Any, final: Path, kind: str) -> TrainResult:
     log.info("%s stage already finished at %s; loading it instead of training again", kind, final)
     load_final(policy.model, final)
     policy.model.eval()
-    policy.refresh_model_id()
+    policy.refresh_model_id(final)
     return result.model_copy(update={"resumed_from": str(final)})
 
 
@@ -218,14 +218,15 @@ def finish_stage(policy: Any, trainer: Any, final: Path, *, start_step: int, sec
     if is_peft(trainer.model):
         policy.model = trainer.model
     policy.model.eval()
-    policy.refresh_model_id()
     steps_run = max(trainer.state.global_step - start_step, 1)
     if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
         # Sharded parameters: the trainer gathers them (ZeRO-3 16-bit / FSDP full state dict).
         trainer.save_model(str(final))
         checkpoint = str(final)
     else:
-        checkpoint = save_checkpoint(policy.model, policy.tokenizer, final)
+        checkpoint = str(final)
+        if trainer.accelerator.is_main_process:  # one copy, whatever the number of processes
+            save_checkpoint(policy.model, policy.tokenizer, final)
     result = TrainResult(
         checkpoint=checkpoint,
         steps=trainer.state.global_step,
@@ -237,6 +238,8 @@ def finish_stage(policy: Any, trainer: Any, final: Path, *, start_step: int, sec
     )
     if trainer.accelerator.is_main_process:
         (final / RESULT_FILE).write_text(result.model_dump_json(indent=2))
+    trainer.accelerator.wait_for_everyone()  # every rank names the new weights by the same record
+    policy.refresh_model_id(final)
     release(trainer)
     return result
 
@@ -407,7 +410,6 @@ class weight_probe:
 
 def world_size() -> int:
     """Processes training together (torchrun / accelerate launch set WORLD_SIZE)."""
-    import os
+    from coevo.train import distributed
 
-    value = os.environ.get("WORLD_SIZE", "1")
-    return int(value) if value.isdigit() and int(value) > 0 else 1
+    return distributed.world_size()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, model_validator
 
 from coevo.config import StrictModel
+from coevo.train import distributed
 from coevo.train.common import (
     RESULT_FILE,
     LoRASettings,
@@ -126,6 +127,9 @@ def train_dpo(
                          "collect more rollouts or relax the filter")
     output_dir = Path(output_dir)
     final = output_dir / "final"
+    # Many processes: the other ranks enter this same stage with the same pairs (distributed.py).
+    distributed.tell("dpo", key=distributed.key_of(policy), pairs=pairs, settings=settings, output_dir=output_dir,
+                     resume=resume, reference_key=distributed.key_of(reference) if reference is not None else None)
     prepare_lora(policy, settings.lora)
     if resume and (final / RESULT_FILE).exists():
         return adopt_finished(policy, final, "DPO")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from coevo.config import StrictModel
+from coevo.train import distributed
 from coevo.train.common import (
     RESULT_FILE,
     LoRASettings,
@@ -190,6 +191,11 @@ def train_grpo(
     """
     output_dir = Path(output_dir)
     final = output_dir / "final"
+    # Many processes: the other ranks enter this same stage (distributed.py), and every
+    # rank's completions are scored on rank 0, the only one with the actor and the judge.
+    distributed.tell("grpo", key=distributed.key_of(policy), prompts=prompts, settings=settings,
+                     output_dir=output_dir, resume=resume, extra_columns=extra_columns)
+    reward_fn = distributed.shared_reward(reward_fn) if distributed.is_main() else reward_fn
     dataset = prompts_to_dataset(prompts, policy.tokenizer, max_prompt_length=settings.max_prompt_length,
                                  extra_columns=extra_columns)
     prepare_lora(policy, settings.lora)

@@ -86,3 +86,49 @@ def test_rlac_code_e2e_real_model(tmp_path):
     for record in proposals:
         parsed = parse_answer(problems[record["sample_id"]], record["output"], record["proposal"])
         assert parsed.valid and parsed.parsed["format"] == "arguments", record["proposal"]
+
+
+def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_models(tmp_path, monkeypatch):
+    """A LoRA generator stage killed after its first saved step resumes from it; then a longer
+    run restores round 1's adapters into freshly loaded (plain) models and trains round 2.
+    Nothing is stubbed: real checkpoints, the real loader (the bug this guards: restoring an
+    adapter folder into a model without an adapter)."""
+    from functools import partial
+
+    from transformers import TrainerCallback
+
+    import coevo.train.dpo as dpo
+    from coevo.store import RunStore
+
+    class Killed(RuntimeError):
+        pass
+
+    class KillAfterFirstSave(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            raise Killed("simulated kill after checkpoint-1")
+
+    real = dpo.train_dpo
+    calls = []
+
+    def first_call_killed(*args, **kwargs):
+        calls.append(args[3])
+        return (partial(real, callbacks=[KillAfterFirstSave()]) if len(calls) == 1 else real)(*args, **kwargs)
+
+    monkeypatch.setattr(dpo, "train_dpo", first_call_killed)
+    config = {**COMMON, "task": "facts", "n": 2, "validator": "random", "seed": 0, "kl": False,
+              "data": {"train_ids": ["Albert Einstein", "Marie Curie"], "heldout_ids": ["Isaac Newton"],
+                       "sentences": 2},
+              "facts": {"judge": "lexical", "atomic_facts": "sentences"},
+              "dpo": {**COMMON["dpo"], "max_steps": 2, "save_steps": 1, "lora": {"r": 8, "alpha": 16}}}
+    with pytest.raises(Killed):
+        run_experiment(None, tmp_path / "run", data=config)
+    assert RunStore(tmp_path / "run").get_meta("status") == "failed"
+    summary = run_experiment(None, tmp_path / "run", data=config, resume=True)
+    [rnd] = summary["rounds"]
+    generator = RunStore(tmp_path / "run").step_result("rlac/round1/generator")
+    assert generator["resumed_from"].endswith("checkpoint-1") and generator["steps"] == 2
+    assert (Path(rnd["checkpoints"]["generator"]) / "adapter_config.json").is_file()
+    longer = run_experiment(None, tmp_path / "run", data={**config, "iterations": 2}, resume=True)
+    assert [r["trained"]["generator"] for r in longer["rounds"]] == [True, True]
+    assert longer["rounds"][0] == rnd  # round 1 restored as it was, not trained again
+    assert len(calls) == 1 + 2 + 2  # killed, then its resume and the critic, then round 2's two

@@ -9,8 +9,8 @@ import json
 import pytest
 
 import coevo.llm.specs as specs
-import coevo.train.common as train_common
 import coevo.train.dpo as dpo
+import coevo.train.stages as stages
 from coevo.algorithms.rlac import (RlacConfig, best_vs_worst, critic_pairs, generator_pairs, reward,
                                    run_rlac)
 from coevo.config import validate
@@ -60,7 +60,9 @@ def fakes(monkeypatch):
 
     monkeypatch.setattr(specs, "load_model", load_model)
     monkeypatch.setattr(dpo, "train_dpo", train_dpo)
-    monkeypatch.setattr(train_common, "load_final", lambda model, path: trained.append({"loaded": str(path)}))
+    # Restoring a finished stage is recorded, not done (no weights here); the slow tests
+    # restore real checkpoints, LoRA adapters included (test_rlac_e2e.py).
+    monkeypatch.setattr(stages, "restore_checkpoint", lambda policy, path, lora: trained.append({"loaded": str(path)}))
     return {"trained": trained, "models": models}
 
 

@@ -1,0 +1,169 @@
+"""A run folder has one writer: the lock, the store's schema version and integrity check,
+idempotent metric rows, atomic meta updates, and failed / resumable runs shown as such."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from coevo import runner
+from coevo.runlock import RunFolderBusy, RunLock, holder, run_status
+from coevo.store import SCHEMA_VERSION, RunStore, StoreError
+from tests.test_cli_errors import coevo
+
+HOLD = """
+import sys, time
+from coevo.runlock import RunLock
+with RunLock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.fixture
+def held(tmp_path):
+    """A live process holding tmp_path/run's lock."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_second_writer_ends_at_once_naming_the_holder(tmp_path, held):
+    config = tmp_path / "c.yaml"
+    config.write_text("algorithm: controls\n")
+    for extra in ((), ("--resume",)):
+        started = time.monotonic()
+        proc = coevo("run", config, "--out", tmp_path / "run", *extra)
+        assert proc.returncode == 2 and time.monotonic() - started < 60
+        assert f"is in use by PID {held.pid} on " in proc.stderr and proc.stderr.count("\n") == 1
+    assert holder(tmp_path / "run")["pid"] == held.pid
+    assert not (tmp_path / "run" / "run.sqlite").exists()  # nothing written behind the holder's back
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over_and_said(tmp_path, held, caplog):
+    held.kill()
+    held.wait()
+    assert holder(tmp_path / "run") is None  # the OS released it with the process
+    with caplog.at_level("WARNING"), RunLock(tmp_path / "run"):
+        assert "took over the lock" in caplog.text and f"PID {held.pid}" in caplog.text
+        with pytest.raises(RunFolderBusy):  # and it is really held now (a second handle fails)
+            RunLock(tmp_path / "run").acquire()
+    assert holder(tmp_path / "run") is None
+
+
+def test_stores_of_another_schema_version_are_refused(tmp_path):
+    RunStore(tmp_path / "new").close()
+    with sqlite3.connect(tmp_path / "new" / "run.sqlite") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    for version, word in ((SCHEMA_VERSION - 1, "an older"), (SCHEMA_VERSION + 1, "a newer")):
+        folder = tmp_path / f"v{version}"
+        folder.mkdir()
+        with sqlite3.connect(folder / "run.sqlite") as db:
+            db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute(f"PRAGMA user_version = {version}")
+        with pytest.raises(StoreError, match=f"written by {word} coevo \\(store schema {version}"):
+            RunStore(folder)
+
+
+def test_a_corrupt_or_truncated_store_is_one_line_and_exit_2(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.set_meta("algorithm", "controls")
+    store.close()
+    db = tmp_path / "run" / "run.sqlite"
+    db.write_bytes(db.read_bytes()[:1000])  # truncated inside its first page
+    for args in (("show", tmp_path / "run"), ("report", tmp_path / "run")):
+        proc = coevo(*args)
+        assert proc.returncode == 2 and "is corrupt or truncated" in proc.stderr, proc.stderr
+    db.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(StoreError, match="corrupt or truncated"):
+        RunStore(tmp_path / "run")
+    assert runner.list_runs(tmp_path)[0]["status"].startswith("unreadable: ")
+
+
+def test_metric_rows_are_keyed_so_a_resumed_stage_never_duplicates_one(tmp_path):
+    store = RunStore(tmp_path)
+    for value in (1.0, 2.0):  # a stage logged, then logged again after a resume
+        store.log_metrics("critic", {"loss": value, "kl": 0.1}, round=1)
+        store.log_metrics("refine", {"mean": value})  # no round
+    rows = store.metrics()
+    assert sorted((r["stage"], r["round"] or 0, r["name"], r["value"]) for r in rows) == [
+        ("critic", 1, "kl", 0.1), ("critic", 1, "loss", 2.0), ("refine", 0, "mean", 2.0)]
+    assert [r["round"] for r in rows if r["stage"] == "refine"] == [None]
+
+
+def test_meta_updates_from_two_connections_lose_nothing(tmp_path):
+    stores = [RunStore(tmp_path), RunStore(tmp_path)]
+
+    def add(store, tag):
+        for i in range(25):
+            store.update_meta("warnings", lambda old, item=f"{tag}{i}": [*old, item], [])
+
+    threads = [threading.Thread(target=add, args=(s, t)) for s, t in zip(stores, "ab")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(stores[0].get_meta("warnings")) == 50
+
+
+def test_a_run_that_raises_is_marked_failed_with_its_error(tmp_path, monkeypatch):
+    def boom(config, store):
+        raise RuntimeError("the judge server vanished")
+
+    experiments = runner._experiments()
+    monkeypatch.setattr(runner, "_experiments", lambda: {
+        **experiments, "controls": runner.Experiment(experiments["controls"].config, boom, "")})
+    with pytest.raises(RuntimeError):
+        runner.run_experiment(None, tmp_path / "run", data={"algorithm": "controls"})
+    [row] = runner.list_runs(tmp_path)
+    assert row["status"] == "failed"
+    store = RunStore(tmp_path / "run")
+    assert store.get_meta("error") == "RuntimeError: the judge server vanished"
+    assert holder(tmp_path / "run") is None  # the lock went with the run
+    proc = coevo("show", tmp_path / "run")
+    assert proc.returncode == 0 and "failed: RuntimeError: the judge server vanished" in proc.stdout
+    assert "--resume" in proc.stdout
+
+
+def test_a_running_run_whose_process_is_gone_is_resumable(tmp_path, held):
+    store = RunStore(tmp_path / "run")
+    store.set_meta("status", "running")
+    assert run_status(tmp_path / "run", "running") == "running"  # its holder lives
+    held.kill()
+    held.wait()
+    assert run_status(tmp_path / "run", "running") == "resumable"
+    assert run_status(tmp_path / "run", "finished") == "finished"
+    assert json.loads(json.dumps(runner.list_runs(tmp_path)))[0]["status"] == "resumable"
+
+
+def test_records_nested_in_meta_stay_records(tmp_path):
+    from coevo.types import Table
+
+    store = RunStore(tmp_path)
+    store.update_meta("tables", lambda tables: {**tables, "t": Table(columns=["a"], rows=[{"a": 1}])}, {})
+    assert store.get_meta("tables") == {"t": {"columns": ["a"], "rows": [{"a": 1}]}}
+
+
+def test_a_trained_model_is_named_by_the_stage_that_saved_it_without_reading_its_weights(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import coevo.llm.local as local
+
+    monkeypatch.setattr(local, "weights_digest", lambda model: pytest.fail("walked the weights"))
+    policy = SimpleNamespace(model=SimpleNamespace(name_or_path="/models/smollm2"))
+    ids = []
+    for stage, result in (("round1/actor", "a"), ("round2/actor", "a"), ("round2/actor", "b")):
+        final = tmp_path / stage / "final"
+        final.mkdir(parents=True, exist_ok=True)
+        (final / "trainer_result.json").write_text(result)
+        ids.append(local.LocalModel.refresh_model_id(policy, final))
+    assert ids[0].startswith("hf:smollm2@") and "round1/actor/final" in ids[0]
+    assert len(set(ids)) == 3  # another stage, or the same stage trained again: another id
+    again = local.LocalModel.refresh_model_id(policy, tmp_path / "round2/actor/final")
+    assert again == ids[2]  # a resumed run restoring the stage: the same id (its cache answers)
