@@ -32,6 +32,7 @@ from coevo.train.common import (
     prepare_lora,
     stage_callbacks,
     trl_config,
+    world_size,
 )
 from coevo.types import PreferencePair
 
@@ -49,6 +50,8 @@ class DPOSettings(StrictModel):
     beta: float = Field(0.1, gt=0)
     learning_rate: float = Field(1e-6, gt=0)
     epochs: int = Field(1, ge=1)
+    #: Pairs per micro-batch over all processes (as GRPO's batch_size): a step sees the same
+    #: pairs whether one process trains or several.
     batch_size: int = Field(2, ge=1)
     grad_accum: int = Field(1, ge=1)
     max_length: int = Field(4096, ge=8)
@@ -60,6 +63,13 @@ class DPOSettings(StrictModel):
     #: Passed to TRL's DPOConfig as it is (`{loss_type: ipo}`, `{label_smoothing: 0.1}`); a
     #: key coevo sets from the fields above is refused (see `trl_config`).
     trl: dict[str, Any] = Field(default_factory=dict)
+
+    def per_device_batch(self, world_size: int) -> int:
+        per_device, rest = divmod(self.batch_size, world_size)
+        if rest or not per_device:
+            raise TrainError(f"dpo.batch_size {self.batch_size} does not split over {world_size} processes; "
+                             f"make it a multiple of {world_size}")
+        return per_device
 
     @model_validator(mode="after")
     def _prompt_fits(self) -> DPOSettings:
@@ -158,7 +168,7 @@ def dpo_config(settings: DPOSettings, checkpoints: Path) -> Any:
         beta=settings.beta,
         learning_rate=settings.learning_rate,
         num_train_epochs=settings.epochs,
-        per_device_train_batch_size=settings.batch_size,
+        per_device_train_batch_size=settings.per_device_batch(world_size()),
         gradient_accumulation_steps=settings.grad_accum,
         max_length=settings.max_length,
         max_steps=settings.max_steps or -1,
