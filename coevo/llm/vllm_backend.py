@@ -13,9 +13,13 @@ requests share the batch: on CPU in bf16 the batch's shape moves the logits' las
 a sample at high temperature can diverge; the run store's cache is what makes reruns repeat.)
 Greedy decoding is computed once and copied, as in every backend.
 
-On CPU the engine runs in the calling process (no idle worker processes polling for work);
-on GPUs vLLM starts its engine in worker processes (spawn), so a script that builds one
-must do so under `if __name__ == "__main__":`; the `coevo` command and pytest already are.
+vLLM starts its engine in worker processes (spawn), so a script that builds one must do so
+under `if __name__ == "__main__":`; the `coevo` command and pytest already are. (Not in the
+calling process, `VLLM_ENABLE_V1_MULTIPROCESSING=0`: it loads faster, 21 s against ~50 s,
+but there vLLM's CPU worker binds the process's threads to cores, replaces
+`torch.set_num_threads` with a no-op and starts a torch.distributed group of its own, which
+a trainer in the same process, or rank 0 of a many-process run, cannot live with. Idle, the
+worker processes cost little: 0.4 CPU-seconds in 10 s, measured.)
 """
 
 from __future__ import annotations
@@ -76,13 +80,7 @@ class VLLMModel:
         on_gpu = torch.cuda.is_available()
         # vLLM reads these when its engine starts (a user's own settings win).
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-        if not on_gpu:
-            # On CPU the engine runs inside this process: its separate engine and worker
-            # processes poll for work even when idle (measured: a quarter of a core, taken
-            # from the trainer between judge calls on a 2-core machine), and load in twice
-            # the time (~50 s against 26 s). On GPUs the separate processes overlap
-            # scheduling with the model's work and stay.
-            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
         if kv_cache_gb is None and not on_gpu:
             kv_cache_gb = 1.0
         if n_threads is not None:
@@ -107,8 +105,7 @@ class VLLMModel:
             # vLLM 0.32's CPU runner rewinds a seeded request's random generator when a
             # chunked prompt's sampled token is discarded, which CPU generators cannot do
             # ("CPU Generator does not use offset", the engine dies). Whole prompts avoid it.
-            **({} if on_gpu else {"enable_chunked_prefill": False, "max_num_batched_tokens": max_model_len,
-                                  "distributed_executor_backend": "uni"}),
+            **({} if on_gpu else {"enable_chunked_prefill": False, "max_num_batched_tokens": max_model_len}),
             **({"enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1} if lora else {}),
             **(engine_args or {}),
         }
