@@ -26,7 +26,7 @@ from coevo.llm.base import ChatModel, ModelError
 from coevo.store import RunStore
 
 FORMS = [
-    ("smollm2[:ENGINE]", "embedded SmolLM2-135M-Instruct: frozen on vLLM, else llama.cpp, else transformers "
+    ("smollm2[:ENGINE]", "embedded SmolLM2-135M-Instruct: frozen on llama.cpp, else vLLM, else transformers "
                          "(ENGINE llamacpp | vllm | hf forces one); transformers when trained"),
     ("hf:PATH_OR_ID", "transformers model folder or hub id, in process; trainable"),
     ("vllm:PATH_OR_ID", "vLLM in process: batched, prefix caching, structured outputs; frozen roles only"),
@@ -166,10 +166,14 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     raise _unknown(spec)
 
 
-#: The engines the embedded model runs on when frozen, in the order one is chosen: vLLM
-#: first (a whole stage per call: 10x llama.cpp's judge throughput here, BENCHMARKS.md issue
-#: 11), llama.cpp where vLLM is not installed (macOS, non-x86 CPUs), transformers last.
-ENGINES = ("vllm", "llamacpp", "hf")
+#: The engines the embedded model runs on when frozen, in the order one is chosen.
+#: llama.cpp first although vLLM judges 10x faster when a stage holds many prompts
+#: (engine_throughput, BENCHMARKS.md issue 11): at the tiny configs' sizes most calls hold
+#: 1-4 conversations, where llama.cpp's quantised single-sequence decoding wins (whole runs,
+#: vLLM vs llama.cpp: quickstart 1.14x, decoevo_tiny 1.19x, rlac_code_tiny 1.03x, and
+#: rlac_bio_tiny 0.52x, whose judge checks a whole stage of facts at once). So vLLM is chosen
+#: per role where stages are large: `models.options.<role>.engine: vllm`, `smollm2:vllm`.
+ENGINES = ("llamacpp", "vllm", "hf")
 
 
 def frozen_engine(wanted: str | None = None) -> str:

@@ -122,15 +122,15 @@ def test_failed_conversion_leaves_no_folder(monkeypatch, tmp_path):
 def test_frozen_engine_order_and_bad_engines(monkeypatch):
     import coevo.llm.vllm_backend as vllm_backend
 
+    assert specs.frozen_engine() == "llamacpp"  # the project always installs llama.cpp
+    monkeypatch.setattr(specs, "llama_cpp_available", lambda: False)
     monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
-    assert specs.frozen_engine() == "vllm"  # batched: first where it is installed
+    assert specs.frozen_engine() == "vllm"
     monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)
-    assert specs.frozen_engine() == "llamacpp"  # macOS, non-x86 CPUs
     with pytest.raises(ModelError, match="'smollm2:vllm' asks for vllm, which is not installed"):
         specs.load_model("smollm2:vllm")
     with pytest.raises(ModelError, match="unknown engine 'gpu' in 'smollm2:gpu'"):
         specs.load_model("smollm2:gpu")
-    monkeypatch.setattr(specs, "llama_cpp_available", lambda: False)
     assert specs.frozen_engine() == "hf"
     # A trained role is always transformers, whatever engine the spec names.
     assert specs.base_model_path("smollm2:llamacpp") == specs.base_model_path("smollm2")

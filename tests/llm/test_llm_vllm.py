@@ -92,8 +92,8 @@ def test_the_taiscore_judge_scores_by_expectation_on_vllm(engine):
     assert valid and all(j.expected is not None and 1 <= j.expected <= 10 for j in valid)
 
 
-def test_frozen_smollm2_runs_on_vllm_here_and_llama_cpp_can_be_forced(engine):
-    assert specs.frozen_engine() == "vllm"
-    assert specs.frozen_engine("llamacpp") == "llamacpp"
-    with pytest.raises(ModelError, match="unknown engine 'tpu'.*vllm, llamacpp, hf"):
+def test_frozen_smollm2_stays_on_llama_cpp_and_vllm_can_be_chosen(engine):
+    assert specs.frozen_engine() == "llamacpp"
+    assert specs.frozen_engine("vllm") == "vllm"
+    with pytest.raises(ModelError, match="unknown engine 'tpu'.*llamacpp, vllm, hf"):
         specs.frozen_engine("tpu")
