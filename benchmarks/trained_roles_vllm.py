@@ -41,7 +41,8 @@ def grpo_colocate(folder: Path) -> dict:
     policy = load_model("smollm2", trainable=True)
     settings = GRPOSettings(num_generations=2, batch_size=1, max_steps=1, max_completion_length=16,
                             learning_rate=1e-5, save_steps=1, use_vllm=True, vllm_mode="colocate",
-                            trl={"vllm_gpu_memory_utilization": 0.1})
+                            # On CPU this share is of the machine's RAM (vLLM's CPU backend).
+                            trl={"vllm_gpu_memory_utilization": 0.2, "vllm_max_model_length": 1024})
 
     def reward(prompts, completions, **_):
         return [float(len(c[0]["content"])) for c in completions]
@@ -83,10 +84,12 @@ def lora_revisions(folder: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--only", choices=["lora_revisions", "grpo_colocate"], help="run one trial")
     args = parser.parse_args()
+    trials = {"lora_revisions": lora_revisions, "grpo_colocate": grpo_colocate}
     with tempfile.TemporaryDirectory(prefix="coevo-trained-vllm-") as tmp:
-        result = {"lora_revisions": trial(lambda: lora_revisions(Path(tmp))),
-                  "grpo_colocate": trial(lambda: grpo_colocate(Path(tmp)))}
+        result = {name: trial(lambda fn=fn: fn(Path(tmp))) for name, fn in trials.items()
+                  if args.only in (None, name)}
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["data.limit=5", "rounds=1", "evaluation.prompts=1", "critic_queries=1", "pairs_per_round=2",
          "grpo.max_steps=1", "dpo.max_steps=1", "sampling.rollout.max_tokens=24", "sampling.revision.max_tokens=24",
-         "sampling.judge.max_tokens=160", "evaluation.win_rate=false"]
+         "evaluation.win_rate=false"]
 TABLES = ("meta", "rollouts", "judgments", "metrics", "records", "steps")
 
 

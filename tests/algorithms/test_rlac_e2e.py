@@ -98,6 +98,8 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
     from transformers import TrainerCallback
 
     import coevo.train.dpo as dpo
+    from coevo.algorithms.rlac import RlacConfig, run_rlac
+    from coevo.config import validate
     from coevo.store import RunStore
 
     class Killed(RuntimeError):
@@ -128,7 +130,10 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
     generator = RunStore(tmp_path / "run").step_result("rlac/round1/generator")
     assert generator["resumed_from"].endswith("checkpoint-1") and generator["steps"] == 2
     assert (Path(rnd["checkpoints"]["generator"]) / "adapter_config.json").is_file()
-    longer = run_experiment(None, tmp_path / "run", data={**config, "iterations": 2}, resume=True)
+    # A longer run over the same store (the runner refuses a changed config on --resume, so
+    # the loop is called directly, as a user's script would): fresh plain models restore
+    # round 1's adapters, then train round 2.
+    longer = run_rlac(validate(RlacConfig, {**config, "iterations": 2}), RunStore(tmp_path / "run"))
     assert [r["trained"]["generator"] for r in longer["rounds"]] == [True, True]
     assert longer["rounds"][0] == rnd  # round 1 restored as it was, not trained again
     assert len(calls) == 1 + 2 + 2  # killed, then its resume and the critic, then round 2's two
