@@ -103,8 +103,22 @@ def end() -> None:
     if is_distributed() and is_main() and _group is not None:
         try:
             _broadcast(("end", {}))
+            _leave()
         except Exception as exc:  # noqa: BLE001 - a group already torn down has nobody to tell
             log.debug("could not tell the other ranks the run ended: %s", exc)
+
+
+def _leave() -> None:
+    """Every rank, at the end: meet, then take the process groups down. A process that
+    exits with its gloo group still up can abort in the group's threads ("terminate called
+    without an active exception")."""
+    global _group
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.barrier(group=_group)
+        dist.destroy_process_group()
+    _group = None
 
 
 def follow() -> None:
@@ -120,6 +134,7 @@ def follow() -> None:
         kind, payload = _broadcast(None)
         log.debug("rank %d: %s", rank(), kind)
         if kind == "end":
+            _leave()
             return
         if kind == "load":
             policies[payload["key"]] = load_model(payload["spec"], trainable=True, **payload["options"])
