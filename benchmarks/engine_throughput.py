@@ -15,10 +15,11 @@ vLLM starts worker processes by spawn, hence the `__main__` guard.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
+
+from report import report  # benchmarks/report.py (scripts run from their folder)
 
 from coevo.llm.base import user
 from coevo.llm.specs import load_model
@@ -96,10 +97,7 @@ def main() -> None:
         "prompts": args.prompts, "max_tokens": args.max_tokens,
         "machine": f"{platform.machine()}, {platform.processor() or '?'}",
     }
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    report(result, args.json)
 
 
 if __name__ == "__main__":

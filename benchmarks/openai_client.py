@@ -15,7 +15,6 @@ call. Reported: output tokens per second of each (mean over repeats) and their r
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -27,6 +26,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from report import report  # benchmarks/report.py (scripts run from their folder)
 
 SERVED = "smollm2"
 
@@ -138,10 +139,7 @@ def main() -> None:
               "vllm_bench_runs": [round(x, 1) for x in theirs], "prompts": args.prompts,
               "concurrency": args.concurrency, "input_len": args.input_len, "output_len": args.output_len,
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    report(result, args.json)
 
 
 if __name__ == "__main__":

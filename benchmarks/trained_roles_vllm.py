@@ -16,11 +16,12 @@ Two trials, each on the embedded model, each reported as {"ok": ..., "seconds": 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 import traceback
 from pathlib import Path
+
+from report import report  # benchmarks/report.py (scripts run from their folder)
 
 
 def trial(fn) -> dict:
@@ -90,10 +91,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="coevo-trained-vllm-") as tmp:
         result = {name: trial(lambda fn=fn: fn(Path(tmp))) for name, fn in trials.items()
                   if args.only in (None, name)}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    report(result, args.json)
 
 
 if __name__ == "__main__":

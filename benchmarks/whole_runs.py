@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from report import report  # benchmarks/report.py (scripts run from their folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ["quickstart", "taiscore_tiny", "rlac_code_tiny", "rlac_bio_tiny", "decoevo_tiny"]
 COEVO = [sys.executable, "-m", "coevo.cli"]
@@ -83,13 +85,10 @@ def main() -> None:
             print(json.dumps({config: results[config]}), flush=True)
     total = {"shipped_vllm": sum(r["shipped_vllm"]["seconds"] for r in results.values()),
              "llamacpp": sum(r["llamacpp"]["seconds"] for r in results.values())}
-    report = {"configs": results, "total_seconds": total,
+    summary = {"configs": results, "total_seconds": total,
               "total_ratio": round(total["shipped_vllm"] / total["llamacpp"], 2),
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
-    print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    report(summary, args.json)
 
 
 if __name__ == "__main__":

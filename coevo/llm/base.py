@@ -34,6 +34,14 @@ def user(text: str) -> Conversation:
     return [Message(role="user", content=text)]
 
 
+class PerRequestSampling:
+    """For backends that implement `generate_each` (a sampling per request): `generate` is
+    the special case of one sampling for every conversation."""
+
+    def generate(self, conversations: list[Conversation], sampling: Sampling, n: int = 1) -> list[list[Completion]]:
+        return self.generate_each(conversations, [sampling] * len(conversations), n)  # type: ignore[attr-defined]
+
+
 def generate_each(model: Any, conversations: list[Conversation], samplings: Sequence[Sampling],
                   n: int = 1) -> list[list[Completion]]:
     """n completions per conversation, each decoded under its own sampling (its own answer

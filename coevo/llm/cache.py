@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from coevo.llm.base import ChatModel
+from coevo.llm.base import ChatModel, PerRequestSampling
 from coevo.store import RunStore
 from coevo.types import Completion, Conversation, Sampling
 
@@ -27,7 +27,7 @@ def call_key(model_id: str, conversation: Conversation, sampling: Sampling) -> s
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-class CachedModel:
+class CachedModel(PerRequestSampling):
     """Wraps any ChatModel; every completion goes through `store`'s cache."""
 
     def __init__(self, inner: ChatModel, store: RunStore):
@@ -44,11 +44,6 @@ class CachedModel:
         # Backend extras (a local model's `.model`, `.tokenizer`) stay reachable. (Every
         # generating method is defined here, so none can reach the model around the cache.)
         return getattr(self.inner, name)
-
-    def generate(
-        self, conversations: list[Conversation], sampling: Sampling, n: int = 1
-    ) -> list[list[Completion]]:
-        return self.generate_each(conversations, [sampling] * len(conversations), n)
 
     def generate_each(
         self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1

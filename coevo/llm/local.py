@@ -104,9 +104,10 @@ class LocalModel:
         name = Path(str(self.model.name_or_path)).name or "model"
         if saved is not None:
             from coevo.llm.common import file_digest
+            from coevo.train.common import RESULT_FILE
 
             folder = Path(saved)
-            record = folder / "trainer_result.json"
+            record = folder / RESULT_FILE
             digest = file_digest(record)[:16] if record.is_file() else "unfinished"
             self.model_id = f"hf:{name}@{'/'.join(folder.parts[-4:])}:{digest}"
         else:

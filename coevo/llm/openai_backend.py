@@ -24,7 +24,7 @@ import re
 import threading
 from typing import Any
 
-from coevo.llm.base import ModelError
+from coevo.llm.base import ModelError, PerRequestSampling
 from coevo.llm.common import copies, truncate_at_stop
 from coevo.types import Completion, Conversation, Sampling
 
@@ -53,7 +53,7 @@ def parse_spec(rest: str) -> tuple[str, list[str]]:
     return match["model"], urls
 
 
-class OpenAIModel:
+class OpenAIModel(PerRequestSampling):
     """Chat completions over HTTP with bounded concurrency, round-robin URLs and retries."""
 
     def __init__(
@@ -102,12 +102,6 @@ class OpenAIModel:
         """Build from the part of a spec after `openai:`."""
         model, urls = parse_spec(rest)
         return cls(model, urls, **options)
-
-    def generate(
-        self, conversations: list[Conversation], sampling: Sampling, n: int = 1
-    ) -> list[list[Completion]]:
-        """n completions per conversation; callable from sync code, threads, or a running loop."""
-        return self.generate_each(conversations, [sampling] * len(conversations), n)
 
     def generate_each(
         self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1

@@ -75,11 +75,16 @@ def _shared_key(spec: str, options: dict[str, Any]) -> tuple[str, tuple]:
     kind, _, rest = spec.partition(":")
     if kind == "smollm2":
         options = dict(options)
-        named, engine = rest.strip() or None, options.pop("engine", None)
-        if named and engine and named != engine:
-            raise ModelError(f"{spec!r} names engine {named!r} but its options say engine={engine!r}; keep one")
-        spec = f"smollm2:{frozen_engine(named or engine)}"
+        spec = f"smollm2:{frozen_engine(_wanted_engine(spec, rest, options.pop('engine', None)))}"
     return spec, tuple(sorted((k, repr(v)) for k, v in options.items()))
+
+
+def _wanted_engine(spec: str, named: str, option: str | None) -> str | None:
+    """The engine `smollm2:ENGINE` or an `engine` option asks for (None: the default)."""
+    named = named.strip() or None
+    if named and option and named != option:
+        raise ModelError(f"{spec!r} names engine {named!r} but its options say engine={option!r}; keep one")
+    return named or option
 
 
 def vllm_copy(spec: str, checkpoint: str | Path | None, **options: Any) -> tuple[ChatModel, bool]:
@@ -128,10 +133,7 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     options = dict(options)
     engine = options.pop("engine", None)
     if kind == "smollm2":
-        named = rest.strip() or None
-        if named and engine and named != engine:
-            raise ModelError(f"{spec!r} names engine {named!r} but its options say engine={engine!r}; keep one")
-        return _embedded(spec, named or engine, trainable, options)
+        return _embedded(spec, _wanted_engine(spec, rest, engine), trainable, options)
     if engine is not None:
         raise ModelError(f"option engine={engine!r} is for the embedded model (smollm2) only; "
                          f"{spec!r} names its engine in the spec (vllm:, gguf:, hf:, openai:)")

