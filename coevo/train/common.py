@@ -7,13 +7,16 @@ algorithm keeps one `LocalModel` per trained role across rounds and samples from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import re
 import resource
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -191,6 +194,34 @@ def load_final(model: Any, path: str | Path) -> None:
     model.load_state_dict(saved.state_dict())
 
 
+def entry_folder(policy: Any) -> Path | None:
+    """The folder that holds the policy's full weights as they are now (its load path, or the
+    `final/` the last stage saved; see LocalModel.weights_on_disk), or None: LoRA policies,
+    and weights changed since they were saved."""
+    folder = getattr(policy, "weights_on_disk", None)
+    if folder is None or is_peft(policy.model) or not Path(folder).is_dir():
+        return None
+    return Path(folder)
+
+
+@contextlib.contextmanager
+def origin_named(model: Any, folder: Path | None) -> Iterator[None]:
+    """While a TRL trainer is built, name `folder` as the model's origin. TRL builds a full
+    fine-tuning reference (DPO's, GRPO's KL) by loading the model's origin, under DeepSpeed
+    or FSDP partitioned as the policy is: lent the stage's entry weights, that reference is
+    the policy at entry, which a copy in memory of partitioned parameters could not be. The
+    name is put back after, since cache ids are derived from it."""
+    if folder is None:
+        yield
+        return
+    original = model.config._name_or_path
+    model.config._name_or_path = str(folder)
+    try:
+        yield
+    finally:
+        model.config._name_or_path = original
+
+
 def drop_reference_adapter(model: Any) -> None:
     """Delete TRL's frozen "ref" copy of the adapter after a stage; the next stage makes a fresh one."""
     if is_peft(model) and "ref" in model.peft_config:
@@ -303,12 +334,28 @@ def global_step(checkpoint: str | None) -> int:
 
 
 def last_checkpoint(checkpoints: Path) -> str | None:
-    """The newest `checkpoint-N` folder TRL saved under `checkpoints`, if any."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete `checkpoint-N` folder TRL saved under `checkpoints`, if any.
 
+    The trainer writes `trainer_state.json` last, after the weights, optimizer and RNG
+    state: a folder without a readable one was being written when the process died (a
+    `kill -9`, a preempted node) and is passed over for the one before it."""
     if not checkpoints.is_dir():
         return None
-    return get_last_checkpoint(str(checkpoints))
+    found = sorted(((int(match.group(1)), path) for path in checkpoints.iterdir()
+                    if path.is_dir() and (match := re.fullmatch(r"checkpoint-(\d+)", path.name))), reverse=True)
+    for _, path in found:
+        if _complete(path):
+            return str(path)
+        log.warning("skipping %s: it was not completely written (the process died while saving it)", path)
+    return None
+
+
+def _complete(checkpoint: Path) -> bool:
+    try:
+        json.loads((checkpoint / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def final_metrics(log_history: list[dict[str, Any]]) -> dict[str, float]:

@@ -58,6 +58,26 @@ def is_main() -> bool:
     return rank() == 0
 
 
+def die_with_launcher() -> None:
+    """Under torchrun / accelerate launch, have the kernel end this process when its launcher
+    dies (Linux `PR_SET_PDEATHSIG`). A launcher killed with `kill -9` cannot stop its workers;
+    without this they would go on running the run unsupervised, holding its folder's lock,
+    and a `--resume` would find the folder busy. SIGTERM, not SIGKILL: rank 0 may still
+    mark its run as stopped on the way out."""
+    import ctypes
+    import signal
+    import sys
+
+    if not is_distributed() or not sys.platform.startswith("linux"):
+        return
+    launcher = os.getppid()
+    pr_set_pdeathsig = 1
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("could not tie this process to its launcher (prctl errno %d)", ctypes.get_errno())
+    elif os.getppid() != launcher:  # the launcher died before the call above: follow it now
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def init() -> None:
     """Join the run's process group (once), and make the gloo group messages travel on."""
     global _group

@@ -4,7 +4,10 @@ Both co-evolution papers update a policy against a frozen copy of itself taken a
 of the stage (TAIScore: actor DPO with reference = pi_t; RLAC: generator and critic DPO with
 the reference moved to the new policy after each iteration). `train_dpo` gives exactly that:
 the reference is the policy's weights *at entry*, not the base model on disk — TRL's own
-`ref_model=None` would reload the base from disk, which is wrong from round 1 on.
+`ref_model=None` reloads whatever folder the model was first loaded from, which is wrong from
+round 1 on. Where the entry weights are in a folder (the base, or the `final/` the last stage
+saved), TRL loads the reference from that folder, the way that works under ZeRO-3 (a copy in
+memory of partitioned parameters is empty); otherwise it is a frozen copy in memory.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from coevo.train.common import (
     TrainError,
     TrainResult,
     adopt_finished,
+    entry_folder,
     finish_stage,
     global_step,
     is_peft,
     last_checkpoint,
     measured_train,
+    origin_named,
     prepare_lora,
     stage_callbacks,
     trl_config,
@@ -150,12 +155,22 @@ def train_dpo(
     dataset = pairs_to_dataset(pairs, policy.tokenizer, max_prompt_length=settings.max_prompt_length)
     args = dpo_config(settings, checkpoints)
     ref_model = _reference_model(policy, reference)
-    trainer = _dpo_trainer(policy, ref_model, dataset, args, callbacks)
+    with origin_named(policy.model, entry_folder(policy) if ref_model is None else None):
+        trainer = _dpo_trainer(policy, ref_model, dataset, args, callbacks)
     run = measured_train(trainer, policy.model, resume_from, reference=ref_model)
     return finish_stage(
         policy, trainer, final, start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
-        metrics={"pairs": float(len(pairs)), "weight_delta": run.weight_delta}, resumed_from=resume_from,
+        metrics={"pairs": float(len(pairs)), "weight_delta": run.weight_delta, **_first_loss(trainer)},
+        resumed_from=resume_from,
     )
+
+
+def _first_loss(trainer: Any) -> dict[str, float]:
+    """The loss logged at this run's first step. A stage that starts fresh measures the policy
+    against itself there, so the value is log 2 (0.693); anything else says the reference is
+    not the policy at entry."""
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    return {"first_loss": float(losses[0])} if losses else {}
 
 
 def dpo_config(settings: DPOSettings, checkpoints: Path) -> Any:
@@ -183,16 +198,26 @@ def dpo_config(settings: DPOSettings, checkpoints: Path) -> Any:
 
 
 def _reference_model(policy: LocalModel, reference: LocalModel | None) -> Any:
-    """The model DPO measures against: the given `reference`; else, for full fine-tuning, a
-    frozen copy of the policy at entry; else (LoRA) None, and TRL keeps the adapter at entry."""
+    """The model DPO measures against: the given `reference`; else (LoRA) None, and TRL keeps
+    the adapter at entry; else (full fine-tuning) None when the entry weights are in a folder
+    (TRL loads it, see `origin_named`), or a frozen copy of the policy at entry."""
     if reference is not None:
         return reference.model
-    if is_peft(policy.model):
+    if is_peft(policy.model) or entry_folder(policy) is not None:
         return None
+    if _zero3():
+        raise TrainError("DPO under DeepSpeed ZeRO-3 needs the policy's entry weights in a folder (a copy of "
+                         "partitioned weights is empty); load the policy from a model folder or a stage's final/")
     # Full fine-tuning: freeze a copy of the weights at entry (pi_t), not the disk base.
     ref_model = copy.deepcopy(policy.model).eval()
     ref_model.requires_grad_(False)
     return ref_model
+
+
+def _zero3() -> bool:
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    return is_deepspeed_zero3_enabled()
 
 
 def _dpo_trainer(policy: LocalModel, ref_model: Any, dataset: datasets.Dataset, args: Any,

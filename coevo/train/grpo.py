@@ -27,10 +27,12 @@ from coevo.train.common import (
     TrainError,
     TrainResult,
     adopt_finished,
+    entry_folder,
     finish_stage,
     global_step,
     last_checkpoint,
     measured_train,
+    origin_named,
     prepare_lora,
     stage_callbacks,
     trl_config,
@@ -261,18 +263,23 @@ def grpo_config(settings: GRPOSettings, checkpoints: Path) -> Any:
 
 def _grpo_trainer(policy: LocalModel, dataset: datasets.Dataset, reward: _Timed, args: Any,
                   callbacks: list[Any] | None) -> Any:
-    """TRL's `GRPOTrainer` on the policy, its KL reference set to the policy at entry."""
+    """TRL's `GRPOTrainer` on the policy, its KL reference set to the policy at entry: loaded
+    by TRL from the folder that holds the entry weights where there is one (`origin_named`;
+    right under ZeRO-3 / FSDP too), else copied in (`_reference_is_policy_at_entry`)."""
     from trl import GRPOTrainer
 
-    trainer = GRPOTrainer(
-        model=policy.model,
-        reward_funcs=[reward],
-        args=args,
-        train_dataset=dataset,
-        processing_class=policy.tokenizer,
-        callbacks=stage_callbacks(callbacks),
-    )
-    _reference_is_policy_at_entry(trainer, policy.model)
+    folder = entry_folder(policy)
+    with origin_named(policy.model, folder):
+        trainer = GRPOTrainer(
+            model=policy.model,
+            reward_funcs=[reward],
+            args=args,
+            train_dataset=dataset,
+            processing_class=policy.tokenizer,
+            callbacks=stage_callbacks(callbacks),
+        )
+    if folder is None:
+        _reference_is_policy_at_entry(trainer, policy.model)
     return trainer
 
 
@@ -303,10 +310,10 @@ def learning_signals(log_history: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _reference_is_policy_at_entry(trainer: Any, model: Any) -> None:
-    """TRL builds a full fine-tuning KL reference by reloading the base from disk; from round 1
-    on the policy at entry differs from that, so copy the entry weights into it. (With LoRA, TRL
-    already keeps the adapter at entry as a frozen "ref" adapter.) Sharded references
-    (DeepSpeed ZeRO-3 / FSDP) keep the disk base: there the stage's input checkpoint is the base."""
+    """Where no folder holds the entry weights, TRL builds the full fine-tuning KL reference
+    from the model's first origin on disk; copy the entry weights into it. (With LoRA, TRL
+    keeps the adapter at entry as a frozen "ref" adapter.) Sharded references (DeepSpeed
+    ZeRO-3 / FSDP) cannot take a copy: there the entry weights are always in a folder."""
     ref = getattr(trainer, "ref_model", None)
     if ref is None or trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
         return

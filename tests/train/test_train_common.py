@@ -39,6 +39,14 @@ def test_checkpoint_bookkeeping(tmp_path):
     newest = last_checkpoint(tmp_path)
     assert newest.endswith("checkpoint-12")
     assert global_step(newest) == 12 and global_step(None) == 0
+    # Killed while saving: checkpoint-20 has its weights but its state is missing or cut short.
+    (tmp_path / "checkpoint-20").mkdir()
+    (tmp_path / "checkpoint-20" / "model.safetensors").write_bytes(b"partial")
+    assert last_checkpoint(tmp_path).endswith("checkpoint-12")
+    (tmp_path / "checkpoint-20" / "trainer_state.json").write_text('{"global_step": 2')
+    assert last_checkpoint(tmp_path).endswith("checkpoint-12")
+    (tmp_path / "checkpoint-x").mkdir()  # not TRL's
+    assert last_checkpoint(tmp_path).endswith("checkpoint-12")
 
 
 def test_train_result_round_trips():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -84,16 +86,29 @@ def _snapshot(model) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.slow
-def test_full_dpo_changes_weights_saves_and_resumes(tmp_path):
+def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch):
+    import math
+
+    import trl.trainer.dpo_trainer as trl_dpo
     from transformers import AutoModelForCausalLM
 
     from coevo.llm.embedded import hf_dir
     from coevo.llm.specs import load_model
 
+    # The reference is the policy at entry, loaded by TRL from the folder that holds it
+    # (what works under ZeRO-3): watch where TRL loads it from.
+    references = []
+    build = trl_dpo.create_model_from_path
+    monkeypatch.setattr(trl_dpo, "create_model_from_path",
+                        lambda path, **kw: references.append(Path(path)) or build(path, **kw))
     policy = load_model("smollm2", trainable=True)
     before = _snapshot(policy.model)
     old_id = policy.model_id
     result = train_dpo(policy, PAIRS, _tiny(save_steps=1), tmp_path)
+    assert references == [hf_dir()]
+    # Policy == reference at the first step: the DPO loss is log 2.
+    assert math.isclose(result.metrics["first_loss"], math.log(2), abs_tol=1e-3)
+    assert policy.model.name_or_path == str(hf_dir()), "the origin lent to TRL was not put back"
     assert result.steps == 2 and result.resumed_from is None
     assert result.seconds_per_step > 0 and result.peak_rss_mb > 0
     assert "loss" in result.metrics and "rewards/margins" in result.metrics
@@ -110,6 +125,11 @@ def test_full_dpo_changes_weights_saves_and_resumes(tmp_path):
     # A finished stage is adopted, not retrained.
     again = train_dpo(policy, PAIRS, _tiny(save_steps=1), tmp_path)
     assert again.resumed_from == result.checkpoint and again.steps == 2
+
+    # The next stage measures against this stage's output, not the base.
+    following = train_dpo(policy, PAIRS, _tiny(max_steps=1), tmp_path / "next")
+    assert references[-1] == Path(result.checkpoint)
+    assert math.isclose(following.metrics["first_loss"], math.log(2), abs_tol=1e-3)
 
     # Killed after checkpoint-2 but before `final`: the stage continues from checkpoint-2.
     shutil.rmtree(tmp_path / "final")

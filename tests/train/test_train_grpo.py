@@ -3,6 +3,8 @@ that also checks the group normalisation happens once, inside TRL, on raw reward
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -85,6 +87,7 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
     from transformers import AutoModelForCausalLM
     from trl import GRPOTrainer
 
+    from coevo.llm.embedded import hf_dir
     from coevo.llm.specs import load_model
 
     # Record what TRL computes from our rewards (its private method, so the test skips if renamed).
@@ -99,6 +102,13 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
         return output
 
     monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", recording)
+    # The KL reference is the policy at entry, loaded by TRL from the folder that holds it.
+    import trl.trainer.grpo_trainer as trl_grpo
+
+    references = []
+    build = trl_grpo.create_model_from_path
+    monkeypatch.setattr(trl_grpo, "create_model_from_path",
+                        lambda path, **kw: references.append(Path(path)) or build(path, **kw))
 
     calls: list[dict] = []
 
@@ -120,6 +130,8 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
                         extra_columns={"y0": ["A", "B"]})
 
     assert result.steps == 1
+    assert references == [hf_dir()] and policy.model.name_or_path == str(hf_dir())
+    assert policy.weights_on_disk == Path(result.checkpoint)  # the next stage's reference
     assert 0 < result.metrics["reward_time_share"] < 1
     assert "reward" in result.metrics
     after = policy.model.state_dict()[name]
