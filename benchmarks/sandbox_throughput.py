@@ -19,6 +19,7 @@ import platform
 import time
 
 from coevo.tasks.code import candidate_program, load_humaneval, program_with_tests
+from coevo.validators.harness import marked_result, new_marker
 from coevo.validators.code import CodeValidator, parse_proposal
 from coevo.validators.sandbox import Job, Sandbox
 
@@ -27,7 +28,7 @@ def _rate(sandbox: Sandbox, jobs: list[Job], workers: int) -> tuple[float, float
     start = time.monotonic()
     results = sandbox.run_many(jobs, workers=workers)
     seconds = time.monotonic() - start
-    return len(jobs) / seconds, seconds, sum(r.ok for r in results)
+    return len(jobs) / seconds, seconds, sum(r.ok and marked_result(r.stdout, j.secret)[0] for j, r in zip(jobs, results))
 
 
 def _first_call(problem) -> str:
@@ -48,8 +49,8 @@ def main() -> None:
 
     sandbox = Sandbox(unsafe_exec=args.unsafe_exec)
     problems = load_humaneval(limit=args.problems)
-    jobs = [Job(program_with_tests(p, candidate_program(p, p.reference)), limits=sandbox.limits)
-            for p in problems]
+    jobs = [Job(program_with_tests(p, candidate_program(p, p.reference)), limits=sandbox.limits,
+                secret=new_marker()) for p in problems]
     _rate(sandbox, jobs[:4], 1)  # warm the page cache
 
     report: dict = {"machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()})",

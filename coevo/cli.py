@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -39,22 +40,64 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from coevo.tasks.loaders import DataError
     from coevo.validators.sandbox import SandboxUnavailable
 
+    from coevo.runner import DiskFull
     from coevo.store import StoreError
 
-    return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable, StoreError)
+    return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable, StoreError,
+            DiskFull)
 
 
 def main() -> None:
     """Entry point: bad input ends in one clear line and exit code 2, never a traceback."""
+    click = _click_exceptions()
     try:
-        app()
+        code = app(standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:  # `coevo eval`: its help, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # a bad option, a missing argument, a value out of range
+        command = exc.ctx.command_path if exc.ctx is not None else "coevo"
+        err.print(f"[bold red]error:[/] {escape(exc.format_message())} (see `{command} --help`)",
+                  soft_wrap=True, highlight=False)
+        sys.exit(2)
+    except click.ClickException as exc:  # a missing or unreadable file given as an option
+        err.print(f"[bold red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False)
+        sys.exit(exc.exit_code)
     except _user_errors() as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
         sys.exit(2)
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: the run folder keeps everything finished so far; "
-                  "continue with --resume")
-        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exceptions():
+    """Click's exception classes as typer raises them (recent typer vendors its own click)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # older typer: click itself
+        import click.exceptions as exceptions
+    return exceptions
+
+
+def _interrupted(cause: BaseException) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): say what was kept and how to go on."""
+    from coevo.runner import Terminated
+
+    stopped = isinstance(cause, Terminated)
+    err.print(f"[yellow]{'stopped (SIGTERM)' if stopped else 'interrupted'}[/]: the run folder keeps "
+              f"everything finished so far; continue with:\n  {escape(resume_command(sys.argv))}",
+              soft_wrap=True, highlight=False)
+    sys.exit(143 if stopped else 130)
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command line that continues the interrupted one: the same, with --resume (and
+    without --fresh, which would delete what was kept). quickstart resumes by itself."""
+    import shlex
+
+    args = [arg for arg in argv[1:] if arg != "--fresh"]
+    if args[:1] == ["run"] and "--resume" not in args:
+        args.append("--resume")
+    return shlex.join(["coevo", *args])
 
 
 @app.command()
@@ -73,14 +116,12 @@ def quickstart(
     laptop CPU; run it again and it resumes (`--fresh` starts over). The critique-content
     controls that quickstart used to run: `coevo run examples/controls.yaml --out DIR`.
     """
-    import shutil
-
-    from coevo.runner import run_experiment
+    from coevo.runner import remove_run_folder, run_experiment
 
     if prompts < 4:
         raise typer.BadParameter("--prompts must be at least 4 (2 held out, 2 or more to train on)")
-    if fresh and out_dir.exists():
-        shutil.rmtree(out_dir)
+    if fresh:
+        remove_run_folder(out_dir)
     # The budgets of examples/taiscore_tiny.yaml (see its comments): critiques that end
     # before their limit, and a judge scored by expectation, so GRPO has rewards to learn from.
     data = {
@@ -101,7 +142,13 @@ def quickstart(
                 "save_steps": 1},
         "evaluation": {"prompts": 2},
     }
-    summary = run_experiment(None, out_dir, resume=True, data=data)
+    from coevo.store import STORE_FILE
+
+    # Run again, it resumes: --resume is implied when the folder already holds the quickstart.
+    try:
+        summary = run_experiment(None, out_dir, resume=(out_dir / STORE_FILE).is_file(), data=data)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
     _print_table(summary["table"], title="TAIScore quickstart: held-out metrics before and after one round")
     out.print(f"report: {summary['report']}")
 
@@ -111,12 +158,24 @@ def run(
     config: Path = typer.Argument(..., help="YAML config (see examples/)."),
     out_dir: Path = typer.Option(..., "--out", help="Run folder (created)."),
     resume: bool = typer.Option(False, help="Continue a killed or finished run in --out."),
+    fresh: bool = typer.Option(False, help="Delete the run in --out first and start over (run folders only)."),
     set_: list[str] = typer.Option([], "--set", help="Override a config key: a.b=value."),
+    unsafe_exec: bool = typer.Option(False, "--unsafe-exec", help="Allow model-written code (RLAC on code) to run "
+                                     "WITHOUT isolation where none works; a config's code.unsafe_exec alone cannot."),
 ) -> None:
-    """Run an experiment config: refine, controls, taiscore (rlac, decoevo with their issues)."""
+    """Run an experiment config: refine, controls, taiscore, rlac or decoevo (see examples/)."""
     from coevo.runner import run_experiment
+    from coevo.validators.sandbox import UNSAFE_ENV_VAR
 
-    summary = run_experiment(config, out_dir, resume=resume, overrides=set_)
+    if fresh and resume:
+        raise typer.BadParameter("--fresh starts over and --resume continues: pass one of them")
+    if unsafe_exec:
+        os.environ[UNSAFE_ENV_VAR] = "1"  # read where the sandbox is built (and by every rank of a launch)
+
+    try:
+        summary = run_experiment(config, out_dir, resume=resume, overrides=set_, fresh=fresh)
+    except KeyboardInterrupt as exc:  # here, not in main(): typer turns it into a silent exit 130
+        _interrupted(exc)
     if not summary:
         return  # a rank other than 0 of a many-process launch: rank 0 reports
     if "table" in summary:
@@ -221,40 +280,55 @@ def eval_skill(
 @validate_app.command("code")
 def validate_code(
     problem: str = typer.Option(..., help="Problem id, e.g. HumanEval/12."),
-    solution: Path = typer.Option(..., help="File with the candidate solution (code or a model answer)."),
-    test: str = typer.Option(..., help="The critic's test: \"CALL: f(args)\", \"STDIN: input\" or a <testcase> answer."),
+    solution: Path = typer.Option(..., exists=True, dir_okay=False, readable=True,
+                                  help="File with the candidate solution (code or a model answer)."),
+    test: str | None = typer.Option(None, help="The critic's test: \"CALL: f(args)\", \"STDIN: input\" or a "
+                                    "<testcase> answer. Without it, the problem's own tests run on the solution."),
     problems: str = typer.Option("humaneval", help="Where the problem lives: humaneval or a JSONL file."),
-    timeout: float = typer.Option(5.0, help="Wall-clock seconds per sandboxed run."),
+    timeout: float = typer.Option(5.0, min=0.1, max=3600, help="Wall-clock seconds per sandboxed run."),
     unsafe_exec: bool = typer.Option(False, "--unsafe-exec", help="Run WITHOUT isolation when none is available."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Run a critic's test case on the reference and on a candidate, both sandboxed (RLAC).
+    """Run a critic's test case on the reference and on a candidate, both sandboxed (RLAC);
+    without --test, run the problem's own tests on the candidate.
 
-    Verdict: caught (outputs differ, or the candidate crashes / times out), survived
-    (outputs match), invalid (the test fails on the reference). Exit code 0 for all three.
+    With --test, the verdict is caught (outputs differ, or the candidate crashes / times
+    out), survived (outputs match) or invalid (the test fails on the reference). Without it,
+    passed (every test ran and held: the harness's marker, never an exit code alone) or
+    failed. Exit code 0 for every verdict.
     """
     import time
 
-    from coevo.tasks.code import load_code_problems
+    from coevo.tasks.code import count_test_cases, load_code_problems
     from coevo.tasks.loaders import DataError
-    from coevo.validators.code import CodeValidator, parse_proposal
+    from coevo.validators.code import CodeValidator, ReferenceTests, parse_proposal, parse_testcase
 
+    if test is not None and parse_testcase(test)[0] is None:
+        raise typer.BadParameter(f"{parse_testcase(test)[1]}; write the test as \"CALL: f(1, 2)\" or "
+                                 "\"STDIN: input lines\"", param_hint="--test")
     by_id = {s.id: s for s in load_code_problems(problems)}
     if problem not in by_id:
         raise DataError(f"no problem {problem!r} in {problems}; ids look like {next(iter(by_id), '?')!r}")
     sample = by_id[problem]
     code = solution.read_text(encoding="utf-8")
-    validator = CodeValidator(timeout_s=timeout, unsafe_exec=unsafe_exec)
     start = time.monotonic()
-    verdict = validator.check(sample, code, parse_proposal(problem, code, test))
-    seconds = time.monotonic() - start
-    result = {"problem": problem, "verdict": verdict.verdict, "reason": verdict.reason,
-              "test": verdict.details.get("test"),
-              "reference_output": verdict.details.get("reference_output"),
-              "candidate_output": verdict.details.get("candidate_output"),
-              "reference_status": verdict.details.get("reference_status"),
-              "candidate_status": verdict.details.get("candidate_status"),
-              "seconds": round(seconds, 4), "isolation": validator.sandbox.isolation}
+    if test is None:
+        runner = ReferenceTests(timeout_s=timeout, unsafe_exec=unsafe_exec)
+        outcome = runner.run(sample, code)
+        result = {"problem": problem, "verdict": "passed" if outcome.passed else "failed",
+                  "reason": "every test passed" if outcome.passed else outcome.error,
+                  "status": outcome.status, "tests": count_test_cases(sample),
+                  "seconds": round(time.monotonic() - start, 4), "isolation": runner.sandbox.isolation}
+    else:
+        validator = CodeValidator(timeout_s=timeout, unsafe_exec=unsafe_exec)
+        verdict = validator.check(sample, code, parse_proposal(problem, code, test))
+        result = {"problem": problem, "verdict": verdict.verdict, "reason": verdict.reason,
+                  "test": verdict.details.get("test"),
+                  "reference_output": verdict.details.get("reference_output"),
+                  "candidate_output": verdict.details.get("candidate_output"),
+                  "reference_status": verdict.details.get("reference_status"),
+                  "candidate_status": verdict.details.get("candidate_status"),
+                  "seconds": round(time.monotonic() - start, 4), "isolation": validator.sandbox.isolation}
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
         return
@@ -331,7 +405,7 @@ def runs(root: Path = typer.Option(DEFAULT_RUNS, help="Folder holding run folder
 @app.command()
 def show(
     run_dir: Path = typer.Argument(..., help="Run folder."),
-    limit: int = typer.Option(5, help="How many rollouts to print."),
+    limit: int = typer.Option(5, min=0, help="How many rollouts to print."),
     config: bool = typer.Option(False, "--config", help="Print the run's config instead."),
     skills: bool = typer.Option(False, "--skills", help="Print the skill history (DecoEvo) instead."),
 ) -> None:

@@ -68,6 +68,9 @@ def read_rollouts(path: Path) -> list[Rollout]:
                             f"has {sorted(row)}")
         rollouts.append(Rollout(sample_id=str(row.get("id", row.get("sample_id", lineno))), x=x, y0=y0,
                                 c=row.get("c", row.get("critique")), y1=row.get("y1", row.get("revision"))))
+    if not rollouts:
+        raise DataError(f"input file {path} holds no rollouts: give one JSON line per rollout "
+                        "with 'x' and 'y0' (and 'c', 'y1' where the judge needs them)")
     return rollouts
 
 

@@ -8,9 +8,13 @@ JSON-able summary, written to `summary.json` beside `run.sqlite` and `report.htm
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from coevo.config import ConfigError, apply_overrides, read_yaml, validate
-from coevo.runlock import RunLock, run_status
+from coevo.runlock import RunLock, holder, run_status
 from coevo.store import STORE_FILE, RunStore, StoreError
 
 SUMMARY_FILE = "summary.json"
@@ -72,6 +76,82 @@ def resolve_config(data: dict[str, Any], source: str) -> tuple[str, BaseModel]:
     return algorithm, validate(experiments[algorithm].config, data, source)
 
 
+class DiskFull(RuntimeError):
+    """The disk filled up while the run wrote a checkpoint or its store. Everything finished
+    before is kept (a checkpoint cut short is skipped on --resume): free space and resume."""
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """ENOSPC anywhere in the exception's chain, however the library reported it (an
+    OSError, SQLite's "database or disk is full", safetensors' "StorageFull")."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
+            return True
+        text = str(seen)
+        if "No space left on device" in text or "database or disk is full" in text or "StorageFull" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what a cluster scheduler sends before it preempts a job): handled like
+    Ctrl-C, so the run stops where it is, marks itself interrupted (resumable: every finished
+    stage is kept, a trainer checkpoint cut short is skipped on --resume) and exits 143."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Turn SIGTERM into `Terminated` while the run lives (main thread only: elsewhere
+    Python cannot install handlers, and the default, an immediate exit, stays)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def preflight(config: BaseModel) -> None:
+    """What a run needs that can be checked before anything is created: every model spec
+    names something that can load (`check_spec`) and every data source reads and holds
+    samples. A bad start then leaves no run folder behind to trip over once it is fixed."""
+    from coevo.algorithms.taiscore import ConditionSpec
+    from coevo.config import DataConfig, ModelRoles
+    from coevo.llm.specs import check_spec
+    from coevo.tasks.loaders import load_samples
+
+    for node in _walk(config):
+        if isinstance(node, (ModelRoles, ConditionSpec)):
+            names = node.role_names() if isinstance(node, ModelRoles) else ("critic", "tailored_to")
+            for spec in (getattr(node, name) for name in names):
+                if isinstance(spec, str):
+                    check_spec(spec)
+        elif isinstance(node, DataConfig):
+            load_samples(node.source, columns=node.columns or None, limit=node.limit)
+
+
+def _walk(node: Any):
+    """Every pydantic model, list item and dict value under `node`, `node` first."""
+    yield node
+    if isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            yield from _walk(getattr(node, name))
+    elif isinstance(node, (list, tuple)):
+        for item in node:
+            yield from _walk(item)
+    elif isinstance(node, dict):
+        for item in node.values():
+            yield from _walk(item)
+
+
 def run_experiment(
     config_path: str | Path | None,
     out: str | Path,
@@ -79,8 +159,10 @@ def run_experiment(
     resume: bool = False,
     overrides: list[str] = (),
     data: dict[str, Any] | None = None,
+    fresh: bool = False,
 ) -> dict[str, Any]:
-    """Run (or resume) the experiment a config describes in run folder `out`."""
+    """Run (or resume) the experiment a config describes in run folder `out` (`fresh`:
+    delete the run already there first; run folders only)."""
     out = Path(out)
     source = str(config_path or "config")
     raw = apply_overrides(data if data is not None else read_yaml(config_path), list(overrides))
@@ -88,16 +170,50 @@ def run_experiment(
     from coevo.train import distributed
 
     distributed.die_with_launcher()
+    preflight(config)
+    if resume and not (out / STORE_FILE).is_file() and holder(out) is None:  # (held: RunLock says by whom)
+        raise ConfigError(f"nothing to resume: {out} holds no run; drop --resume to start one there")
     if not distributed.is_main():
         # Ranks 1..N-1 of a many-process launch train when rank 0 says so, and nothing else:
         # no generation, no judge, never the run folder (coevo/train/distributed.py).
         distributed.follow()
         return {}
+    if fresh:
+        remove_run_folder(out)
+    terminated = False
     try:
-        with RunLock(out):  # one writer per run folder, for as long as the run lives
+        with _sigterm_interrupts(), RunLock(out):  # one writer per run folder, for as long as the run lives
             return _run_locked(out, algorithm, config, resume)
+    except Terminated:
+        terminated = True  # the other ranks got the signal too, or died with their launcher
+        raise
+    except Exception as exc:
+        if _disk_full(exc) and not isinstance(exc, DiskFull):  # the store's own writes, say
+            raise DiskFull(f"no space left on the disk of {out} ({str(exc).splitlines()[0][:200]}); "
+                           "free space, then continue with --resume") from exc
+        raise
     finally:
-        distributed.end()
+        if not terminated:
+            distributed.end()
+
+
+def remove_run_folder(out: str | Path) -> None:
+    """What `--fresh` does: delete `out` when it is a coevo run folder no live process holds.
+    Anything else (a folder without run.sqlite: someone's data, a home directory) is never
+    deleted: the user is told to choose another --out."""
+    out = Path(out)
+    if not out.exists():
+        return
+    if not out.is_dir() or not (out / STORE_FILE).is_file():
+        if out.is_dir() and not any(out.iterdir()):
+            return  # an empty folder: nothing to start over from
+        raise ConfigError(f"--fresh deletes only a coevo run folder, and {out} holds no {STORE_FILE}: "
+                          "choose another --out (or delete it yourself)")
+    with RunLock(out):  # refuses, naming the holder, while a run lives in it
+        pass
+    import shutil
+
+    shutil.rmtree(out)
 
 
 def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> dict[str, Any]:
@@ -105,14 +221,18 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
 
     distributed.init()  # rank 0 of a many-process launch: join the group before any model loads
     existing = (out / STORE_FILE).exists()
-    if existing and not resume:
-        raise ConfigError(
-            f"{out} already holds a run; pass --resume to continue it, or choose another --out"
-        )
     store = RunStore(out)
+    # A start that failed before recording anything does not hold its folder: it starts over
+    # with whatever config is given now, with or without --resume.
+    started_over = existing and not store.holds_work()
+    if existing and not resume and not started_over:
+        store.close()
+        raise ConfigError(
+            f"{out} already holds a run; pass --resume to continue it, --fresh to start over, or choose another --out"
+        )
     try:
         stored = store.get_meta("config")
-        if resume and stored is not None and stored != config.model_dump(mode="json"):
+        if resume and not started_over and stored is not None and stored != config.model_dump(mode="json"):
             raise ConfigError(
                 f"{out} was started with a different config; resume it with the same config "
                 f"(see `coevo show {out} --config`) or start a new run folder"
@@ -127,8 +247,15 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
         except BaseException as exc:
             # Marked, so `coevo runs` / `coevo show` tell a crash from a run still going.
             interrupted = isinstance(exc, KeyboardInterrupt)
-            store.set_meta("status", "interrupted" if interrupted else "failed")
-            store.set_meta("error", "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:2000])
+            full = not interrupted and _disk_full(exc)
+            error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:2000]
+            with contextlib.suppress(Exception):  # (a full disk may refuse these writes too)
+                store.set_meta("status", "interrupted" if interrupted else "failed")
+                store.set_meta("error", error)
+            if full:
+                raise DiskFull(f"no space left on the disk of {out} ({str(exc).splitlines()[0][:200]}); "
+                               "free space, then continue with --resume: finished stages and the last "
+                               "complete checkpoint are kept") from exc
             raise
         summary.setdefault("algorithm", algorithm)
         # How many processes trained: a launch that silently fell back to one shows here.

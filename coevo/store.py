@@ -252,5 +252,12 @@ class RunStore:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?)", (name, _dump(result), time.time()))
 
+    def holds_work(self) -> bool:
+        """Whether anything beyond the run's metadata was recorded: a rollout, a judgment, a
+        metric, a record, a finished step, a cached model call. A run that failed before any
+        (a server down at the first load, say) holds none and may start over in place."""
+        tables = ("rollouts", "judgments", "metrics", "records", "steps", "llm_cache")
+        return any(self._query(f"SELECT 1 FROM {table} LIMIT 1") for table in tables)
+
     def finished_steps(self) -> list[str]:
         return [r[0] for r in self._query("SELECT name FROM steps ORDER BY finished")]

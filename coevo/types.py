@@ -26,9 +26,10 @@ Conversation = list[Message]
 
 
 class Sampling(BaseModel):
-    """Decoding settings of one call. Part of the cache key, so keep it small and explicit."""
+    """Decoding settings of one call. Part of the cache key, so keep it small and explicit.
+    Unknown keys are refused (a typo in a config's `sampling:` block is an error, not ignored)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     temperature: float = 0.7
     top_p: float = 1.0

@@ -59,15 +59,6 @@ def test_missing_input_and_bad_jsonl_line(tmp_path):
     assert proc.returncode == 2 and "bad.jsonl: line 2 is not valid JSON" in proc.stderr
 
 
-def test_existing_run_folder_needs_resume(tmp_path):
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "run.sqlite").write_bytes(b"")
-    config = tmp_path / "c.yaml"
-    config.write_text("algorithm: controls\n")
-    proc = coevo("run", config, "--out", tmp_path / "run")
-    assert proc.returncode == 2 and "--resume" in proc.stderr
-
-
 def test_show_and_report_need_a_run_folder(tmp_path):
     for verb in ("show", "report"):
         proc = coevo(verb, tmp_path)

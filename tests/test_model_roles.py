@@ -64,6 +64,7 @@ def test_options_a_backend_does_not_take_are_named(tmp_path):
 
 def test_engine_option_picks_the_embedded_engine_and_nothing_else(monkeypatch, tmp_path):
     built = []
+    specs.clear_loaded()  # a model an earlier test loaded would answer from the shared cache
     monkeypatch.setattr(specs, "_embedded", lambda spec, engine, trainable, options: built.append(engine))
     specs.load_model("smollm2", engine="llamacpp")
     specs.load_model("smollm2:vllm")

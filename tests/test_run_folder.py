@@ -167,3 +167,109 @@ def test_a_trained_model_is_named_by_the_stage_that_saved_it_without_reading_its
     assert len(set(ids)) == 3  # another stage, or the same stage trained again: another id
     again = local.LocalModel.refresh_model_id(policy, tmp_path / "round2/actor/final")
     assert again == ids[2]  # a resumed run restoring the stage: the same id (its cache answers)
+
+
+SLOW_RUN = """
+import sys, time
+from coevo import cli, runner
+
+real = runner._experiments
+
+
+def experiments():
+    found = real()
+    controls = found["controls"]
+
+    def slow(config, store):  # a run at work: something recorded, then a long stage
+        store.log_metrics("stage", {"x": 1.0})
+        print("working", flush=True)
+        time.sleep(120)
+
+    found["controls"] = runner.Experiment(controls.config, slow, controls.help)
+    return found
+
+
+runner._experiments = experiments
+sys.argv = ["coevo", "run", sys.argv[1], "--out", sys.argv[2]]
+cli.main()
+"""
+
+
+def test_sigterm_stops_the_run_marks_it_resumable_and_prints_the_resume_line(tmp_path):
+    # What a cluster scheduler sends before it preempts a job.
+    import signal
+
+    config = tmp_path / "c.yaml"
+    config.write_text("algorithm: controls\n")
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(config), str(tmp_path / "run")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "working"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "stopped (SIGTERM)" in stderr and f"coevo run {config} --out {tmp_path / 'run'} --resume" in stderr
+    assert "Traceback" not in stderr
+    store = RunStore(tmp_path / "run")
+    assert store.get_meta("status") == "interrupted" and store.metrics()  # kept what it had
+    assert holder(tmp_path / "run") is None
+
+
+def test_a_start_that_failed_before_any_work_does_not_hold_its_folder(tmp_path, monkeypatch):
+    # A run that died before recording anything (a server down at the first load, say): the
+    # fixed config starts over in place, with or without --resume.
+    first = RunStore(tmp_path / "run")
+    first.set_meta("config", {"algorithm": "controls", "old": True})
+    first.set_meta("status", "failed")
+    first.close()
+    real = runner._experiments
+
+    def experiments():
+        found = real()
+        found["controls"] = runner.Experiment(found["controls"].config, lambda config, store: {"ok": True}, "")
+        return found
+
+    monkeypatch.setattr(runner, "_experiments", experiments)
+    for resume in (False, True):
+        summary = runner.run_experiment(None, tmp_path / "run", data={"algorithm": "controls"}, resume=resume)
+        assert summary["ok"]
+        assert RunStore(tmp_path / "run").get_meta("status") == "finished"
+        if not resume:  # the finished run holds no work either (the fake records none): make it hold some
+            store = RunStore(tmp_path / "run")
+            store.set_meta("status", "failed")
+            store.close()
+
+
+def test_fresh_deletes_a_run_folder_and_nothing_else(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.log_metrics("stage", {"x": 1.0})
+    store.close()
+    runner.remove_run_folder(tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "precious.txt").write_text("x")
+    with pytest.raises(runner.ConfigError, match="holds no run.sqlite"):
+        runner.remove_run_folder(tmp_path / "data")
+    assert (tmp_path / "data" / "precious.txt").exists()
+    runner.remove_run_folder(tmp_path / "absent")  # nothing there: nothing to do
+
+
+def test_a_full_disk_is_one_clear_error_and_the_run_is_resumable(tmp_path, monkeypatch):
+    import errno
+
+    real = runner._experiments
+
+    def experiments():
+        found = real()
+
+        def fills_the_disk(config, store):
+            store.log_metrics("stage", {"x": 1.0})
+            raise RuntimeError("Error while serializing") from OSError(errno.ENOSPC, "No space left on device")
+
+        found["controls"] = runner.Experiment(found["controls"].config, fills_the_disk, "")
+        return found
+
+    monkeypatch.setattr(runner, "_experiments", experiments)
+    with pytest.raises(runner.DiskFull, match="free space, then continue with --resume"):
+        runner.run_experiment(None, tmp_path / "run", data={"algorithm": "controls"})
+    store = RunStore(tmp_path / "run")
+    assert store.get_meta("status") == "failed" and store.metrics()

@@ -32,7 +32,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from coevo.algorithms.rlac_records import (BaselineRecord, Critiques, CriticStats, EnumerativeScore,
                                            HeldoutEval, Instruction, IterationData, ProposalRecord,
@@ -101,7 +101,20 @@ class FactsSettings(StrictModel):
 
 class CodeSettings(StrictModel):
     timeout_s: float = Field(5.0, gt=0)
+    #: Asks for model-written code to run WITHOUT isolation where none works. A config file
+    #: alone cannot allow it: `coevo run --unsafe-exec` or COEVO_UNSAFE_EXEC=1 must too.
     unsafe_exec: bool = False
+
+    @field_validator("unsafe_exec")
+    @classmethod
+    def _allowed_outside_the_file(cls, value: bool) -> bool:
+        from coevo.validators.sandbox import UNSAFE_ENV_VAR, unsafe_allowed
+
+        if value and not unsafe_allowed():
+            raise ValueError(f"running model-written code without isolation needs the command line's consent: "
+                             f"pass --unsafe-exec to `coevo run` (or set {UNSAFE_ENV_VAR}=1), or install "
+                             "bubblewrap and set unsafe_exec: false")
+        return value
     #: critic_form=paper only: fill the paper prompt's {optional_examples_block} with one
     #: answer in its <testcase> format, built from a call in the problem's own docstring
     #: (`>>> f(3.5)`). The schema form needs no example: its grammar fixes the form.

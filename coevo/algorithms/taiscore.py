@@ -32,11 +32,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from coevo.algorithms.taiscore_eval import RoundEvaluator, comparison_table, rounds_table
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
@@ -69,6 +70,7 @@ Schedule = Literal["coevolution", "single_stage"]
 class ConditionSpec(StrictModel):
     """One experimental condition: a preset name plus any overrides of the top-level loop."""
 
+    #: Becomes part of folder names (checkpoints/<name>/...), so it is checked like one.
     name: str
     #: One of PRESETS; default: `name` when it names a preset, else the top-level settings.
     preset: str | None = None
@@ -80,6 +82,14 @@ class ConditionSpec(StrictModel):
     #: §5.4 actor–critic matching: train the critic against this actor (any spec), then use
     #: it to build the DPO pairs of `models.actor`.
     tailored_to: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _a_safe_folder_name(cls, name: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name) or ".." in name:
+            raise ValueError(f"condition names become folder names: use letters, digits, '_', '-' and '.' "
+                             f"(starting with a letter or digit, at most 64 characters), not {name!r}")
+        return name
 
 
 #: The paper's conditions (Table 1, Table 4) as presets of the one loop.

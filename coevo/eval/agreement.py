@@ -176,4 +176,6 @@ def read_scores_jsonl(path: str | os.PathLike[str]) -> ScoresFile:
                 raise DataError(f"{where}: score must be a finite number or null, got {score!r}.")
             scores.setdefault(key[0], {})[key[1]] = float(score)
             n_valid += 1
+    if not seen:
+        raise DataError(f"{path} holds no scores: give one JSON line per (group, candidate) with its score.")
     return ScoresFile(scores=scores, n_valid=n_valid, n_invalid=n_invalid)

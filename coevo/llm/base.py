@@ -7,7 +7,8 @@ concurrently, llama.cpp loops): callers always hand over the whole batch they ha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from coevo.types import Completion, Conversation, Message, Sampling
@@ -43,23 +44,30 @@ class PerRequestSampling:
 
 
 def generate_each(model: Any, conversations: list[Conversation], samplings: Sequence[Sampling],
-                  n: int = 1) -> list[list[Completion]]:
+                  n: int = 1, on_result: Callable[[int, list[Completion]], None] | None = None,
+                  ) -> list[list[Completion]]:
     """n completions per conversation, each decoded under its own sampling (its own answer
     schema, typically: a critic's schema quotes the output it critiques).
 
     Backends that take per-request settings (vLLM, OpenAI-compatible servers, and the
     wrappers in front of them) get the whole list in one call through their `generate_each`;
-    others get one `generate` call per distinct sampling. Results come back in order."""
+    others get one `generate` call per distinct sampling. Results come back in order.
+    `on_result(i, completions)` is called as each conversation's answers arrive, where the
+    backend can tell (a server answering requests one by one): a caller can keep what
+    finished when a later request fails."""
     if len(samplings) != len(conversations):
         raise ValueError(f"{len(conversations)} conversations but {len(samplings)} samplings")
     each = getattr(model, "generate_each", None)
     if each is not None:
+        if on_result is not None and "on_result" in inspect.signature(each).parameters:
+            return each(conversations, list(samplings), n, on_result=on_result)
         return each(conversations, list(samplings), n)
-    return by_sampling(model.generate, conversations, samplings, n)
+    return by_sampling(model.generate, conversations, samplings, n, on_result)
 
 
 def by_sampling(generate: Any, conversations: list[Conversation], samplings: Sequence[Sampling],
-                n: int) -> list[list[Completion]]:
+                n: int, on_result: Callable[[int, list[Completion]], None] | None = None,
+                ) -> list[list[Completion]]:
     """`generate_each` on a backend that takes one sampling per call: one call per group."""
     groups: dict[Sampling, list[int]] = {}
     for i, sampling in enumerate(samplings):
@@ -68,4 +76,6 @@ def by_sampling(generate: Any, conversations: list[Conversation], samplings: Seq
     for sampling, rows in groups.items():
         for i, completions in zip(rows, generate([conversations[i] for i in rows], sampling, n)):
             results[i] = completions
+            if on_result is not None:
+                on_result(i, completions)
     return results

@@ -62,13 +62,27 @@ class CachedModel(PerRequestSampling):
             if len(entry) < n:
                 by_missing.setdefault(n - len(entry), []).append(i)
         for missing, rows in by_missing.items():
-            fresh = generate_each(self.inner, [conversations[i] for i in rows], [samplings[i] for i in rows], missing)
+            arrived: dict[int, list[Completion]] = {}  # filled from the backend's thread as answers come
+            try:
+                fresh = generate_each(self.inner, [conversations[i] for i in rows], [samplings[i] for i in rows],
+                                      missing, on_result=arrived.__setitem__)
+            except BaseException:
+                # A request failed for good (a server down past the retry budget) or the
+                # run was stopped: keep the answers that did arrive, so a resumed run asks
+                # the model nothing that finished.
+                for j, completions in list(arrived.items()):
+                    self._keep(keys[rows[j]], found[rows[j]], n, completions)
+                raise
             for i, completions in zip(rows, fresh):
-                free = [idx for idx in range(n) if idx not in found[i]]
-                new = dict(zip(free, completions))
-                self.store.cache_put(keys[i], self.model_id, new)
-                found[i].update(new)
+                self._keep(keys[i], found[i], n, completions)
         return [
             [found[i][idx].model_copy(update={"cached": idx in hits[i]}) for idx in range(n)]
             for i in range(len(conversations))
         ]
+
+    def _keep(self, key: str, found: dict[int, Completion], n: int, completions: list[Completion]) -> None:
+        """Store new completions in the sample slots still free, and note them in `found`."""
+        free = [idx for idx in range(n) if idx not in found]
+        new = dict(zip(free, completions))
+        self.store.cache_put(key, self.model_id, new)
+        found.update(new)

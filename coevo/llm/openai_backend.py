@@ -22,6 +22,7 @@ import os
 import random
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from coevo.llm.base import ModelError, PerRequestSampling
@@ -104,11 +105,14 @@ class OpenAIModel(PerRequestSampling):
         return cls(model, urls, **options)
 
     def generate_each(
-        self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1
+        self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1,
+        on_result: Callable[[int, list[Completion]], None] | None = None,
     ) -> list[list[Completion]]:
         """Each conversation under its own sampling; every request of the list in flight at
-        once (under the per-URL concurrency limit)."""
-        future = asyncio.run_coroutine_threadsafe(self._run(conversations, samplings, n), self._event_loop())
+        once (under the per-URL concurrency limit). `on_result(i, completions)` hears of each
+        conversation's answers as they arrive (from the client's thread)."""
+        future = asyncio.run_coroutine_threadsafe(self._run(conversations, samplings, n, on_result),
+                                                  self._event_loop())
         try:
             return future.result()
         except BaseException:
@@ -133,8 +137,8 @@ class OpenAIModel(PerRequestSampling):
                                  daemon=True).start()
             return self._loop
 
-    async def _run(self, conversations: list[Conversation], samplings: list[Sampling],
-                   n: int) -> list[list[Completion]]:
+    async def _run(self, conversations: list[Conversation], samplings: list[Sampling], n: int,
+                   on_result: Callable[[int, list[Completion]], None] | None = None) -> list[list[Completion]]:
         from openai import AsyncOpenAI
 
         if not self._clients:
@@ -145,8 +149,14 @@ class OpenAIModel(PerRequestSampling):
         key = os.environ.get("COEVO_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         # Copies that share the kept clients' connection pools, with this call's key.
         clients = [client.with_options(api_key=key) for client in self._clients]
-        tasks = [asyncio.ensure_future(self._conversation(clients, self._limits, conv, sampling, n))
-                 for conv, sampling in zip(conversations, samplings)]
+        async def one(i: int, conv: Conversation, sampling: Sampling) -> list[Completion]:
+            completions = await self._conversation(clients, self._limits, conv, sampling, n)
+            if on_result is not None:
+                on_result(i, completions)
+            return completions
+
+        tasks = [asyncio.ensure_future(one(i, conv, sampling))
+                 for i, (conv, sampling) in enumerate(zip(conversations, samplings))]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -206,12 +216,15 @@ class OpenAIModel(PerRequestSampling):
         for attempt in range(self.max_retries + 1):
             index = (start + attempt) % len(clients)
             url = self.base_urls[index] or str(clients[index].base_url)
+            asked: float | None = None  # the server's Retry-After, in seconds
             try:
                 async with limits[index]:  # `concurrency` requests in flight per URL
                     response = await clients[index].chat.completions.create(**params)
                 return _completions(response, sampling)
             except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+                # Refused, reset, timed out, cut short mid-body (all APIConnectionError), 429, 5xx.
                 failures.append(f"{url} ({_describe(exc)})")
+                asked = _retry_after(exc)
             except openai.APIStatusError as exc:
                 if exc.status_code < 500:
                     raise _Rejected(
@@ -219,13 +232,20 @@ class OpenAIModel(PerRequestSampling):
                         exc.status_code,
                     ) from exc
                 failures.append(f"{url} ({_describe(exc)})")
+                asked = _retry_after(exc)
+            except (ValueError, TypeError, AttributeError, openai.APIResponseValidationError) as exc:
+                # A 200 whose body is not a chat completion (malformed or truncated JSON, a
+                # proxy's error page): a fault on the way, worth another try.
+                failures.append(f"{url} (malformed response: {type(exc).__name__})")
             if attempt < self.max_retries:
-                # Jitter keeps a batch of failed requests from retrying in lockstep.
-                delay = min(self.max_backoff, self.backoff * 2**attempt)
-                await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+                # Jitter keeps a batch of failed requests from retrying in lockstep; a server
+                # that says when to come back (Retry-After) is believed, up to max_backoff.
+                delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
+                await asyncio.sleep(min(self.max_backoff, max(delay, asked or 0.0)))
         tried = sorted(set(failures), key=failures.index)
         raise ModelError(
-            f"model {self.model!r} failed after {self.max_retries + 1} attempts: " + "; ".join(tried)
+            f"model {self.model!r} failed after {self.max_retries + 1} attempts ({'; '.join(tried)}); "
+            "check the server, or allow more with the model options max_retries / backoff"
         )
 
 
@@ -267,6 +287,16 @@ def _logprobs(choice: Any) -> dict[str, Any]:
 async def _close_all(clients: list[Any]) -> None:
     for client in clients:
         await client.close()
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds a 429 / 503 asked the client to wait (`Retry-After: 2`), if it said."""
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # an HTTP date: not worth parsing, the backoff applies
+        return None
 
 
 def _describe(exc: Exception) -> str:

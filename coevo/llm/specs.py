@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import logging
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,39 @@ def load_model(
 
         return CachedModel(model, store)
     return model
+
+
+def check_spec(spec: str) -> None:
+    """Refuse a spec that cannot load, without loading anything (ModelError, naming the fix):
+    an unknown kind, a missing file or folder, a malformed server spec, an uninstalled
+    engine or embedded model. What only loading can tell (a corrupt file, a server that is
+    down) is still found when the role first loads."""
+    from coevo.llm import embedded
+
+    kind, sep, rest = spec.strip().partition(":")
+    rest = rest.strip()
+    if kind == "smollm2":
+        embedded.gguf_path()  # installed?
+        if rest:
+            frozen_engine(rest)
+        return
+    if not sep or not rest:
+        raise _unknown(spec)
+    looks_like_a_path = rest.startswith(("/", ".", "~")) or Path(rest).expanduser().exists()
+    if kind in ("hf", "vllm"):
+        if looks_like_a_path and not Path(rest).expanduser().is_dir():
+            raise ModelError(f"{spec!r}: no model folder at {rest}; give a transformers folder or a hub id")
+        if not looks_like_a_path and not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", rest):
+            raise ModelError(f"{spec!r}: {rest!r} is neither a folder nor a hub id (like org/name)")
+    elif kind in ("gguf", "replay"):
+        if not Path(rest).expanduser().is_file():
+            raise ModelError(f"{spec!r}: no file at {rest}")
+    elif kind == "openai":
+        from coevo.llm.openai_backend import parse_spec
+
+        parse_spec(rest)
+    else:
+        raise _unknown(spec)
 
 
 def _shared_key(spec: str, options: dict[str, Any]) -> tuple[str, tuple]:
@@ -263,8 +297,8 @@ def _construct(cls: Any, spec: str, options: dict[str, Any], *args: Any, lenient
 
 
 def _unknown(spec: str) -> ModelError:
-    forms = "\n".join(f"  {form:<28} {text}" for form, text in FORMS)
-    return ModelError(f"unknown model spec {spec!r}; accepted forms:\n{forms}")
+    forms = ", ".join(form for form, _ in FORMS)
+    return ModelError(f"unknown model spec {spec!r}; accepted forms: {forms} (`coevo models` explains each)")
 
 
 def llama_cpp_available() -> bool:

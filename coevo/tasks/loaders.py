@@ -86,6 +86,9 @@ def load_samples(
             )
         seen[sample.id] = where
         samples.append(sample)
+    if not samples:
+        raise DataError(f"{label} holds no samples{' (limit is 0)' if limit == 0 else ''}: "
+                        "give a source with at least one row")
     return samples
 
 

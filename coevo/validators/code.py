@@ -23,7 +23,6 @@ import ast
 import json
 import math
 import re
-import secrets
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from coevo.tasks.code import (candidate_program, count_test_cases, entry_paramet
                               program_with_tests)
 from coevo.types import Proposal, Sample, Verdict
 from coevo.validators.base import CountingValidator
+from coevo.validators.harness import call_program, marked_result, new_marker
 from coevo.validators.sandbox import ExecResult, Job, Sandbox
 
 MAX_TEST_CHARS = 20_000
@@ -217,51 +217,9 @@ def arguments_call(sample: Sample, critic_text: str) -> tuple[str | None, str]:
 
 # Canonicalise the result inside the sandbox so that equal values print equal JSON
 # (sets in any order, tuples vs lists kept apart, NaN, generators drained).
-_CALL_WRAPPER = r'''
-import sys as _s, json as _j, math as _m, re as _re
-_nonce = _s.argv.pop(1) if len(_s.argv) > 1 else ""
-_g = {"__name__": "solution", "__builtins__": __builtins__}
-exec(compile(SOURCE, "solution.py", "exec"), _g)
-_r = eval(compile(EXPR, "<testcase>", "eval"), _g)
-def _c(x, d=0):
-    if d > 50: return {"__repr__": repr(x)[:1000]}
-    if x is None or isinstance(x, (bool, int, str)): return x
-    if isinstance(x, float):
-        return x if _m.isfinite(x) else {"__float__": repr(x)}
-    if isinstance(x, list): return [_c(v, d + 1) for v in x]
-    if isinstance(x, tuple): return {"__tuple__": [_c(v, d + 1) for v in x]}
-    if isinstance(x, (set, frozenset)):
-        return {"__set__": sorted((_c(v, d + 1) for v in x), key=lambda v: _j.dumps(v, sort_keys=True))}
-    if isinstance(x, dict):
-        return {"__dict__": sorted(([_c(k, d + 1), _c(v, d + 1)] for k, v in x.items()),
-                                   key=lambda kv: _j.dumps(kv[0], sort_keys=True))}
-    if hasattr(x, "__next__"):
-        out = []
-        for i, v in enumerate(x):
-            if i >= 100000: break
-            out.append(_c(v, d + 1))
-        return {"__iter__": out}
-    return {"__repr__": _re.sub(r" at 0x[0-9a-fA-F]+", "", repr(x))[:1000]}  # no addresses
-_s.stdout.flush()
-_s.stdout.write("\n" + _nonce + _j.dumps(_c(_r)) + "\n")
-'''
-
-
-def call_program(solution: str, expr: str) -> str:
-    """The sandbox program for a CALL test: define the solution (not as __main__, so its
-    own `if __name__ == "__main__"` block stays quiet), evaluate `expr`, print the result."""
-    return f"SOURCE = {solution!r}\nEXPR = {expr!r}\n{_CALL_WRAPPER}"
-
-
-def _result_of(res: ExecResult, nonce: str) -> tuple[bool, object]:
-    idx = res.stdout.rfind(nonce)
-    if idx < 0:
-        return False, None
-    line = res.stdout[idx + len(nonce):].split("\n", 1)[0]
-    try:
-        return True, json.loads(line)
-    except (ValueError, RecursionError):
-        return False, None
+def _result_of(res: ExecResult, marker: str) -> tuple[bool, object]:
+    """A CALL run's canonical result, when the harness printed it after this run's marker."""
+    return marked_result(res.stdout, marker) if res.ok else (False, None)
 
 
 def values_equal(a: object, b: object) -> bool:
@@ -325,10 +283,9 @@ class CodeValidator(CountingValidator):
         super().__init__()
         self.sandbox = sandbox or Sandbox(unsafe_exec=unsafe_exec)
         self.limits = self.sandbox.with_limits(wall_s=timeout_s)
-        self._ref_cache: OrderedDict[tuple, ExecResult] = OrderedDict()
+        # A run with the marker its harness was given (a CALL result counts only after it).
+        self._ref_cache: OrderedDict[tuple, tuple[ExecResult, str]] = OrderedDict()
         self._cache_size = cache_size
-        # Marks the result line among whatever the solution prints itself.
-        self._nonce = "@@coevo-" + secrets.token_hex(8) + "@@"
 
     def check(self, sample: Sample, output: str, proposal: Proposal) -> Verdict:
         """Validate one proposal (one call)."""
@@ -343,7 +300,7 @@ class CodeValidator(CountingValidator):
         jobs: list[Job] = []
         job_of: dict[tuple, int] = {}  # reference runs of this batch, one per (problem, test)
         cand_job: dict[int, int] = {}
-        refs: dict[tuple, ExecResult] = {}
+        refs: dict[tuple, tuple[ExecResult, str]] = {}
         for i, (sample, output, proposal) in enumerate(items):
             test, why = self._test_of(proposal)
             if sample.reference is None:
@@ -361,7 +318,7 @@ class CodeValidator(CountingValidator):
                 jobs.append(self._job(sample.reference, test))
             cand_job[i] = len(jobs)
             jobs.append(self._job(candidate_program(sample, output), test))
-        results = self.sandbox.run_many(jobs, progress=progress)
+        results = [(res, job.secret) for job, res in zip(jobs, self.sandbox.run_many(jobs, progress=progress))]
         for key, j in job_of.items():
             refs[key] = results[j]
             self._remember(key, results[j])
@@ -387,15 +344,16 @@ class CodeValidator(CountingValidator):
 
     def _job(self, solution: str, test: TestCase) -> Job:
         if test.kind == "call":
-            return Job(call_program(solution, test.body), limits=self.limits, argv=(self._nonce,))
+            return Job(call_program(solution, test.body), limits=self.limits, secret=new_marker())
         return Job(solution, stdin=test.body, limits=self.limits)
 
-    def _remember(self, key: tuple, res: ExecResult) -> None:
+    def _remember(self, key: tuple, res: tuple[ExecResult, str]) -> None:
         self._ref_cache[key] = res
         while len(self._ref_cache) > self._cache_size:
             self._ref_cache.popitem(last=False)
 
-    def _decide(self, test: TestCase, ref: ExecResult, cand: ExecResult) -> Verdict:
+    def _decide(self, test: TestCase, ref_run: tuple[ExecResult, str], cand_run: tuple[ExecResult, str]) -> Verdict:
+        (ref, ref_marker), (cand, cand_marker) = ref_run, cand_run
         details = {"test": test.render(), "reference_status": ref.status,
                    "candidate_status": cand.status}
         seconds = ref.seconds + cand.seconds
@@ -406,8 +364,8 @@ class CodeValidator(CountingValidator):
                            reason=f"the test fails on the reference solution ({ref.status}): "
                                   f"{_last_line(ref.stderr)}")
         if test.kind == "call":
-            ok_ref, ref_val = _result_of(ref, self._nonce)
-            ok_cand, cand_val = _result_of(cand, self._nonce)
+            ok_ref, ref_val = _result_of(ref, ref_marker)
+            ok_cand, cand_val = _result_of(cand, cand_marker)
             details["reference_output"] = json.dumps(ref_val) if ok_ref else _tail(ref.stdout)
             details["candidate_output"] = json.dumps(cand_val) if ok_cand else ""
         else:
@@ -472,16 +430,20 @@ class ReferenceTests:
 
     def run_many(self, pairs: Sequence[tuple[Sample, str]], on_done=None,
                  progress: str | None = None) -> list[TestOutcome]:
-        """Run (problem, output) pairs in parallel; outputs may be raw model answers."""
-        jobs = [Job(program_with_tests(s, candidate_program(s, out)), limits=self.limits)
+        """Run (problem, output) pairs in parallel; outputs may be raw model answers. A pass
+        is this execution's marker on stdout, never an exit code (coevo.validators.harness)."""
+        jobs = [Job(program_with_tests(s, candidate_program(s, out)), limits=self.limits, secret=new_marker())
                 for s, out in pairs]
         results = self.sandbox.run_many(jobs, on_done=on_done, progress=progress)
         outcomes = []
-        for (sample, _), res in zip(pairs, results):
+        for (sample, _), job, res in zip(pairs, jobs, results):
             n = count_test_cases(sample)
             self.calls += n
-            outcomes.append(TestOutcome(res.ok, res.status, n, res.seconds,
-                                        "" if res.ok else _last_line(res.stderr)))
+            marked, _ = marked_result(res.stdout, job.secret)
+            passed = res.ok and marked
+            error = "" if passed else (_last_line(res.stderr) if res.stderr.strip() else
+                                       "the program ended without the harness's pass marker (it exited early)")
+            outcomes.append(TestOutcome(passed, res.status if passed or not res.ok else "error", n, res.seconds, error))
         return outcomes
 
     def run(self, sample: Sample, output: str) -> TestOutcome:

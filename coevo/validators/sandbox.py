@@ -20,8 +20,9 @@ Layers, outermost first (each one closes a hole the others leave; 2 and 3 are bu
    the PID namespace, and so the whole tree, with it.
 
 Where no isolation works, :class:`Sandbox` refuses with :class:`SandboxUnavailable` unless
-``unsafe_exec=True`` (CLI ``--unsafe-exec``, config ``unsafe_exec: true``), which keeps
-layers 1, 4 and 5 only.
+``unsafe_exec=True`` (CLI ``--unsafe-exec`` or ``COEVO_UNSAFE_EXEC=1``; a config's
+``unsafe_exec: true`` alone is refused), which keeps layers 1, 4 and 5 only, with a child
+subreaper as the supervisor so that processes the candidate started die with it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ Status = Literal["ok", "error", "timeout", "killed"]
 
 INSTALL_HINT = (
     "install bubblewrap (`apt-get install -y bubblewrap`; `make install` does it), or pass "
-    "--unsafe-exec (config `unsafe_exec: true`) to run model-written code WITHOUT isolation"
+    "--unsafe-exec (or set COEVO_UNSAFE_EXEC=1) to run model-written code WITHOUT isolation"
 )
 
 
@@ -97,12 +98,14 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class Job:
-    """One program to run: Python source, bytes for stdin, optional per-job limits."""
+    """One program to run: Python source, bytes for stdin, optional per-job limits, and a
+    `secret` (a verdict marker, coevo.validators.harness) given on stdin instead."""
 
     program: str
     stdin: str = ""
     limits: Limits | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
+    secret: str = ""
 
 
 __all__ = ["KINDS", "ExecResult", "Job", "Limits", "Sandbox", "SandboxUnavailable", "detect_isolation"]
@@ -116,10 +119,12 @@ import resource, sys, json
 cfg = json.loads(sys.argv[1])
 for name, value in cfg["rlimits"].items():
     try:
+        hard = resource.getrlimit(getattr(resource, name))[1]
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)  # lowering a limit always works; raising it never would
         resource.setrlimit(getattr(resource, name), (value, value))
     except (ValueError, OSError) as exc:
-        if name != "RLIMIT_NPROC":
-            sys.stderr.write("sandbox: cannot set %s: %s\n" % (name, exc)); sys.exit(70)
+        sys.stderr.write("sandbox: cannot set %s: %s\n" % (name, exc)); sys.exit(70)
 if cfg.get("cwd"):
     import os; os.chdir(cfg["cwd"]); del os
 path = cfg["program"]
@@ -146,6 +151,77 @@ def _rlimits(lim: Limits) -> dict[str, int]:
 
 
 _UNSAFE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+
+#: What allows unsafe execution besides the library argument: `coevo run --unsafe-exec` sets
+#: it, a shell may export it; a config file alone never can (coevo.algorithms.rlac).
+UNSAFE_ENV_VAR = "COEVO_UNSAFE_EXEC"
+
+
+def unsafe_allowed() -> bool:
+    """Whether the command line (--unsafe-exec) or the environment allowed unsafe execution."""
+    return os.environ.get(UNSAFE_ENV_VAR, "") == "1"
+
+
+# Unsafe mode's supervisor, between coevo and the candidate (trusted code). A child
+# subreaper: every process the candidate starts that loses its parent, `setsid` daemons
+# included, becomes the supervisor's child; when the candidate ends, or coevo sends SIGTERM
+# at the wall clock, it SIGKILLs every child it has until none is left. (A candidate that
+# kills the supervisor itself can still leave orphans behind: bwrap's PID namespace cannot
+# be escaped that way; this mode is unsafe.)
+_SUPERVISOR = r"""
+import ctypes, os, signal, sys, time
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    sys.stderr.write("sandbox: cannot become a child subreaper\n"); os._exit(70)
+class Stop(Exception):
+    pass
+def stop(*_):
+    raise Stop
+signal.signal(signal.SIGTERM, stop)
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.execv(sys.argv[1], sys.argv[1:])
+def children():
+    me, found = str(os.getpid()), []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name) as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[1] == me:
+                found.append(int(name))
+    return found
+def kill_all():
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        pids = children()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        time.sleep(0.005)
+code = 128 + signal.SIGTERM
+try:
+    while True:
+        pid, status = os.waitpid(-1, 0)  # reaps adopted orphans too
+        if pid == child:
+            code = os.waitstatus_to_exitcode(status)
+            break
+except (Stop, ChildProcessError):
+    pass
+kill_all()
+os._exit(128 - code if code < 0 else code)
+"""
 
 def _wait_unreaped(pid: int, timeout: float) -> bool:
     """Wait up to `timeout` s for `pid` to exit WITHOUT reaping it; True when it exited.
@@ -194,6 +270,40 @@ def _write_job(tmp: Path, program: str, stdin: str) -> Path:
     return jobdir
 
 
+_task_count: dict[int, tuple[float, int]] = {}
+
+
+def _tasks_of_user(uid: int) -> int:
+    """Tasks (threads) the user runs now, as RLIMIT_NPROC counts them; recounted at most
+    once a second (a /proc walk)."""
+    when, count = _task_count.get(uid, (0.0, 0))
+    if time.monotonic() - when < 1.0:
+        return count
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    _task_count[uid] = (time.monotonic(), count)
+    return count
+
+
+def _secret_pipe(secret: str) -> IO[bytes]:
+    """The read end of a pipe that holds `secret` and a newline, its write end closed."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, secret.encode() + b"\n")  # far below the pipe's buffer: never blocks
+    finally:
+        os.close(write_fd)
+    return os.fdopen(read_fd, "rb")
+
+
 def _status(timed_out: bool, rc: int | None) -> Status:
     if timed_out:
         return "timeout"
@@ -232,8 +342,12 @@ class Sandbox:
         self.executions = 0  # every program run, for cost accounting
 
     def run(self, program: str, stdin: str = "", limits: Limits | None = None,
-            argv: Sequence[str] = ()) -> ExecResult:
-        """Run `program` (Python source) with `stdin`; never raises for what the program does."""
+            argv: Sequence[str] = (), secret: str = "") -> ExecResult:
+        """Run `program` (Python source) with `stdin`; never raises for what the program does.
+        A `secret` is the program's stdin instead, through a pipe: never a file the program
+        could open again (the job folder is visible inside the sandbox), never argv or env."""
+        if secret and stdin:
+            raise ValueError("a job has either stdin or a secret, not both")
         lim = limits or self.limits
         self.executions += 1
         uid = private_uid() if self.isolation in KINDS else None
@@ -244,8 +358,8 @@ class Sandbox:
             start = time.monotonic()
             # Outputs go to files, not pipes: the file-size rlimit bounds them, and a
             # grandchild holding the pipe open cannot make us hang.
-            with open(jobdir / "stdin.txt", "rb") as fin, open(out_path, "wb") as fout, \
-                    open(err_path, "wb") as ferr:
+            with (_secret_pipe(secret) if secret else open(jobdir / "stdin.txt", "rb")) as fin, \
+                    open(out_path, "wb") as fout, open(err_path, "wb") as ferr:
                 try:
                     proc = self._start(cmd, cwd, uid, fin, fout, ferr)
                 except OSError as exc:
@@ -266,6 +380,11 @@ class Sandbox:
         """The supervisor's command line for this isolation, running the harness on the job
         in `jobdir`, and the folder it starts in."""
         cfg: dict = {"rlimits": _rlimits(lim), "argv": list(argv)}
+        if uid is None:
+            # RLIMIT_NPROC counts every task of the user, not the sandbox's: without a private
+            # uid the limit is what the user runs now plus the sandbox's own allowance (else
+            # a researcher's desktop, past the allowance already, could not fork at all).
+            cfg["rlimits"]["RLIMIT_NPROC"] += _tasks_of_user(os.getuid())
         if self.isolation == "bwrap":
             cfg["program"] = "/job/main.py"
             cmd = bwrap_argv(self.python, str(jobdir), lim.tmp_mb)
@@ -278,9 +397,10 @@ class Sandbox:
             cfg["program"] = str(jobdir / "main.py")
             scratch = tmp / "scratch"
             scratch.mkdir()
-            # A shell sits between coevo and the candidate: a candidate that kills its
-            # parent kills the shell, not coevo.
-            cmd = ["/bin/sh", "-c", '"$@"; exit $?', "coevo-supervisor", self.python]
+            # A supervisor sits between coevo and the candidate: a candidate that kills its
+            # parent kills the supervisor, not coevo; the supervisor ends every process the
+            # candidate started (see _SUPERVISOR).
+            cmd = [self.python, "-I", "-S", "-c", _SUPERVISOR, self.python]
             cwd = str(scratch)
         return [*cmd, "-I", "-S", "-B", "-c", _HARNESS, json.dumps(cfg)], cwd
 
@@ -298,11 +418,16 @@ class Sandbox:
             start_new_session=True, close_fds=True,
         )
 
-    @staticmethod
-    def _kill_tree(proc: subprocess.Popen) -> None:
+    def _kill_tree(self, proc: subprocess.Popen) -> None:
         """SIGKILL the supervisor's whole session (with bwrap or unshare the PID namespace
         goes too), then reap it. The supervisor is not reaped before the kill, so its pid,
-        which is the session's id, cannot have been reused by an unrelated process."""
+        which is the session's id, cannot have been reused by an unrelated process. Unsafe
+        mode has no namespace: its supervisor is asked first (SIGTERM) to end every process
+        the candidate started, wherever they went."""
+        if self.isolation not in KINDS:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proc.pid, signal.SIGTERM)  # not proc.send_signal: it would reap first
+            _wait_unreaped(proc.pid, 2.0)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -331,7 +456,7 @@ class Sandbox:
 
             def one(i: int) -> None:
                 job = items[i]
-                results[i] = self.run(job.program, job.stdin, job.limits, job.argv)
+                results[i] = self.run(job.program, job.stdin, job.limits, job.argv, job.secret)
                 if on_done is not None:
                     on_done(i, results[i])
                 if advance is not None:

@@ -68,7 +68,7 @@ def trained(monkeypatch):
 def config(**changes):
     data = {"algorithm": "rlac", "task": "code", "iterations": 1, "k": 2, "n": 2, "kl": False,
             "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
-            "code": {"unsafe_exec": True, "timeout_s": 5},
+            "code": {"unsafe_exec": False, "timeout_s": 5},
             "data": {"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2"]}, **changes}
     return validate(RlacConfig, data)
 
@@ -99,7 +99,7 @@ def test_critic_examples_block_uses_a_call_from_the_docstring():
     from coevo.algorithms.rlac import CodeDomain
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
-    hinted = CodeDomain(config(critic_form="paper", code={"unsafe_exec": True, "critic_examples": True}), None)
+    hinted = CodeDomain(config(critic_form="paper", code={"critic_examples": True}), None)
     assert "<testcase> CALL: truncate_number(3.5) </testcase>" in hinted.critic_prompt(sample, TRUNCATE)
     assert hinted.critic_schema(sample, TRUNCATE) is None  # the paper's form is free text
     plain = CodeDomain(config(critic_form="paper"), None)
@@ -151,3 +151,14 @@ def test_pass_at_1_counts_a_wrong_solution_as_a_failure(tmp_path, trained):
     summary = run_rlac(config(data={"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/3"]}),
                        RunStore(tmp_path))
     assert summary["baseline"]["pass_at_1"] == 0.0
+
+
+def test_a_config_file_alone_cannot_switch_off_isolation(monkeypatch):
+    from coevo.config import ConfigError
+    from coevo.validators.sandbox import UNSAFE_ENV_VAR
+
+    monkeypatch.delenv(UNSAFE_ENV_VAR, raising=False)
+    with pytest.raises(ConfigError, match="--unsafe-exec"):
+        config(code={"unsafe_exec": True})
+    monkeypatch.setenv(UNSAFE_ENV_VAR, "1")  # what `coevo run --unsafe-exec` sets
+    assert config(code={"unsafe_exec": True}).code.unsafe_exec

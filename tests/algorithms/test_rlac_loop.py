@@ -59,6 +59,7 @@ def fakes(monkeypatch):
                            seconds_per_step=0.0, peak_rss_mb=0.0)
 
     monkeypatch.setattr(specs, "load_model", load_model)
+    monkeypatch.setattr(specs, "check_spec", lambda spec: None)  # "gen", "crit": the fakes above
     monkeypatch.setattr(dpo, "train_dpo", train_dpo)
     # Restoring a finished stage is recorded, not done (no weights here); the slow tests
     # restore real checkpoints, LoRA adapters included (test_rlac_e2e.py).

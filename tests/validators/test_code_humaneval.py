@@ -47,7 +47,7 @@ def test_candidate_programs_from_model_answers():
     # Only a closing fence (measured: the 135M generator writes this): the code before it.
     assert extract_code("def f():\n    return 1\n```\nThis returns 1.", "f") == "def f():\n    return 1\n"
     assert extract_code("def f():\n    return 1\n```", "f") == "def f():\n    return 1\n"
-    assert "check(longest)" in program_with_tests(sample, program)
+    assert '"entry": "longest", "check_entry": true' in program_with_tests(sample, program)
 
 
 def test_user_jsonl_and_mbpp_rows(tmp_path):

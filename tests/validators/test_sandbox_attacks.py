@@ -161,8 +161,23 @@ def _orphan_program(marker_seconds: str, main_sleep: float) -> str:
     )
 
 
-@pytest.mark.parametrize("main_sleep, wall", [(0.5, 5.0), (60.0, 1.5)], ids=["parent-exits", "wall-timeout"])
+ORPHAN_CASES = pytest.mark.parametrize("main_sleep, wall", [(0.5, 5.0), (60.0, 1.5)],
+                                       ids=["parent-exits", "wall-timeout"])
+
+
+@ORPHAN_CASES
 def test_setsid_grandchildren_die_with_the_sandbox(sandbox, main_sleep, wall):
+    _orphans_die(sandbox, main_sleep, wall)
+
+
+@ORPHAN_CASES
+def test_unsafe_mode_still_ends_setsid_grandchildren(main_sleep, wall):
+    # No PID namespace here: the supervisor is a child subreaper and ends every process
+    # the candidate left behind, when it exits or at the wall clock.
+    _orphans_die(Sandbox(Limits(wall_s=5), isolation="none", unsafe_exec=True), main_sleep, wall)
+
+
+def _orphans_die(sandbox, main_sleep, wall):
     marker = f"{600 + secrets.randbelow(300)}.{secrets.randbelow(10**6):06d}"
     res = sandbox.run(_orphan_program(marker, main_sleep), limits=Limits(wall_s=wall))
     assert res.status == ("ok" if main_sleep < wall else "timeout")

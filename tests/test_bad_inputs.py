@@ -1,0 +1,156 @@
+"""Bad input, command by command: exit code 2 and one line that names the problem and the
+fix, never a traceback. A table: each row is a command line (over files the fixture makes)
+and words its one line must hold. In process (`coevo.cli.main`), so the table stays cheap."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from coevo import cli
+from coevo.store import RunStore
+
+# name -> (command line, words the error line must hold). {d} is the fixture's folder.
+CASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    # run: the config file
+    "config missing": ("run {d}/absent.yaml --out {d}/r", ("absent.yaml does not exist",)),
+    "config malformed YAML": ("run {d}/malformed.yaml --out {d}/r", ("malformed.yaml",)),
+    "config not a mapping": ("run {d}/list.yaml --out {d}/r", ("list.yaml",)),
+    "config empty": ("run {d}/empty.yaml --out {d}/r", ("'algorithm' must be one of",)),
+    "unknown algorithm": ("run {d}/nope.yaml --out {d}/r", ("'algorithm' must be one of",)),
+    "unknown key": ("run {d}/typo.yaml --out {d}/r", ("batch_sise",)),
+    "unknown sampling key": ("run {d}/ok.yaml --out {d}/r --set sampling.rollout.temprature=1", ("temprature",)),
+    "wrong type": ("run {d}/taiscore.yaml --out {d}/r --set rounds=three", ("rounds",)),
+    "out of range": ("run {d}/taiscore.yaml --out {d}/r --set rounds=-1", ("rounds",)),
+    "override without =": ("run {d}/ok.yaml --out {d}/r --set rounds", ("key.path=value",)),
+    "condition name as a path": ("run {d}/conditions.yaml --out {d}/r", ("folder names",)),
+    # run: model specs
+    "unknown model spec": ("run {d}/ok.yaml --out {d}/r --set models.actor=gpt5", ("gpt5", "hf:")),
+    "missing model folder": ("run {d}/ok.yaml --out {d}/r --set models.actor=hf:{d}/no-model",
+                             ("no model folder",)),
+    "missing gguf file": ("run {d}/ok.yaml --out {d}/r --set models.judge=gguf:{d}/x.gguf", ("no file",)),
+    "missing replay file": ("run {d}/ok.yaml --out {d}/r --set models.judge=replay:{d}/x.jsonl", ("no file",)),
+    "malformed server spec": ("run {d}/ok.yaml --out {d}/r --set models.judge=openai:m@ftp://x", ("bad openai spec",)),
+    "unknown engine": ("run {d}/ok.yaml --out {d}/r --set models.judge=smollm2:tpu", ("unknown engine",)),
+    # run: data
+    "data file missing": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/none.jsonl", ("none.jsonl",)),
+    "data file empty": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/empty.jsonl", ("holds no samples",)),
+    "data bad JSONL line": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/bad.jsonl", ("line 2",)),
+    "data without prompts": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/noprompt.jsonl", ("prompt",)),
+    "negative limit": ("run {d}/ok.yaml --out {d}/r --set data.limit=-1", ("limit",)),
+    "unsafe in a config alone": ("run {d}/rlac.yaml --out {d}/r --set code.unsafe_exec=true", ("--unsafe-exec",)),
+    # run: the run folder
+    "--fresh on a folder that is not a run": ("run {d}/ok.yaml --out {d}/notrun --fresh", ("holds no run.sqlite",)),
+    "--fresh with --resume": ("run {d}/ok.yaml --out {d}/r --fresh --resume", ("--fresh", "--resume")),
+    "--resume on a missing folder": ("run {d}/ok.yaml --out {d}/absent --resume", ("nothing to resume",)),
+    "a run there already": ("run {d}/ok.yaml --out {d}/run", ("--resume",)),
+    "a run of another config": ("run {d}/taiscore.yaml --out {d}/run --resume", ("different config",)),
+    "quickstart --fresh on a folder that is not a run": ("quickstart --out {d}/notrun --fresh", ("holds no run.sqlite",)),
+    "quickstart with too few prompts": ("quickstart --out {d}/q --prompts 2", ("at least 4",)),
+    # show / report / runs
+    "show a folder that is not a run": ("show {d}/notrun", ("notrun",)),
+    "show a corrupt store": ("show {d}/corrupt", ("run.sqlite",)),
+    "show a truncated store": ("show {d}/truncated", ("run.sqlite",)),
+    "show with a negative limit": ("show {d}/run --limit -1", ("--limit",)),
+    "report a folder that is not a run": ("report {d}/notrun", ("notrun",)),
+    "report a corrupt store": ("report {d}/corrupt", ("run.sqlite",)),
+    "missing argument": ("show", ("Missing argument",)),
+    "unknown option": ("runs --bogus", ("No such option",)),
+    "unknown command": ("frobnicate", ("frobnicate",)),
+    # judge
+    "judge input missing": ("judge taiscore --input {d}/none.jsonl --out {d}/o.jsonl", ("none.jsonl",)),
+    "judge input empty": ("judge taiscore --input {d}/empty.jsonl --out {d}/o.jsonl", ("no",)),
+    "judge bad JSONL line": ("judge outcome-gain --input {d}/rollouts_bad.jsonl --out {d}/o.jsonl", ("line 2",)),
+    "judge unknown kind": ("judge nicest --input {d}/rollouts.jsonl --out {d}/o.jsonl", ("nicest",)),
+    "judge bad scoring": ("judge taiscore --input {d}/rollouts.jsonl --out {d}/o.jsonl --scoring best",
+                          ("--scoring",)),
+    "judge unknown model spec": ("judge taiscore --input {d}/rollouts.jsonl --out {d}/o.jsonl --judge gpt5",
+                                 ("gpt5",)),
+    # eval
+    "agreement file missing": ("eval agreement --a {d}/none.jsonl --b {d}/scores.jsonl", ("none.jsonl",)),
+    "agreement file empty": ("eval agreement --a {d}/empty.jsonl --b {d}/scores.jsonl", ("holds no scores",)),
+    "agreement bad JSONL line": ("eval agreement --a {d}/scores_bad.jsonl --b {d}/scores.jsonl", ("line 2",)),
+    "agreement missing key": ("eval agreement --a {d}/noscore.jsonl --b {d}/scores.jsonl", ("score",)),
+    "agreement non-numeric score": ("eval agreement --a {d}/textscore.jsonl --b {d}/scores.jsonl", ("finite number",)),
+    "skill file missing": ("eval skill --skill {d}/none.md --data bundled:writing", ("none.md",)),
+    # validate
+    "validate code negative timeout": ("validate code --problem HumanEval/53 --solution {d}/add.py --timeout -1",
+                                       ("--timeout",)),
+    "validate code bad test form": ("validate code --problem HumanEval/53 --solution {d}/add.py --test hello",
+                                    ("CALL:", "STDIN:")),
+    "validate code unknown problem": ("validate code --problem HumanEval/999 --solution {d}/add.py", ("HumanEval/999",)),
+    "validate code missing solution": ("validate code --problem HumanEval/53 --solution {d}/none.py", ("none.py",)),
+    "validate code missing problems file": ("validate code --problem p --solution {d}/add.py --problems {d}/none.jsonl",
+                                            ("none.jsonl",)),
+    "validate fact bad mode": ("validate fact --entity E --sentence S --fact F --mode guess", ("--mode",)),
+    "refine unknown model spec": ("refine --prompt hi --actor gpt5", ("gpt5",)),
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    files = {
+        "malformed.yaml": "algorithm: [controls\n", "list.yaml": "- a\n- b\n", "empty.yaml": "",
+        "nope.yaml": "algorithm: nope\n", "typo.yaml": "algorithm: controls\nbatch_sise: 4\n",
+        "ok.yaml": "algorithm: controls\n", "taiscore.yaml": "algorithm: taiscore\n",
+        "rlac.yaml": "algorithm: rlac\ntask: code\n",
+        "conditions.yaml": "algorithm: taiscore\nconditions:\n  - {name: ../escape, preset: taiscore}\n",
+        "empty.jsonl": "", "bad.jsonl": json.dumps({"prompt": "p"}) + "\n{not json\n",
+        "noprompt.jsonl": json.dumps({"text": "p"}) + "\n",
+        "rollouts.jsonl": json.dumps({"x": "a", "y0": "b", "c": "c", "y1": "d"}) + "\n",
+        "rollouts_bad.jsonl": json.dumps({"x": "a", "y0": "b", "c": "c", "y1": "d"}) + "\n{oops\n",
+        "scores.jsonl": json.dumps({"group": "g", "candidate": "a", "score": 1}) + "\n",
+        "scores_bad.jsonl": json.dumps({"group": "g", "candidate": "a", "score": 1}) + "\n{oops\n",
+        "noscore.jsonl": json.dumps({"group": "g", "candidate": "a"}) + "\n",
+        "textscore.jsonl": json.dumps({"group": "g", "candidate": "a", "score": "high"}) + "\n",
+        "add.py": "def add(x, y):\n    return x + y\n",
+    }
+    for name, text in files.items():
+        (d / name).write_text(text)
+    (d / "notrun").mkdir()
+    (d / "notrun" / "precious.txt").write_text("not coevo's")
+    store = RunStore(d / "run")  # a run of the controls config, with work recorded
+    store.set_meta("config", {"algorithm": "controls"})
+    store.log_metrics("stage", {"x": 1.0})
+    store.close()
+    (d / "corrupt").mkdir()
+    (d / "corrupt" / "run.sqlite").write_bytes(b"this is not a database" * 100)
+    RunStore(d / "truncated").close()
+    whole = (d / "truncated" / "run.sqlite").read_bytes()
+    (d / "truncated" / "run.sqlite").write_bytes(whole[: len(whole) // 3])
+    with sqlite3.connect(d / "run" / "run.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 1
+    yield d
+    from coevo.llm.specs import clear_loaded
+
+    clear_loaded()  # what a case loaded on its way to the error is not shared with later tests
+
+
+def run_cli(argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["coevo", *argv])
+    with pytest.raises(SystemExit) as ended:
+        cli.main()
+    return ended.value.code, capsys.readouterr().err
+
+
+def test_the_table_is_long_enough():
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input_is_one_line_and_exit_2(name, folder, monkeypatch, capsys):
+    command, words = CASES[name]
+    monkeypatch.delenv("COEVO_UNSAFE_EXEC", raising=False)
+    code, stderr = run_cli(command.format(d=folder).split(), monkeypatch, capsys)
+    assert code == 2, (name, code, stderr)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), (name, stderr)
+    for word in words:
+        assert word in lines[0], (name, word, lines[0])
+    assert (folder / "notrun" / "precious.txt").exists()
+    assert not (folder / "r").exists(), f"{name}: a failed start created its run folder"
