@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-from pathlib import Path
 
 import pytest
 
