@@ -42,9 +42,10 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     from coevo.runner import DiskFull
     from coevo.store import StoreError
+    from coevo.train.common import TrainError
 
     return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable, StoreError,
-            DiskFull)
+            DiskFull, TrainError)
 
 
 def main() -> None:
@@ -458,8 +459,14 @@ def _print_skills(store) -> None:
     from coevo.algorithms.skills import versions
 
     records = versions(store)
+    algorithm = store.get_meta("algorithm")
+    if not records and algorithm not in (None, "decoevo"):
+        from coevo.config import ConfigError
+
+        raise ConfigError(f"{store.run_dir} is a {algorithm} run: skill versions come from `algorithm: decoevo` "
+                          "runs; drop --skills to see its rollouts")
     if not records:
-        out.print("no skill versions in this run (skills come from `algorithm: decoevo`)")
+        out.print("no skill versions in this run yet")
         return
     out.rule("skill history")
     for r in records:  # one line per version: long reasons wrap instead of squeezing a table

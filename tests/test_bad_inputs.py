@@ -54,6 +54,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "show a folder that is not a run": ("show {d}/notrun", ("notrun",)),
     "show a corrupt store": ("show {d}/corrupt", ("run.sqlite",)),
     "show a truncated store": ("show {d}/truncated", ("run.sqlite",)),
+    "skills of a run of another algorithm": ("show {d}/run --skills", ("is a controls run", "decoevo")),
     "show with a negative limit": ("show {d}/run --limit -1", ("--limit",)),
     "report a folder that is not a run": ("report {d}/notrun", ("notrun",)),
     "report a corrupt store": ("report {d}/corrupt", ("run.sqlite",)),
@@ -115,6 +116,7 @@ def folder(tmp_path_factory):
     (d / "notrun" / "precious.txt").write_text("not coevo's")
     store = RunStore(d / "run")  # a run of the controls config, with work recorded
     store.set_meta("config", {"algorithm": "controls"})
+    store.set_meta("algorithm", "controls")
     store.log_metrics("stage", {"x": 1.0})
     store.close()
     (d / "corrupt").mkdir()

@@ -23,7 +23,7 @@ from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci, win_rate
 from coevo.progress import map_batches
 from coevo.prompts import Templates
 from coevo.roles.refinement import build_refinement_roles
-from coevo.tasks.loaders import load_data
+from coevo.tasks.loaders import DataError, load_data
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.store import RunStore
@@ -71,7 +71,7 @@ def run_controls(config: ControlsConfig, store: RunStore) -> ControlsSummary:
     roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
     samples = load_data(config.data, roles.judge_model, config.sampling)
     if config.evaluator == "gold_rubric" and any(s.rubric is None for s in samples):
-        raise ValueError("the gold_rubric evaluator needs samples with rubrics; use evaluator: pairwise")
+        raise DataError("the gold_rubric evaluator needs samples with rubrics; use evaluator: pairwise")
     size = config.batch_size
     prompts = [s.prompt for s in samples]
     y0 = map_batches(roles.actor.respond, samples, size, "initial responses y0")
