@@ -35,6 +35,9 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "missing replay file": ("run {d}/ok.yaml --out {d}/r --set models.judge=replay:{d}/x.jsonl", ("no file",)),
     "malformed server spec": ("run {d}/ok.yaml --out {d}/r --set models.judge=openai:m@ftp://x", ("bad openai spec",)),
     "unknown engine": ("run {d}/ok.yaml --out {d}/r --set models.judge=smollm2:tpu", ("unknown engine",)),
+    "unreachable server": ("run {d}/ok.yaml --out {d}/r_server --set data.limit=2 --set models.actor=replay:{d}/replay.jsonl"
+                           " --set models.critic=replay:{d}/replay.jsonl --set models.judge=openai:m@http://127.0.0.1:9/v1"
+                           " --set models.options.judge.max_retries=0", ("127.0.0.1:9", "max_retries")),
     # run: data
     "data file missing": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/none.jsonl", ("none.jsonl",)),
     "data file empty": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/empty.jsonl", ("holds no samples",)),
@@ -109,6 +112,7 @@ def folder(tmp_path_factory):
         "noscore.jsonl": json.dumps({"group": "g", "candidate": "a"}) + "\n",
         "textscore.jsonl": json.dumps({"group": "g", "candidate": "a", "score": "high"}) + "\n",
         "add.py": "def add(x, y):\n    return x + y\n",
+        "replay.jsonl": json.dumps({"completion": "A short answer."}) + "\n",
     }
     for name, text in files.items():
         (d / name).write_text(text)
@@ -147,6 +151,7 @@ def test_the_table_is_long_enough():
 def test_bad_input_is_one_line_and_exit_2(name, folder, monkeypatch, capsys):
     command, words = CASES[name]
     monkeypatch.delenv("COEVO_UNSAFE_EXEC", raising=False)
+    monkeypatch.setenv("COEVO_QUIET", "1")  # no progress bars: the error line is all there is
     code, stderr = run_cli(command.format(d=folder).split(), monkeypatch, capsys)
     assert code == 2, (name, code, stderr)
     lines = [line for line in stderr.splitlines() if line.strip()]
