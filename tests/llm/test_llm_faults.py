@@ -82,7 +82,7 @@ def test_a_server_killed_and_restarted_mid_stage_is_waited_for(gguf):
     server = _start_server(gguf, port)
     try:
         with FaultProxy(f"http://127.0.0.1:{port}/v1") as proxy:
-            model = _model(proxy, concurrency=1, max_retries=8, backoff=0.5, timeout=30.0)
+            model = _model(proxy, concurrency=1, max_retries=12, backoff=0.5, max_backoff=10.0, timeout=60.0)
             prompts = [user(f"Say the number {i}.") for i in range(6)]
             results: list = []
             stage = threading.Thread(target=lambda: results.append(model.generate(prompts, GREEDY)))
