@@ -1,6 +1,7 @@
-"""A disk that fills up while a training stage writes its checkpoint (a small tmpfs): the
-error is recognised as a full disk (one line at the command line, coevo.runner.DiskFull),
-the last complete checkpoint is intact, and after space is freed the stage resumes from it."""
+"""A disk that fills up (a small tmpfs) while a training stage writes its checkpoint, or
+while the run store writes: the error is recognised as a full disk (one line at the command
+line, coevo.runner.DiskFull), what was written before is intact, and after space is freed
+the stage resumes from its last complete checkpoint and the store opens and takes writes."""
 
 import subprocess
 
@@ -11,7 +12,6 @@ from coevo.train import DPOSettings, LoRASettings, train_dpo
 from coevo.train.common import last_checkpoint
 from coevo.types import PreferencePair
 
-pytestmark = pytest.mark.slow
 PAIRS = [PreferencePair(prompt="Say hello.", chosen="Hello there, friend!", rejected="No."),
          PreferencePair(prompt="Name a color.", chosen="Blue, like a clear sky.", rejected="I will not.")]
 # A LoRA stage's checkpoint holds ~23 MB (adapter, its frozen reference, Adam state,
@@ -33,6 +33,23 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+def test_a_full_disk_under_the_store_keeps_what_it_holds(small_disk):
+    from coevo.store import RunStore
+
+    store = RunStore(small_disk / "run")
+    store.log_metrics("kept", {"x": 1.0})
+    with pytest.raises(Exception) as failed:
+        for i in range(100_000):  # ~35 MB of records: more than the disk holds
+            store.put_record("filler", str(i), {"text": "x" * 4096})
+    assert _disk_full(failed.value), repr(failed.value)
+    store.close()
+    subprocess.run(["mount", "-o", "remount,size=200m", str(small_disk)], check=True)  # space freed
+    again = RunStore(small_disk / "run")  # passes its integrity check
+    assert again.metrics("kept")[0]["value"] == 1.0
+    again.log_metrics("after", {"y": 2.0})
+
+
+@pytest.mark.slow
 def test_a_full_disk_keeps_the_last_checkpoint_and_the_stage_resumes_once_space_is_freed(small_disk):
     from coevo.llm.specs import load_model
 
