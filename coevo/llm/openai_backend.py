@@ -93,6 +93,10 @@ class OpenAIModel(PerRequestSampling):
         self._next_url = itertools.count()
         # Learnt on the first n>1 call: llama.cpp's server ignores `n` and answers once.
         self._n_supported: bool | None = None
+        # How the server takes an answer schema: OpenAI's `json_schema` form (vLLM, SGLang,
+        # OpenAI, llama.cpp's C++ server), or `json_object` + `schema` (llama-cpp-python's
+        # server, which answers the first form with an error naming `response_format`).
+        self._schema_form = "json_schema"
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
         self._clients: list[Any] = []
@@ -206,9 +210,7 @@ class OpenAIModel(PerRequestSampling):
         if sampling.logprobs:
             params.update(logprobs=True, top_logprobs=sampling.logprobs)
         if sampling.json_schema is not None:
-            # Structured outputs: vLLM, SGLang, llama.cpp server and OpenAI all accept this.
-            params["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "answer", "schema": json.loads(sampling.json_schema)}}
+            params["response_format"] = self._response_format(json.loads(sampling.json_schema))
         if self.extra_body:
             params["extra_body"] = self.extra_body
         start = next(self._next_url)
@@ -221,11 +223,18 @@ class OpenAIModel(PerRequestSampling):
                 async with limits[index]:  # `concurrency` requests in flight per URL
                     response = await clients[index].chat.completions.create(**params)
                 return _completions(response, sampling)
-            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+            except (openai.APIConnectionError, openai.RateLimitError) as exc:
                 # Refused, reset, timed out, cut short mid-body (all APIConnectionError), 429, 5xx.
                 failures.append(f"{url} ({_describe(exc)})")
                 asked = _retry_after(exc)
             except openai.APIStatusError as exc:
+                if _schema_form_refused(params, exc):
+                    # Learnt once per model (every request of a stage may hear it at once):
+                    # ask again at once, in the form this server takes.
+                    self._schema_form = "json_object"
+                    params["response_format"] = self._response_format(json.loads(sampling.json_schema))
+                    failures.append(f"{url} (answer schema form refused: {_describe(exc)})")
+                    continue
                 if exc.status_code < 500:
                     raise _Rejected(
                         f"{url} refused model {self.model!r}: HTTP {exc.status_code} {exc.message}",
@@ -247,6 +256,20 @@ class OpenAIModel(PerRequestSampling):
             f"model {self.model!r} failed after {self.max_retries + 1} attempts ({'; '.join(tried)}); "
             "check the server, or allow more with the model options max_retries / backoff"
         )
+
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self._schema_form == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+
+
+
+def _schema_form_refused(params: dict[str, Any], exc: Any) -> bool:
+    """The server rejected OpenAI's `json_schema` response format, naming it (llama-cpp-python
+    answers so, with a 500): the `json_object` + `schema` form is worth one more try."""
+    form = params.get("response_format") or {}
+    return form.get("type") == "json_schema" and "response_format" in str(getattr(exc, "message", ""))
 
 
 def _completions(response: Any, sampling: Sampling) -> list[Completion]:

@@ -15,7 +15,8 @@ the proxy acts it out:
     down       close the connection at once, reading nothing (a server gone)
 
 Once the script is spent every request takes `after` ("ok" unless set; "503" makes a server
-that stays down until `after` is set back). `log` records (fault, path) per request;
+that stays down until `after` is set back). `down_after_answers=K`: once the server has
+answered K requests, every request gets 503 (until it is set back to None). `log` records (fault, path) per request;
 `answered` holds the body of every request the server answered, in order.
 """
 
@@ -35,7 +36,8 @@ FAULTS = ("ok", "500", "502", "503", "429", "timeout", "reset", "truncate", "mal
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, script: list[str] | None = None, *, after: str = "ok", hold_s: float = 5.0):
+    def __init__(self, upstream: str, script: list[str] | None = None, *, after: str = "ok", hold_s: float = 5.0,
+                 down_after_answers: int | None = None):
         """`upstream`: the server's base URL (http://127.0.0.1:PORT/v1). `hold_s`: how long
         a `timeout` fault holds the connection."""
         for fault in [*(script or []), after]:
@@ -45,6 +47,7 @@ class FaultProxy:
         self.upstream_host, self.upstream_port = parts.hostname, parts.port
         self.script = deque(script or [])
         self.after = after
+        self.down_after_answers = down_after_answers
         self.hold_s = hold_s
         self.log: list[tuple[str, str]] = []
         self.answered: list[bytes] = []
@@ -85,7 +88,10 @@ class FaultProxy:
 
     def _next_fault(self, path: str) -> str:
         with self._lock:
-            fault = self.script.popleft() if self.script else self.after
+            if self.down_after_answers is not None and len(self.answered) >= self.down_after_answers:
+                fault = "503"
+            else:
+                fault = self.script.popleft() if self.script else self.after
             self.log.append((fault, path))
             return fault
 
