@@ -304,9 +304,10 @@ def validate_code(
     from coevo.tasks.loaders import DataError
     from coevo.validators.code import CodeValidator, ReferenceTests, parse_proposal, parse_testcase
 
-    if test is not None and parse_testcase(test)[0] is None:
-        raise typer.BadParameter(f"{parse_testcase(test)[1]}; write the test as \"CALL: f(1, 2)\" or "
-                                 "\"STDIN: input lines\"", param_hint="--test")
+    parsed, why = parse_testcase(test) if test is not None else (None, "")
+    if test is not None and parsed is None:
+        raise typer.BadParameter(f"{why}; write the test as \"CALL: f(1, 2)\" or \"STDIN: input lines\"",
+                                 param_hint="--test")
     by_id = {s.id: s for s in load_code_problems(problems)}
     if problem not in by_id:
         raise DataError(f"no problem {problem!r} in {problems}; ids look like {next(iter(by_id), '?')!r}")

@@ -95,6 +95,11 @@ def _disk_full(exc: BaseException) -> bool:
     return False
 
 
+def _disk_full_error(out: Path, exc: BaseException) -> DiskFull:
+    return DiskFull(f"no space left on the disk of {out} ({str(exc).splitlines()[0][:200]}); free space, then "
+                    "continue with --resume: finished stages and the last complete checkpoint are kept")
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (what a cluster scheduler sends before it preempts a job): handled like
     Ctrl-C, so the run stops where it is, marks itself interrupted (resumable: every finished
@@ -189,8 +194,7 @@ def run_experiment(
         raise
     except Exception as exc:
         if _disk_full(exc) and not isinstance(exc, DiskFull):  # the store's own writes, say
-            raise DiskFull(f"no space left on the disk of {out} ({str(exc).splitlines()[0][:200]}); "
-                           "free space, then continue with --resume") from exc
+            raise _disk_full_error(out, exc) from exc
         raise
     finally:
         if not terminated:
@@ -253,9 +257,7 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
                 store.set_meta("status", "interrupted" if interrupted else "failed")
                 store.set_meta("error", error)
             if full:
-                raise DiskFull(f"no space left on the disk of {out} ({str(exc).splitlines()[0][:200]}); "
-                               "free space, then continue with --resume: finished stages and the last "
-                               "complete checkpoint are kept") from exc
+                raise _disk_full_error(out, exc) from exc
             raise
         summary.setdefault("algorithm", algorithm)
         # How many processes trained: a launch that silently fell back to one shows here.

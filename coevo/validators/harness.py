@@ -36,7 +36,7 @@ import secrets
 PREFIX = "\n@@coevo-verdict "
 
 _SOURCE = r'''
-import builtins as _builtins, json as _json, math as _math, os as _os, sys as _sys
+import builtins as _builtins, json as _json, math as _math, os as _os, re as _re, sys as _sys
 
 _MAX_MESSAGE = 64 * 2**20
 
@@ -104,7 +104,6 @@ def _dec(x):
 
 def _canonical(x, depth=0):
     """A CALL result as comparable JSON (coevo's values_equal reads it); any object at all."""
-    import re
     if depth > 50:
         return {"__repr__": repr(x)[:1000]}
     if x is None or type(x) in (bool, int, str):
@@ -127,7 +126,7 @@ def _canonical(x, depth=0):
                 break
             out.append(_canonical(v, depth + 1))
         return {"__iter__": out}
-    return {"__repr__": re.sub(r" at 0x[0-9a-fA-F]+", "", repr(x))[:1000]}  # no addresses
+    return {"__repr__": _re.sub(r" at 0x[0-9a-fA-F]+", "", repr(x))[:1000]}  # no addresses
 
 
 def _send(fd, obj):

@@ -116,23 +116,15 @@ class FaultProxy:
             _answer(handler, 400, json.dumps({"error": {"message": "n > 1 is not supported"}}).encode(), {})
             return
         status, headers, payload = self._forward(handler, body)
-        if fault == "reset":
+        if fault in ("reset", "truncate"):  # the whole body announced, half of it sent
             handler.send_response(status)
             handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", str(len(payload)))
             handler.end_headers()
             handler.wfile.write(payload[: len(payload) // 2])
             handler.wfile.flush()
-            _reset(handler.connection)
-            handler.close_connection = True
-            return
-        if fault == "truncate":
-            handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(payload)))
-            handler.end_headers()
-            handler.wfile.write(payload[: len(payload) // 2])
-            handler.wfile.flush()
+            if fault == "reset":
+                _reset(handler.connection)
             handler.close_connection = True
             return
         _answer(handler, status, payload, {"Content-Type": headers.get("Content-Type", "application/json")})
