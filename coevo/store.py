@@ -25,8 +25,13 @@ STORE_FILE = "run.sqlite"
 
 #: The store layout's version, kept in SQLite's `user_version`. Raise it with every change
 #: of the tables below: a store of another version is refused (with the versions named)
-#: instead of being read wrongly. 2: metric rows keyed by (stage, round, name).
-SCHEMA_VERSION = 2
+#: instead of being read wrongly. 2: metric rows keyed by (stage, round, name). 3: each cached
+#: call keeps its request (messages and sampling), so a viewer can show the calls behind a
+#: rollout; a schema-2 store is upgraded in place (the column is added, old rows have none).
+SCHEMA_VERSION = 3
+
+#: Versions this coevo upgrades in place, each with the statements that do it.
+_UPGRADES = {2: ("ALTER TABLE llm_cache ADD COLUMN request TEXT",)}
 
 
 class StoreError(RuntimeError):
@@ -37,7 +42,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS llm_cache (
     key TEXT NOT NULL, idx INTEGER NOT NULL, model_id TEXT NOT NULL,
-    completion TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (key, idx));
+    completion TEXT NOT NULL, created REAL NOT NULL, request TEXT, PRIMARY KEY (key, idx));
 CREATE TABLE IF NOT EXISTS rollouts (
     id INTEGER PRIMARY KEY AUTOINCREMENT, stage TEXT NOT NULL, round INTEGER,
     sample_id TEXT NOT NULL, condition TEXT NOT NULL, record TEXT NOT NULL,
@@ -75,15 +80,25 @@ def _jsonable(value: Any) -> Any:
 class RunStore:
     """A run folder's SQLite file. Safe to share between threads of one process."""
 
-    def __init__(self, run_dir: str | Path):
+    def __init__(self, run_dir: str | Path, read_only: bool = False):
+        """Open (or create) the store of `run_dir`. `read_only`: open an existing store for
+        reading only (a viewer beside a running run): nothing is created, upgraded or written."""
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / STORE_FILE
+        self.read_only = read_only
+        if read_only and not self.path.is_file():
+            raise FileNotFoundError(f"{self.run_dir} is not a run folder (no {STORE_FILE})")
+        if not read_only:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
         # One connection, serialised by a lock: SQLite writes are serial anyway, and this
         # lets the async OpenAI backend's worker threads share the cache safely.
         self._lock = threading.RLock()
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            if read_only:
+                self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                           check_same_thread=False, isolation_level=None)
+            else:
+                self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._open()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is corrupt or truncated ({exc}); restore it from a copy, "
@@ -96,18 +111,33 @@ class RunStore:
         (check,) = self._db.execute("PRAGMA quick_check").fetchone()
         if check != "ok":
             raise sqlite3.DatabaseError(f"integrity check: {check}")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
         tables = self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        if self.read_only:
+            if version not in (SCHEMA_VERSION, *_UPGRADES):
+                self._refuse(version)
+            self._version = version
+            return
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        if tables and version in _UPGRADES:
+            with self.transaction() as db:
+                for statement in _UPGRADES[version]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            version = SCHEMA_VERSION
         if tables and version != SCHEMA_VERSION:
-            self._db.close()
-            age = "an older" if version < SCHEMA_VERSION else "a newer"
-            raise StoreError(f"{self.path} was written by {age} coevo (store schema {version}; this coevo "
-                             f"reads schema {SCHEMA_VERSION}); open it with the coevo version that wrote it, "
-                             "or start a new run folder")
+            self._refuse(version)
         self._db.executescript(_SCHEMA)
         self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._version = SCHEMA_VERSION
+
+    def _refuse(self, version: int) -> None:
+        self._db.close()
+        age = "an older" if version < SCHEMA_VERSION else "a newer"
+        raise StoreError(f"{self.path} was written by {age} coevo (store schema {version}; this coevo "
+                             f"reads schema {SCHEMA_VERSION}); open it with the coevo version that wrote it, "
+                         "or start a new run folder")
 
     def close(self) -> None:
         with self._lock:
@@ -157,13 +187,32 @@ class RunStore:
         self.cache_misses += n - len(found)
         return found
 
-    def cache_put(self, key: str, model_id: str, completions: dict[int, Completion]) -> None:
+    def cache_put(self, key: str, model_id: str, completions: dict[int, Completion],
+                  request: Any = None) -> None:
+        """Keep completions of one call key; `request` (the messages and sampling, JSON-able)
+        is kept beside them so the calls behind a rollout can be shown later."""
         now = time.time()
+        request_json = None if request is None else _dump(request)
         with self.transaction() as db:
             db.executemany(
-                "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?)",
-                [(key, i, model_id, c.model_dump_json(), now) for i, c in completions.items()],
+                "INSERT OR REPLACE INTO llm_cache (key, idx, model_id, completion, created, request)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(key, i, model_id, c.model_dump_json(), now, request_json) for i, c in completions.items()],
             )
+
+    def cached_calls(self, output_contains: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """Cached model calls, newest last: model id, request (None for calls cached before
+        schema 3) and completion text; only those whose completion contains `output_contains`."""
+        request = "request" if self._version >= 3 else "NULL"
+        sql = f"SELECT key, idx, model_id, completion, created, {request} FROM llm_cache"
+        args: tuple = ()
+        if output_contains:
+            sql, args = sql + " WHERE instr(completion, ?) > 0", (json.dumps(output_contains, ensure_ascii=False)[1:-1],)
+        rows = self._query(sql + " ORDER BY created, rowid LIMIT ?", (*args, limit))
+        return [{"key": key, "index": idx, "model_id": model_id, "created": created,
+                 "completion": Completion.model_validate_json(completion).text,
+                 "request": json.loads(req) if req else None}
+                for key, idx, model_id, completion, created, req in rows]
 
     def cache_size(self) -> int:
         return self._query("SELECT COUNT(*) FROM llm_cache")[0][0]
@@ -258,6 +307,17 @@ class RunStore:
         (a server down at the first load, say) holds none and may start over in place."""
         tables = ("rollouts", "judgments", "metrics", "records", "steps", "llm_cache")
         return any(self._query(f"SELECT 1 FROM {table} LIMIT 1") for table in tables)
+
+    def training_logs(self) -> list[dict[str, Any]]:
+        """Every finished training stage's per-step log, in the order they finished:
+        {"stage": name, "round": int | None, "history": TRL's `log_history` (one dict per
+        logged step: loss, grad_norm, learning_rate, reward, reward_std, kl, ...)}."""
+        out = []
+        for name, result in self._query("SELECT name, result FROM steps ORDER BY finished, rowid"):
+            record = json.loads(result) if result else None
+            if isinstance(record, dict) and isinstance(record.get("history"), list):
+                out.append({"stage": name, "round": record.get("round"), "history": record["history"]})
+        return out
 
     def finished_steps(self) -> list[str]:
         return [r[0] for r in self._query("SELECT name FROM steps ORDER BY finished")]

@@ -61,7 +61,7 @@ def test_stores_of_another_schema_version_are_refused(tmp_path):
     RunStore(tmp_path / "new").close()
     with sqlite3.connect(tmp_path / "new" / "run.sqlite") as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    for version, word in ((SCHEMA_VERSION - 1, "an older"), (SCHEMA_VERSION + 1, "a newer")):
+    for version, word in ((1, "an older"), (SCHEMA_VERSION + 1, "a newer")):
         folder = tmp_path / f"v{version}"
         folder.mkdir()
         with sqlite3.connect(folder / "run.sqlite") as db:
@@ -69,6 +69,34 @@ def test_stores_of_another_schema_version_are_refused(tmp_path):
             db.execute(f"PRAGMA user_version = {version}")
         with pytest.raises(StoreError, match=f"written by {word} coevo \\(store schema {version}"):
             RunStore(folder)
+
+
+def test_a_schema_2_store_is_upgraded_in_place_and_read_only_opens_write_nothing(tmp_path):
+    folder = tmp_path / "v2"
+    folder.mkdir()
+    with sqlite3.connect(folder / "run.sqlite") as db:  # the schema-2 cache table, one cached call
+        db.execute("CREATE TABLE llm_cache (key TEXT NOT NULL, idx INTEGER NOT NULL, model_id TEXT NOT NULL,"
+                   " completion TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (key, idx))")
+        db.execute("INSERT INTO llm_cache VALUES ('k', 0, 'm', '{\"text\": \"old answer\"}', 1.0)")
+        db.execute("PRAGMA user_version = 2")
+    viewer = RunStore(folder, read_only=True)  # a viewer reads the old layout as it is
+    assert [c["completion"] for c in viewer.cached_calls("old")] == ["old answer"]
+    assert viewer.cached_calls("old")[0]["request"] is None
+    viewer.close()
+    with sqlite3.connect(folder / "run.sqlite") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    store = RunStore(folder)  # a writer upgrades it
+    from coevo.types import Completion
+
+    store.cache_put("k2", "m", {0: Completion(text="new \"quoted\" answer")}, request={"messages": ["hi"]})
+    assert [c["request"] for c in store.cached_calls()] == [None, {"messages": ["hi"]}]
+    assert [c["completion"] for c in store.cached_calls('"quoted"')] == ['new "quoted" answer']
+    store.close()
+    with sqlite3.connect(folder / "run.sqlite") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    with pytest.raises(FileNotFoundError, match="not a run folder"):
+        RunStore(tmp_path / "absent", read_only=True)
+    assert not (tmp_path / "absent").exists()
 
 
 def test_a_corrupt_or_truncated_store_is_one_line_and_exit_2(tmp_path):

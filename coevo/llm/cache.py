@@ -15,15 +15,13 @@ from coevo.store import RunStore
 from coevo.types import Completion, Conversation, Sampling
 
 
+def call_request(conversation: Conversation, sampling: Sampling) -> dict:
+    """What a call asked: its messages and sampling (kept beside its cached answers)."""
+    return {"messages": [m.model_dump() for m in conversation], "sampling": sampling.model_dump(mode="json")}
+
+
 def call_key(model_id: str, conversation: Conversation, sampling: Sampling) -> str:
-    payload = json.dumps(
-        {
-            "model": model_id,
-            "messages": [m.model_dump() for m in conversation],
-            "sampling": sampling.model_dump(mode="json"),
-        },
-        sort_keys=True,
-    )
+    payload = json.dumps({"model": model_id, **call_request(conversation, sampling)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -71,18 +69,20 @@ class CachedModel(PerRequestSampling):
                 # run was stopped: keep the answers that did arrive, so a resumed run asks
                 # the model nothing that finished.
                 for j, completions in list(arrived.items()):
-                    self._keep(keys[rows[j]], found[rows[j]], n, completions)
+                    i = rows[j]
+                    self._keep(keys[i], found[i], n, completions, call_request(conversations[i], samplings[i]))
                 raise
             for i, completions in zip(rows, fresh):
-                self._keep(keys[i], found[i], n, completions)
+                self._keep(keys[i], found[i], n, completions, call_request(conversations[i], samplings[i]))
         return [
             [found[i][idx].model_copy(update={"cached": idx in hits[i]}) for idx in range(n)]
             for i in range(len(conversations))
         ]
 
-    def _keep(self, key: str, found: dict[int, Completion], n: int, completions: list[Completion]) -> None:
+    def _keep(self, key: str, found: dict[int, Completion], n: int, completions: list[Completion],
+              request: dict) -> None:
         """Store new completions in the sample slots still free, and note them in `found`."""
         free = [idx for idx in range(n) if idx not in found]
         new = dict(zip(free, completions))
-        self.store.cache_put(key, self.model_id, new)
+        self.store.cache_put(key, self.model_id, new, request=request)
         found.update(new)
