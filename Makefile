@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install sandbox quickstart test test-fast bench clean
+.PHONY: install sandbox browser quickstart test test-fast bench screenshots clean
 
-install: sandbox $(VENV)/.installed
+install: sandbox browser $(VENV)/.installed
 
 # bubblewrap isolates model-written code (RLAC code validator). Installed here when we are
 # root; otherwise a note, and the sandbox refuses to run (or needs --unsafe-exec).
@@ -14,6 +14,17 @@ sandbox:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; \
 	  else echo "note: bubblewrap (bwrap) is missing; install it as root (apt-get install -y bubblewrap) to run model-written code sandboxed"; fi; }
+
+# Headless Chromium and its driver, from Debian: the viewer's browser tests (tests/view/
+# test_browser.py, through Selenium) and `make screenshots` drive `coevo view` in it. No
+# browser download at test time. Installed here when we are root (no debconf questions:
+# CI has no terminal); otherwise a note, and those tests skip with a reason naming this target.
+browser:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q chromium chromium-driver || { apt-get update -q && apt-get install -y -q chromium chromium-driver; }; \
+	  else echo "note: chromium and chromium-driver are missing; install them as root (apt-get install -y chromium chromium-driver) to run the viewer's browser tests"; fi; }
 
 # torch first, pinned to the CPU build that lies on this machine's disk: an unpinned torch
 # (or one pulled in by another package) would download a multi-GB CUDA build.
@@ -57,6 +68,11 @@ test-fast: install
 
 bench: install
 	$(BIN)/python benchmarks/refine_throughput.py
+
+# PNGs of every viewer page into docs/screenshots/ (the README shows them): on RUN=folder,
+# or on replay runs built on the spot as the browser tests build them.
+screenshots: install
+	$(BIN)/python scripts/screenshots.py $(RUN)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

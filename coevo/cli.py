@@ -1,9 +1,17 @@
-"""The `coevo` command line (typer + rich). Each command is a thin shell over the library."""
+"""The `coevo` command line (typer + rich). Each command is a thin shell over the library.
+
+One vocabulary across commands (tests/test_cli_commands.py holds every command to it):
+`--out` is the run folder or output file; `--fresh` starts over and `--resume` continues;
+`--json` prints JSON; models are specs (`coevo models`) under `--model` (the generating
+roles), `--actor` / `--critic` (one of them) and `--judge`; a run folder read is an
+argument (RUN, RUNS_DIR); booleans are plain flags; judge kinds are spelled as in configs.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import NoReturn, Optional
@@ -13,22 +21,50 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+# Plain (click-style) help: flags read as flags (`--fresh`, with no `<bool>` after it), and
+# help piped into a file or grep is text, not boxes. Subcommands inherit `-h` from the root.
+_HELP = {"rich_markup_mode": None, "no_args_is_help": True}
 app = typer.Typer(
     help="coevo: co-evolve an LLM generator with its evaluator (TAIScore, RLAC, DecoEvo).",
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    **_HELP,
 )
-eval_app = typer.Typer(help="Evaluation utilities: judge agreement, critique-content controls.",
-                       no_args_is_help=True)
-validate_app = typer.Typer(
-    help="External validators (RLAC). `code` and `fact` come with the RLAC issue.",
-    no_args_is_help=True,
-)
+eval_app = typer.Typer(help="Judge agreement, human labels, skill transfer.\n\nAgreement between two judges' "
+                       "scores (or a judge's and human labels), the labels made in `coevo view`, and a DecoEvo "
+                       "solver skill on other data.", **_HELP)
+validate_app = typer.Typer(help="The RLAC validators by hand: code tests, facts.\n\nRun a critic's test case "
+                           "on code, or check a claimed wrong fact against a knowledge corpus.", **_HELP)
 app.add_typer(eval_app, name="eval")
 app.add_typer(validate_app, name="validate")
 out = Console(soft_wrap=True)  # long paths stay on one line (copyable, greppable)
 err = Console(stderr=True, soft_wrap=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from coevo import __version__
+
+        out.print(f"coevo {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Also show library warnings and TRL's "
+                                 "training logs on the terminal (they always go to RUN/coevo.log)."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print coevo's version and exit."),
+) -> None:
+    """coevo: co-evolve an LLM generator with its evaluator (TAIScore, RLAC, DecoEvo)."""
+    if verbose:
+        from coevo.logs import VERBOSE_ENV
+
+        # Read by coevo/logs.py (library warnings and TRL's logs always go to RUN/coevo.log;
+        # verbose, to the terminal too); an environment variable, so worker processes see it.
+        os.environ[VERBOSE_ENV] = "1"
+
 
 DEFAULT_RUNS = Path("runs")
 
@@ -96,26 +132,28 @@ def resume_command(argv: list[str]) -> str:
     import shlex
 
     args = [arg for arg in argv[1:] if arg != "--fresh"]
-    if args[:1] == ["run"] and "--resume" not in args:
+    command = next((arg for arg in args if not arg.startswith("-")), None)  # after root flags such as -v
+    if command == "run" and "--resume" not in args:
         args.append("--resume")
     return shlex.join(["coevo", *args])
 
 
 @app.command()
 def quickstart(
-    out_dir: Path = typer.Option(DEFAULT_RUNS / "quickstart", "--out", help="Run folder."),
-    prompts: int = typer.Option(6, help="How many bundled writing prompts to use (2 are held out)."),
-    model: str = typer.Option("smollm2", help="Model spec for the actor and critic (trainable: smollm2 or hf:)."),
-    judge: str = typer.Option("smollm2", help="Model spec for the frozen judge."),
-    fresh: bool = typer.Option(False, help="Start over instead of resuming an earlier quickstart."),
+    out_dir: Path = typer.Option(DEFAULT_RUNS / "quickstart", "--out", metavar="DIR", help="Run folder."),
+    prompts: int = typer.Option(6, metavar="N", help="How many bundled writing prompts to use (2 are held out)."),
+    model: str = typer.Option("smollm2", metavar="SPEC",
+                              help="Model of the actor and the critic (trainable: smollm2 or hf:PATH)."),
+    judge: str = typer.Option("smollm2", metavar="SPEC", help="Model of the frozen judge."),
+    fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier quickstart in --out and start over."),
 ) -> None:
-    """TAIScore co-evolution at its smallest: one round on a few bundled prompts.
+    """TAIScore co-evolution at its smallest (one round, ~10 min).
 
     The critic learns by GRPO from the TAIScore judge's rewards on the actor's revisions,
     then the actor learns by DPO from the revisions a critique-blind judge preferred. Prints
-    the held-out metrics before and after the round and the report's path. ~10 minutes on a
-    laptop CPU; run it again and it resumes (`--fresh` starts over). The critique-content
-    controls that quickstart used to run: `coevo run examples/controls.yaml --out DIR`.
+    the held-out metrics before and after the round and the report's path. About 10 minutes
+    on a laptop CPU; run it again and it resumes where it stopped (`--fresh` starts over).
+    Model specs: see `coevo models`. Bigger runs: `coevo run examples/taiscore_tiny.yaml --out DIR`.
     """
     from coevo.runner import remove_run_folder, run_experiment
 
@@ -156,15 +194,23 @@ def quickstart(
 
 @app.command()
 def run(
-    config: Path = typer.Argument(..., help="YAML config (see examples/)."),
-    out_dir: Path = typer.Option(..., "--out", help="Run folder (created)."),
-    resume: bool = typer.Option(False, help="Continue a killed or finished run in --out."),
-    fresh: bool = typer.Option(False, help="Delete the run in --out first and start over (run folders only)."),
-    set_: list[str] = typer.Option([], "--set", help="Override a config key: a.b=value."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="YAML config (see examples/)."),
+    out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="Run folder (created)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a killed, failed or finished run in --out."),
+    fresh: bool = typer.Option(False, "--fresh", help="Delete the run in --out first and start over "
+                               "(only ever a coevo run folder)."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
+                                   help="Override a config key, e.g. --set rounds=1 (repeatable)."),
     unsafe_exec: bool = typer.Option(False, "--unsafe-exec", help="Allow model-written code (RLAC on code) to run "
                                      "WITHOUT isolation where none works; a config's code.unsafe_exec alone cannot."),
 ) -> None:
-    """Run an experiment config: refine, controls, taiscore, rlac or decoevo (see examples/)."""
+    """Run an experiment config (see examples/).
+
+    The config's `algorithm` is refine, controls, taiscore, rlac or decoevo (examples/ has
+    one config of each). Everything goes into the run folder --out: run.sqlite (the store),
+    summary.json, report.html and coevo.log. Stopped (Ctrl-C, a crash, a killed job), it
+    continues with the same command and --resume.
+    """
     from coevo.runner import run_experiment
     from coevo.validators.sandbox import UNSAFE_ENV_VAR
 
@@ -186,17 +232,24 @@ def run(
 
 @app.command()
 def refine(
-    prompt: str = typer.Option(..., help="The instruction x."),
-    response: Optional[str] = typer.Option(None, help="An initial response y0 (else the actor writes one)."),
-    actor: str = typer.Option("smollm2", help="Actor model spec."),
-    critic: str = typer.Option("smollm2", help="Critic model spec."),
-    judge: str = typer.Option("smollm2", help="TAIScore judge model spec."),
+    prompt: str = typer.Option(..., metavar="TEXT", help="The instruction x."),
+    response: Optional[str] = typer.Option(None, metavar="TEXT",
+                                           help="An initial response y0 (else the actor writes one)."),
+    model: str = typer.Option("smollm2", metavar="SPEC", help="Model of the actor and the critic."),
+    actor: Optional[str] = typer.Option(None, metavar="SPEC", help="Model of the actor (default: --model)."),
+    critic: Optional[str] = typer.Option(None, metavar="SPEC", help="Model of the critic (default: --model)."),
+    judge: str = typer.Option("smollm2", metavar="SPEC", help="Model of the TAIScore judge."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """One critique-guided refinement: y0 -> critique -> y1 -> TAIScore judge."""
+    """One critique-guided refinement: y0, critique, y1, TAIScore.
+
+    The actor answers the instruction (or --response is y0), the critic critiques y0, the
+    actor revises it into y1, and the TAIScore judge scores the refinement. Model specs:
+    see `coevo models`.
+    """
     from coevo.algorithms.refine import refine_one
 
-    result = refine_one(prompt, response, actor=actor, critic=critic, judge=judge)
+    result = refine_one(prompt, response, actor=actor or model, critic=critic or model, judge=judge)
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
         return
@@ -209,21 +262,25 @@ def refine(
 
 @app.command()
 def judge(
-    kind: str = typer.Argument(..., help="taiscore | critique-quality | adherence | outcome-gain | pairwise | gold-rubric"),
-    input: Path = typer.Option(..., "--input", help="JSONL of rollouts: x (or prompt), y0, c, y1."),
-    out_file: Path = typer.Option(..., "--out", help="JSONL written with a 'judgment' field per line."),
-    judge_model: str = typer.Option("smollm2", "--judge", help="Judge model spec."),
-    scoring: str = typer.Option("expected", help="expected: probability-weighted mean over the score's tokens "
-                                "(where the backend returns log-probabilities); sampled: the integer written."),
+    kind: str = typer.Argument(..., metavar="KIND", help="The judge: taiscore, critique_quality, adherence, "
+                               "outcome_gain or pairwise, spelled as in configs (a hyphen works too)."),
+    input: Path = typer.Option(..., "--input", metavar="FILE", help="JSONL of rollouts: x (or prompt), y0, c, y1."),
+    out_file: Path = typer.Option(..., "--out", metavar="FILE", help="JSONL written with a 'judgment' field per line."),
+    judge_model: str = typer.Option("smollm2", "--judge", metavar="SPEC", help="Model of the judge."),
+    scoring: str = typer.Option("expected", metavar="expected|sampled",
+                                help="expected: the probability-weighted mean over the score's tokens (where the "
+                                "backend returns log-probabilities); sampled: the integer the judge wrote."),
 ) -> None:
     """Score a JSONL file of rollouts with one judge.
 
     Each output line gets `judgment`: `score` (null when unreadable), `valid`, `sampled` and
-    `expected`, the diagnostics in `scores` / `reasons`, and for taiscore and critique-quality
+    `expected`, the diagnostics in `scores` / `reasons`, and for taiscore and critique_quality
     `reward`, the GRPO training reward (0.0 for an unreadable answer or an empty critique).
+    The gold_rubric judge needs rubrics: it runs inside `coevo run`.
     """
-    from coevo.judging import judge_file
+    from coevo.judging import judge_file, judge_name
 
+    kind = judge_name(kind)  # an unknown judge is named before any file is read
     if scoring not in ("expected", "sampled"):
         raise typer.BadParameter(f"--scoring must be expected or sampled, not {scoring!r}")
     counts = judge_file(kind, input, out_file, judge_model, scoring=scoring)
@@ -232,11 +289,16 @@ def judge(
 
 @eval_app.command("agreement")
 def eval_agreement(
-    a: Path = typer.Option(..., "--a", help="JSONL of {group, candidate, score} from judge A."),
-    b: Path = typer.Option(..., "--b", help="The same from judge B."),
-    as_json: bool = typer.Option(False, "--json"),
+    a: Path = typer.Option(..., "--a", metavar="FILE", help="JSONL of {group, candidate, score} from judge A."),
+    b: Path = typer.Option(..., "--b", metavar="FILE", help="The same from judge B (or human labels)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Top-1 overlap and pairwise agreement between two judges (TAIScore D.1)."""
+    """Top-1 overlap and pairwise agreement between two judges.
+
+    The measures of TAIScore's appendix D.1: per group, do the two judges' top-scored
+    candidates overlap, and over candidate pairs, do they order them the same way (pairs
+    either judge ties are left out). Lines with an unreadable score are counted as invalid.
+    """
     from coevo.eval.agreement import judge_agreement, read_scores_jsonl
 
     file_a, file_b = read_scores_jsonl(a), read_scores_jsonl(b)
@@ -248,17 +310,57 @@ def eval_agreement(
         _print_table({"columns": list(report), "rows": [report]}, title="judge agreement")
 
 
-@eval_app.command("skill")
-def eval_skill(
-    skill: Path = typer.Option(..., "--skill", help="A solver skill file (e.g. RUN/skills/decoevo/seed0/solver_v3.md)."),
-    data: str = typer.Option(..., "--data", help="bundled:NAME, a JSONL/Parquet file or a datasets folder, with gold rubrics."),
-    model: str = typer.Option("smollm2", "--model", help="Model spec of the solver (and of the grader unless --grader)."),
-    grader: Optional[str] = typer.Option(None, "--grader", help="Model spec of the gold-rubric grader."),
-    limit: Optional[int] = typer.Option(None, help="Use only the first LIMIT samples."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="Run folder whose store caches the calls."),
+@eval_app.command("annotations")
+def eval_annotations(
+    run: Path = typer.Argument(..., metavar="RUN", help="A run folder with labels made in `coevo view` (Annotate)."),
+    out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for human.jsonl and judge.jsonl."),
+    stage: Optional[str] = typer.Option(None, "--stage", metavar="NAME", help="Only this stage's labels (default: every stage's)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Apply a final DecoEvo solver skill to another dataset, no updates (transfer); gold-rubric score."""
+    """Export human labels and the judge's scores.
+
+    Human pairwise labels and the judge's scores of the same pairs.
+
+    Writes DIR/human.jsonl (each label as scores: 1 for the preferred text, 0 for the
+    other, 0.5 each for a tie) and DIR/judge.jsonl (the judge that scored most of the
+    labelled pairs; judge_NAME.jsonl for each when several did), the {group, candidate,
+    score} lines `coevo eval agreement --a DIR/human.jsonl --b DIR/judge.jsonl` compares.
+    """
+    from coevo.view.annotate import export_annotations
+
+    result = export_annotations(run, out_dir, stage=stage)
+    if as_json:
+        print(json.dumps(result))
+        return
+    out.print(f"wrote {result['human']}: {result['labels']} labelled pairs")
+    if result["judge"] is None:
+        out.print("no judge scored these pairs, so there is no judge.jsonl to compare with")
+        return
+    for name, path in result["judges"].items():
+        out.print(f"wrote {path}: judge {name}")
+    out.print(f"agreement: coevo eval agreement --a {result['human']} --b {result['judge']}")
+
+
+@eval_app.command("skill")
+def eval_skill(
+    skill: Path = typer.Option(..., "--skill", metavar="FILE",
+                               help="A solver skill file (e.g. RUN/skills/decoevo/seed0/solver_v3.md)."),
+    data: str = typer.Option(..., "--data", metavar="SOURCE",
+                             help="bundled:NAME, a JSONL/Parquet file or a datasets folder, with gold rubrics."),
+    model: str = typer.Option("smollm2", "--model", metavar="SPEC",
+                              help="Model of the solver (and of the grader unless --judge)."),
+    grader: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
+                                         help="Model of the gold_rubric judge that grades the answers."),
+    limit: Optional[int] = typer.Option(None, min=1, metavar="N", help="Use only the first N samples."),
+    cache: Optional[Path] = typer.Option(None, "--cache", metavar="DIR",
+                                         help="A run folder whose store caches the model calls."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """A DecoEvo solver skill on another dataset (transfer).
+
+    Applies a final solver skill to other data with no updates, and scores the answers with
+    the gold_rubric judge (0-1).
+    """
     from coevo.algorithms.decoevo import evaluate_skill
     from coevo.algorithms.skills import read_skill_file
     from coevo.llm.specs import load_model
@@ -280,18 +382,23 @@ def eval_skill(
 
 @validate_app.command("code")
 def validate_code(
-    problem: str = typer.Option(..., help="Problem id, e.g. HumanEval/12."),
-    solution: Path = typer.Option(..., exists=True, dir_okay=False, readable=True,
+    problem: str = typer.Option(..., metavar="ID", help="Problem id, e.g. HumanEval/12."),
+    solution: Path = typer.Option(..., exists=True, dir_okay=False, readable=True, metavar="FILE",
                                   help="File with the candidate solution (code or a model answer)."),
-    test: str | None = typer.Option(None, help="The critic's test: \"CALL: f(args)\", \"STDIN: input\" or a "
-                                    "<testcase> answer. Without it, the problem's own tests run on the solution."),
-    problems: str = typer.Option("humaneval", help="Where the problem lives: humaneval or a JSONL file."),
-    timeout: float = typer.Option(5.0, min=0.1, max=3600, help="Wall-clock seconds per sandboxed run."),
+    test: str | None = typer.Option(None, metavar="TEST", help="The critic's test: \"CALL: f(args)\", \"STDIN: "
+                                    "input\" or a <testcase> answer. Without it, the problem's own tests run on "
+                                    "the solution."),
+    problems: str = typer.Option("humaneval", metavar="SOURCE",
+                                 help="Where the problem lives: humaneval or a JSONL file."),
+    timeout: float = typer.Option(5.0, min=0.1, max=3600, metavar="SECONDS",
+                                  help="Wall-clock limit of each sandboxed run."),
     unsafe_exec: bool = typer.Option(False, "--unsafe-exec", help="Run WITHOUT isolation when none is available."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Run a critic's test case on the reference and on a candidate, both sandboxed (RLAC);
-    without --test, run the problem's own tests on the candidate.
+    """Run a critic's test case (or a problem's tests) on code.
+
+    The critic's test runs on the reference solution and on the candidate, both sandboxed
+    (RLAC); without --test, the problem's own tests run on the candidate.
 
     With --test, the verdict is caught (outputs differ, or the candidate crashes / times
     out), survived (outputs match) or invalid (the test fails on the reference). Without it,
@@ -340,17 +447,21 @@ def validate_code(
 
 @validate_app.command("fact")
 def validate_fact(
-    entity: str = typer.Option(..., help="Who the text is about, e.g. \"Albert Einstein\"."),
-    sentence: str = typer.Option(..., help="The biography sentence the critic named."),
-    fact: str = typer.Option(..., help="The critic's claimed wrong fact (error_fact)."),
-    corpus: str = typer.Option("bundled:bios", help="Knowledge source: bundled:bios or a JSONL of {title, text}."),
-    judge: str = typer.Option("smollm2", help="Model spec of the entailment judge."),
-    mode: str = typer.Option("llm", help="Entailment by the judge model (llm), by word overlap (lexical), "
-                             "or the judge gated by overlap (hybrid)."),
+    entity: str = typer.Option(..., metavar="NAME", help="Who the text is about, e.g. \"Albert Einstein\"."),
+    sentence: str = typer.Option(..., metavar="TEXT", help="The biography sentence the critic named."),
+    fact: str = typer.Option(..., metavar="TEXT", help="The critic's claimed wrong fact (error_fact)."),
+    corpus: str = typer.Option("bundled:bios", metavar="SOURCE",
+                               help="Knowledge source: bundled:bios or a JSONL of {title, text}."),
+    judge: str = typer.Option("smollm2", metavar="SPEC", help="Model of the entailment judge."),
+    mode: str = typer.Option("llm", metavar="llm|lexical|hybrid", help="Entailment by the judge model (llm), by "
+                             "word overlap (lexical), or the judge gated by overlap (hybrid)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Check a critic's claimed wrong fact: authenticity (is it in the sentence?), then
-    verification against the knowledge corpus (BM25 passages + entailment judge)."""
+    """Check a critic's claimed wrong fact against a knowledge corpus.
+
+    First authenticity (is the fact in the sentence?), then verification against the
+    corpus (BM25 passages and an entailment judge), as RLAC's fact validator does.
+    """
     import time
 
     from coevo.types import Proposal, Sample
@@ -384,8 +495,11 @@ def validate_fact(
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="Run folder.")) -> None:
-    """Write the run's self-contained report.html."""
+def report(run_dir: Path = typer.Argument(..., metavar="RUN", help="Run folder.")) -> None:
+    """Write the run's report.html (opens offline).
+
+    The same page as `coevo view` shows for the run, as one self-contained file.
+    """
     from coevo.report import build_report
 
     _require_run(run_dir)
@@ -393,59 +507,193 @@ def report(run_dir: Path = typer.Argument(..., help="Run folder.")) -> None:
 
 
 @app.command()
-def runs(root: Path = typer.Option(DEFAULT_RUNS, help="Folder holding run folders.")) -> None:
-    """List the run folders under ROOT."""
-    from coevo.runner import list_runs
+def view(
+    run_or_runs_dir: Path = typer.Argument(DEFAULT_RUNS, metavar="RUN_OR_RUNS_DIR",
+                                           help="A run folder, or a folder of run folders."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, metavar="PORT",
+                             help="Port to serve on (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS", help="Address to bind; the default is reachable from "
+                             "this machine only. The viewer is read-only but shows everything in the runs."),
+) -> None:
+    """Browse runs in a local web page.
 
-    rows = list_runs(root)
-    if not rows:
-        out.print(f"no runs under {root}")
+    Results, plots, training curves, samples, proposals, skills and pairwise annotation.
+
+    Read-only: a run still going can be watched (reload the page). Ctrl-C stops the server.
+    """
+    from coevo.runinfo import find_runs
+
+    if not run_or_runs_dir.is_dir():
+        raise FileNotFoundError(f"{run_or_runs_dir} is not a folder; give a run folder or a folder of run folders "
+                                "(see `coevo runs`)")
+    if not find_runs(run_or_runs_dir):
+        raise FileNotFoundError(f"no run folders in {run_or_runs_dir} (a run folder holds run.sqlite, here or up to two "
+                                "levels down); start one with `coevo run CONFIG --out DIR`, or point at another folder")
+    from coevo.view.app import serve
+
+    serve([run_or_runs_dir], host=host, port=port, announce=lambda url: out.print(
+        f"coevo view: {url}  (serving {run_or_runs_dir}; Ctrl-C stops it)", highlight=False))
+
+
+@app.command()
+def runs(
+    root: Path = typer.Argument(DEFAULT_RUNS, metavar="RUNS_DIR",
+                                help="Folder of run folders (searched two levels deep), or one run folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per run."),
+) -> None:
+    """List runs: status, start, duration and headline metrics.
+
+    Status is running, finished, failed (with its error), interrupted, or resumable (its
+    process is gone without finishing: continue it with `coevo run CONFIG --out DIR --resume`).
+    """
+    from coevo.runinfo import format_duration, runs_under
+
+    infos = runs_under(root)
+    if as_json:
+        for info in infos:
+            print(json.dumps(info.model_dump(), ensure_ascii=False))
         return
+    if not infos:
+        out.print(f"no run folders under {root} (start one: `coevo quickstart` or `coevo run CONFIG --out DIR`)",
+                  highlight=False)
+        return
+    rows = []
+    for info in infos:
+        status, _, why = info.status.partition(": ")  # "unreadable: <why>"
+        rows.append({"run": info.run, "algorithm": info.algorithm, "status": status,
+                     "started": info.started or "?", "duration": format_duration(info.duration_s),
+                     "rollouts": info.rollouts, "headline metrics": _headline(info.headline),
+                     "error": info.error or why})  # last: long, and most rows have none
     _print_table({"columns": list(rows[0]), "rows": rows}, title=f"runs under {root}")
+
+
+def _headline(metrics: dict) -> str:
+    return ", ".join(f"{name} {_cell(value)}" for name, value in metrics.items()) or "—"
 
 
 @app.command()
 def show(
-    run_dir: Path = typer.Argument(..., help="Run folder."),
-    limit: int = typer.Option(5, min=0, help="How many rollouts to print."),
+    run_dir: Path = typer.Argument(..., metavar="RUN", help="Run folder."),
+    stage: Optional[str] = typer.Option(None, "--stage", metavar="NAME",
+                                        help="Only the rollouts of this stage (the list of stages is printed)."),
+    round_: Optional[int] = typer.Option(None, "--round", metavar="N", help="Only the rollouts of round N."),
+    condition: Optional[str] = typer.Option(None, "--condition", metavar="NAME",
+                                            help="Only the rollouts of this condition (e.g. matched, shuffled)."),
+    limit: int = typer.Option(5, min=0, metavar="N", help="How many rollouts to print."),
     config: bool = typer.Option(False, "--config", help="Print the run's config instead."),
     skills: bool = typer.Option(False, "--skills", help="Print the skill history (DecoEvo) instead."),
 ) -> None:
-    """Print a run's rollouts (instruction, y0, critique, y1, scores)."""
+    """Print a run's status and rollouts, with their scores.
+
+    Each rollout is headed by its round, stage, sample and condition, then each judge's
+    score. `coevo view RUN` shows the same in a browser, with every rollout and the plots.
+    """
     from coevo.store import RunStore
 
     _require_run(run_dir)
-    store = RunStore(run_dir)
-    if config:
-        out.print_json(data=store.get_meta("config"))
-        return
-    if skills:
-        _print_skills(store)
-        return
-    from coevo.runlock import run_status
+    store = RunStore(run_dir, read_only=True)  # a look, never a write: the run may be going on
+    try:
+        if config:
+            out.print_json(data=store.get_meta("config"))
+        elif skills:
+            _print_skills(store)
+        else:
+            stages = store.rollout_stages()
+            if stage is not None and stage not in dict(stages):
+                raise typer.BadParameter(f"no stage {stage!r} in {run_dir}; its stages: " + (", ".join(
+                    f"{name} ({n} rollouts)" for name, n in stages) or "none yet"), param_hint="--stage")
+            _print_run_header(run_dir)
+            _print_rollouts(store, stages, stage=stage, round_=round_, condition=condition, limit=limit)
+    finally:
+        store.close()
 
-    status = run_status(run_dir, store.get_meta("status"))
-    out.print(f"[bold]{store.get_meta('algorithm', '?')}[/] run, {status}"
-              + (f": {store.get_meta('error')}" if status in ("failed", "interrupted") else "")
-              + (f" (continue with `coevo run CONFIG --out {run_dir} --resume`)"
-                 if status in ("failed", "interrupted", "resumable") else ""), highlight=False)
+
+def _print_run_header(run_dir: Path) -> None:
+    """One line: algorithm, status (with the error and how to go on), start, duration, results."""
+    from coevo.runinfo import format_duration, run_info
+
+    info = run_info(run_dir)
+    line = f"[bold]{escape(info.algorithm)}[/] run, {escape(info.status)}"
+    if info.error:
+        line += f": {escape(info.error)}"
+    if info.status in ("failed", "interrupted", "resumable"):
+        line += f" (continue with `coevo run CONFIG --out {escape(str(run_dir))} --resume`)"
+    if info.started:
+        line += f"; started {info.started}, ran {format_duration(info.duration_s)}"
+    out.print(line, highlight=False)
+    if info.headline:
+        out.print(f"headline metrics: {_headline(info.headline)}", highlight=False)
     summary_file = run_dir / "summary.json"
     if summary_file.is_file():
         processes = json.loads(summary_file.read_text(encoding="utf-8")).get("world_size")
         if processes:
             out.print(f"trained by {processes} process{'es' if processes > 1 else ''} (world_size)")
-    for rollout in store.rollouts()[:limit]:
-        scores = {k: j.score for k, j in rollout.judgments.items()}
-        out.rule(f"{rollout.sample_id} · {rollout.condition} · {scores}")
-        for key, text in (("x", rollout.x), ("y0", rollout.y0), ("c", rollout.c), ("y1", rollout.y1)):
+
+
+def _print_rollouts(store, stages: list[tuple[str, int]], *, stage: str | None, round_: int | None,
+                    condition: str | None, limit: int) -> None:
+    """The rollouts that pass the filters, the first `limit` of them, each under a heading."""
+    if not stages:
+        out.print("no rollouts in this run yet")
+        return
+    rows = store.rollout_rows(stage)
+    for row in rows:  # a training stage saves its rollouts without a round; its name has it
+        if row["round"] is None and (named := re.search(r"(?:^|/)round(\d+)(?:/|$)", row["stage"])):
+            row["round"] = int(named.group(1))
+    rows = [row for row in rows if (round_ is None or row["round"] == round_)
+            and (condition is None or row["rollout"].condition == condition)]
+    picked = ", ".join(f"{name} {value}" for name, value in
+                       (("stage", stage), ("round", round_), ("condition", condition)) if value is not None)
+    if not rows:
+        rounds = sorted({row["round"] for row in store.rollout_rows(stage) if row["round"] is not None}
+                        | {int(n) for name, _ in stages for n in re.findall(r"(?:^|/)round(\d+)(?:/|$)", name)})
+        out.print(f"no rollouts with {picked}; stages: {', '.join(name for name, _ in stages)}; "
+                  f"rounds: {', '.join(map(str, rounds)) or 'none logged'}", highlight=False)
+        return
+    out.print(f"{min(limit, len(rows))} of {len(rows)} rollouts" + (f" ({picked})" if picked else "")
+              + (" (--limit N shows more)" if limit < len(rows) else "")
+              + "; stages: " + ", ".join(f"{name} ({n})" for name, n in stages), highlight=False)
+    for row in rows[:limit]:
+        rollout = row["rollout"]
+        heading = " · ".join(part for part in (
+            f"round {row['round']}" if row["round"] is not None else "",
+            f"stage {row['stage']}", f"sample {rollout.sample_id}", f"condition {rollout.condition}") if part)
+        _heading(heading)
+        for judge, judgment in rollout.judgments.items():
+            out.print(f"[bold]{escape(judge)}[/]: {escape(_judgment_line(judgment))}", highlight=False)
+        for label, text in (("x (instruction)", rollout.x), ("y0 (first answer)", rollout.y0),
+                            ("critique", rollout.c), ("y1 (revision)", rollout.y1)):
             if text:
-                out.print(f"[bold]{key}[/]: ", end="")
-                out.print(text, markup=False)
+                out.print(f"[bold]{label}[/]: ", end="")
+                out.print(text, markup=False, highlight=False)
+
+
+def _heading(text: str) -> None:
+    """A rule with `text` in it; a heading too long for the width is printed whole instead
+    (a rule would cut it short with an ellipsis)."""
+    if len(text) + 6 <= out.width:
+        out.rule(escape(text))
+    else:
+        out.print(f"── {text}", markup=False, highlight=False)
+
+
+def _judgment_line(judgment) -> str:
+    """`7 (reward 7; critique_quality 6, quality_gain 6)`, or `invalid: why`."""
+    def number(value: float) -> str:
+        return f"{round(value, 3):g}"
+
+    if not judgment.valid or judgment.score is None:
+        return f"invalid: {judgment.error or 'unreadable answer'}"
+    parts = [f"reward {number(judgment.reward)}" if judgment.reward is not None else "",
+             ", ".join(f"{name} {number(value)}" for name, value in judgment.scores.items())]
+    parts = [part for part in parts if part]
+    return number(judgment.score) + (f" ({'; '.join(parts)})" if parts else "")
 
 
 @app.command()
-def models(prepare: bool = typer.Option(False, help="Convert the embedded model for transformers now.")) -> None:
-    """List the accepted model specs and prepare the embedded model."""
+def models(prepare: bool = typer.Option(False, "--prepare", help="Convert the embedded model for transformers "
+                                         "now (else the first training run does).")) -> None:
+    """List the model specs every --model / --judge / config accepts."""
     from coevo.llm.specs import describe_specs
 
     if prepare:
@@ -476,7 +724,7 @@ def _print_skills(store) -> None:
                   f"{r.decision.upper()}: {r.why}", markup=False, highlight=False)
     for r in records:
         if r.diff:
-            out.rule(f"{r.method} seed{r.seed} {r.name} v{r.parent} -> v{r.version} ({r.decision})")
+            _heading(f"{r.method} seed{r.seed} {r.name} v{r.parent} -> v{r.version} ({r.decision})")
             out.print(r.diff, markup=False, highlight=False)
 
 
@@ -488,13 +736,34 @@ def _require_run(run_dir: Path) -> None:
 
 
 def _print_table(table: dict, title: str) -> None:
+    """A rich table. On a terminal long cells fold to fit the window; piped into a file, grep
+    or a CI log, the table takes the width its cells need, so no name or path breaks mid-word."""
+    from rich.measure import Measurement
+
+    piped = not out.is_terminal
     view = Table(title=title)
-    for column in table["columns"]:
-        view.add_column(str(column), overflow="fold")
-    for row in table["rows"]:
-        view.add_row(*[f"{row.get(c):.3f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
-                       for c in table["columns"]])
-    out.print(view)
+    columns = [c for c in table["columns"] if any(row.get(c, "") != "" for row in table["rows"])
+               or not table["rows"]]  # a column blank in every row (no errors, say) takes no room
+    cells = [[_cell(row.get(c)) for c in columns] for row in table["rows"]]
+    for i, column in enumerate(columns):
+        # On a terminal too, the first column (the row's name) and short values keep whole:
+        # the long free-text columns wrap at spaces instead.
+        whole = piped or i == 0 or max((len(row[i]) for row in cells), default=0) <= 20
+        view.add_column(str(column), overflow="fold", no_wrap=whole)
+    for row in cells:
+        view.add_row(*row)
+    if not piped:
+        out.print(view)
+        return
+    natural = Measurement.get(out, out.options.update(max_width=100_000), view).maximum
+    # A console of that width (Console.print's own `width` cannot exceed the console's).
+    Console(width=max(natural, out.width), soft_wrap=True).print(view)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "—" if value is None else str(value)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,24 @@ from coevo.roles.judges import JUDGES
 from coevo.tasks.loaders import DataError
 from coevo.types import JudgeSampling, Judgment, Rollout, Sampling
 
+#: Judge names, spelled as configs spell them (`reward: outcome_gain`, `judges: [...]`); this
+#: spelling is the one help texts and errors show. A hyphen is read as an underscore, so
+#: `coevo judge outcome-gain` (the CLI's old spelling) still works.
 JUDGE_NAMES = ("taiscore", "critique_quality", "adherence", "outcome_gain", "pairwise", "gold_rubric")
+
+
+def judge_name(name: str) -> str:
+    """The canonical spelling of a judge's name (`outcome-gain` -> `outcome_gain`); an
+    unknown name is a ConfigError that lists the known ones."""
+    canonical = name.strip().replace("-", "_")
+    if canonical not in JUDGE_NAMES:
+        raise ConfigError(f"unknown judge {name!r}; choose from {', '.join(JUDGE_NAMES)}")
+    return canonical
 
 
 def rollout_judge(name: str, model: ChatModel, sampling: Sampling, template: str | None = None) -> Scorer:
     """A judge by config name (every judge is a `Scorer` over rollouts)."""
-    judge = JUDGES.get(name.replace("-", "_"))
-    if judge is None or judge.name not in JUDGE_NAMES:
-        raise ConfigError(f"unknown judge {name!r}; choose from {list(JUDGE_NAMES)}")
-    return judge(model, sampling, template)
+    return JUDGES[judge_name(name)](model, sampling, template)
 
 
 #: Judges whose score serves as a GRPO reward (TAIScore §5: the reward ablations).
@@ -84,10 +93,10 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
     from coevo.config import SamplingConfig
     from coevo.llm.specs import load_model
 
-    kind = kind.replace("-", "_")
+    kind = judge_name(kind)
     if kind == "gold_rubric":
-        raise ConfigError("gold-rubric judging needs samples with rubrics: use `coevo run` with a "
-                          "controls or refine config instead")
+        raise ConfigError("the gold_rubric judge needs samples with rubrics, which a rollouts file does not "
+                          "carry: use `coevo run` with a controls or refine config instead")
     rollouts = read_rollouts(input_path)
     sampling = sampling or SamplingConfig().judge
     if scoring is not None:

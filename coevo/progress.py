@@ -1,7 +1,9 @@
-"""Progress bars for every long loop, on stderr so `--json` output stays clean."""
+"""Progress bars for every long loop, and coevo's one-line announcements (a finished
+training stage), on stderr so `--json` output stays clean."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,6 +15,16 @@ console = Console(stderr=True)
 
 
 _active: Progress | None = None
+_announce_log = logging.getLogger("coevo.progress")
+
+
+def announce(line: str) -> None:
+    """One line of coevo's own progress: on the terminal (above any live bars, unless
+    COEVO_QUIET) and in the run's log file. The record is marked as already shown, so the
+    terminal handler of coevo/logs.py does not print it a second time."""
+    _announce_log.info(line, extra={"coevo_shown": True})
+    if not os.environ.get("COEVO_QUIET"):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @contextmanager

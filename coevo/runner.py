@@ -22,6 +22,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from coevo.config import ConfigError, apply_overrides, read_yaml, validate
+from coevo.logs import run_logging
+from coevo.provenance import provenance
 from coevo.runlock import RunLock, holder, run_status
 from coevo.store import STORE_FILE, RunStore, StoreError
 
@@ -126,12 +128,16 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def preflight(config: BaseModel) -> None:
     """What a run needs that can be checked before anything is created: every model spec
-    names something that can load (`check_spec`) and every data source reads and holds
-    samples. A bad start then leaves no run folder behind to trip over once it is fixed."""
+    names something that can load (`check_spec`), every data source reads and holds
+    samples, and every training block's `report_to` integration is installed. A bad start
+    then leaves no run folder behind to trip over once it is fixed."""
     from coevo.algorithms.taiscore import ConditionSpec
     from coevo.config import DataConfig, ModelRoles
     from coevo.llm.specs import check_spec
     from coevo.tasks.loaders import load_samples
+    from coevo.train.dpo import DPOSettings
+    from coevo.train.grpo import GRPOSettings
+    from coevo.train.reporting import require_reporters
 
     for node in _walk(config):
         if isinstance(node, (ModelRoles, ConditionSpec)):
@@ -141,6 +147,8 @@ def preflight(config: BaseModel) -> None:
                     check_spec(spec)
         elif isinstance(node, DataConfig):
             load_samples(node.source, columns=node.columns or None, limit=node.limit)
+        elif isinstance(node, (DPOSettings, GRPOSettings)):  # tensorboard / wandb installed?
+            require_reporters(node.report_to, "dpo" if isinstance(node, DPOSettings) else "grpo")
 
 
 def _walk(node: Any):
@@ -187,7 +195,9 @@ def run_experiment(
         remove_run_folder(out)
     terminated = False
     try:
-        with _sigterm_interrupts(), RunLock(out):  # one writer per run folder, for as long as the run lives
+        # One writer per run folder, for as long as the run lives; library warnings and TRL's
+        # per-step logs go to RUN/coevo.log, not the terminal (coevo/logs.py).
+        with _sigterm_interrupts(), RunLock(out), run_logging(out):
             return _run_locked(out, algorithm, config, resume)
     except Terminated:
         terminated = True  # the other ranks got the signal too, or died with their launcher
@@ -246,9 +256,15 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
         store.set_meta("started", store.get_meta("started") or time.time())
         store.set_meta("status", "running")
         store.set_meta("error", None)
+        began, earlier = time.time(), (None if started_over else store.get_meta("provenance"))
+        store.set_meta("provenance", provenance(store.get_meta("started"), earlier=earlier, duration_s=0.0))
         try:
             summary = summary_dict(_experiments()[algorithm].run(config, store))
         except BaseException as exc:
+            # The time it ran counts toward the run's duration when it is resumed.
+            with contextlib.suppress(Exception):
+                store.set_meta("provenance", provenance(store.get_meta("started"), earlier=earlier,
+                                                        duration_s=time.time() - began))
             # Marked, so `coevo runs` / `coevo show` tell a crash from a run still going.
             interrupted = isinstance(exc, KeyboardInterrupt)
             full = not interrupted and _disk_full(exc)
@@ -263,9 +279,13 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
         # How many processes trained: a launch that silently fell back to one shows here.
         summary["world_size"] = distributed.world_size()
         summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
+        finished = time.time()
+        summary["provenance"] = provenance(store.get_meta("started"), finished=finished, earlier=earlier,
+                                           duration_s=finished - began)
+        store.set_meta("provenance", summary["provenance"])
         (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
         store.set_meta("status", "finished")
-        store.set_meta("finished", time.time())
+        store.set_meta("finished", finished)
     finally:
         store.close()
     from coevo.report import build_report

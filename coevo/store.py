@@ -321,3 +321,41 @@ class RunStore:
 
     def finished_steps(self) -> list[str]:
         return [r[0] for r in self._query("SELECT name FROM steps ORDER BY finished")]
+
+    # -- viewer queries (read-only) ----------------------------------------------------
+    def rollout_rows(self, stage: str | None = None) -> list[dict[str, Any]]:
+        """Every rollout with its row id, stage and round (None where the stage logged none),
+        in the order they were first saved: {"id", "stage", "round", "rollout": Rollout}."""
+        sql = "SELECT id, stage, round, record FROM rollouts"
+        rows = self._query(sql + (" WHERE stage = ?" if stage is not None else "") + " ORDER BY id",
+                           (stage,) if stage is not None else ())
+        return [{"id": rid, "stage": st, "round": rnd, "rollout": Rollout.model_validate_json(record)}
+                for rid, st, rnd, record in rows]
+
+    def rollout_row(self, rollout_id: int) -> dict[str, Any] | None:
+        """One rollout by its row id (as `rollout_rows` gives them), or None."""
+        rows = self._query("SELECT id, stage, round, record FROM rollouts WHERE id = ?", (rollout_id,))
+        if not rows:
+            return None
+        rid, stage, rnd, record = rows[0]
+        return {"id": rid, "stage": stage, "round": rnd, "rollout": Rollout.model_validate_json(record)}
+
+    def rollouts_of_sample(self, sample_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The rollouts of one task sample in every stage and condition, as `rollout_rows`
+        gives them: its own id, and ids `<id>#<suffix>` (a GRPO group's critiques, RLAC's outputs)."""
+        base = sample_id.split("#")[0]
+        pattern = base.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "#%"
+        rows = self._query("SELECT id, stage, round, sample_id, record FROM rollouts"
+                           " WHERE sample_id = ? OR sample_id LIKE ? ESCAPE '\\' ORDER BY id", (base, pattern))
+        # LIKE ignores ASCII case: the exact prefix is checked here.
+        return [{"id": rid, "stage": st, "round": rnd, "rollout": Rollout.model_validate_json(record)}
+                for rid, st, rnd, sid, record in rows if sid.split("#")[0] == base][:limit]
+
+    def rollout_stages(self) -> list[tuple[str, int]]:
+        """The stages that saved rollouts, with how many each, in the order they began."""
+        return [(stage, n) for stage, n, _ in self._query(
+            "SELECT stage, COUNT(*), MIN(id) FROM rollouts GROUP BY stage ORDER BY MIN(id)")]
+
+    def record_count(self, kind: str) -> int:
+        """How many records of `kind` the run holds."""
+        return self._query("SELECT COUNT(*) FROM records WHERE kind = ?", (kind,))[0][0]

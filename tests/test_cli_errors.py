@@ -63,3 +63,12 @@ def test_show_and_report_need_a_run_folder(tmp_path):
     for verb in ("show", "report"):
         proc = coevo(verb, tmp_path)
         assert proc.returncode == 2 and "not a run folder" in proc.stderr
+
+
+def test_the_resume_line_keeps_root_flags_and_drops_fresh():
+    from coevo.cli import resume_command
+
+    assert resume_command(["coevo", "-v", "run", "c.yaml", "--out", "r", "--fresh"]) == \
+        "coevo -v run c.yaml --out r --resume"
+    assert resume_command(["coevo", "run", "c.yaml", "--out", "r", "--resume"]) == "coevo run c.yaml --out r --resume"
+    assert resume_command(["coevo", "quickstart", "--fresh"]) == "coevo quickstart"  # it resumes by itself

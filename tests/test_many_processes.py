@@ -100,8 +100,9 @@ def test_two_processes_make_one_run(tmp_path):
     [rnd] = two["rounds"]
     metrics = rnd["metrics"]
     assert metrics["critic_weight_delta"] > 0 and metrics["actor_weight_delta"] > 0
-    for role in ("actor", "critic"):
-        assert Path(rnd["checkpoints"][role]).is_dir()
+    for role in ("actor", "critic"):  # stored relative to the run folder
+        assert not Path(rnd["checkpoints"][role]).is_absolute()
+        assert (tmp_path / "two" / rnd["checkpoints"][role]).is_dir()
     assert _rows(tmp_path / "two") == _rows(tmp_path / "one")
     assert not (tmp_path / "two" / "run.lock").read_text()  # released, by the one process that held it
 
@@ -116,7 +117,7 @@ def test_two_process_rlac_killed_mid_stage_resumes_and_makes_one_run(tmp_path):
     [rnd] = resumed["rounds"]
     assert rnd["trained"]["generator"]  # (the critic's two calls to an output are often the same: no pair)
     for role in (role for role, trained in rnd["trained"].items() if trained):
-        assert Path(rnd["checkpoints"][role]).is_dir()
+        assert (two / rnd["checkpoints"][role]).is_dir()  # relative to the run folder
         assert rnd["training"][role]["weight_delta"] > 0
     assert RunStore(two).step_result("rlac/round1/generator")["resumed_from"].endswith("checkpoint-1")
     assert _rows(two) == _rows(tmp_path / "one")

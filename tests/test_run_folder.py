@@ -301,3 +301,49 @@ def test_a_full_disk_is_one_clear_error_and_the_run_is_resumable(tmp_path, monke
         runner.run_experiment(None, tmp_path / "run", data={"algorithm": "controls"})
     store = RunStore(tmp_path / "run")
     assert store.get_meta("status") == "failed" and store.metrics()
+
+
+def test_provenance_says_which_coevo_ran_when_on_what_summed_over_a_resume(tmp_path, monkeypatch):
+    """Store meta and summary.json carry the version, the source commit, the dates, the time
+    spent running (both processes of a failed-then-resumed run) and the hardware."""
+    import os
+    from datetime import datetime
+    from pathlib import Path
+
+    import coevo
+
+    calls = []
+
+    def work(config, store):
+        calls.append(1)
+        store.log_metrics("x", {"a": 1.0})  # recorded work: a later start resumes, not starts over
+        time.sleep(0.3)
+        if len(calls) == 1:
+            raise RuntimeError("the judge server vanished")
+        return {"ok": 1}
+
+    experiments = runner._experiments()
+    monkeypatch.setattr(runner, "_experiments", lambda: {
+        **experiments, "controls": runner.Experiment(experiments["controls"].config, work, "")})
+    with pytest.raises(RuntimeError):
+        runner.run_experiment(None, tmp_path / "run", data={"algorithm": "controls"})
+    store = RunStore(tmp_path / "run")
+    failed = store.get_meta("provenance")
+    store.close()
+    assert failed["finished"] is None and failed["duration_s"] >= 0.3
+    summary = runner.run_experiment(None, tmp_path / "run", data={"algorithm": "controls"}, resume=True)
+    prov = summary["provenance"]
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["provenance"] == prov
+    assert RunStore(tmp_path / "run").get_meta("provenance") == prov
+    assert prov["coevo_version"] == coevo.__version__
+    assert prov["started"] == failed["started"]  # the run's first start, not the resume's
+    assert datetime.fromisoformat(prov["finished"]) >= datetime.fromisoformat(prov["started"])
+    assert prov["duration_s"] >= 0.6  # both processes' running time
+    source = Path(coevo.__file__).resolve().parent.parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True)
+    if head.returncode == 0 and (source / ".git").exists():
+        assert prov["git_commit"] == head.stdout.strip() and isinstance(prov["git_dirty"], bool)
+    hardware = prov["hardware"]
+    assert hardware["cpus"] == os.cpu_count() and hardware["memory_gb"] > 0
+    assert hardware["python"] == sys.version.split()[0] and isinstance(hardware["gpus"], list)
+    assert hardware["torch"] and hardware["platform"]

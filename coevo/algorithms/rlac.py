@@ -614,7 +614,7 @@ class RlacRun:
         if self.trained_critic and data.critic_pairs:
             training["critic"] = self.improve("critic", r, data.critic_pairs)
         record = RoundRecord(
-            round=r, checkpoints=dict(self.checkpoints),
+            round=r, checkpoints=self.stored_checkpoints(),
             trained={role: role in training for role in ("generator", "critic")},
             eval=self.evaluate(r), critic=data.critic, rollout=data.rollout,
             pairs={"generator": len(data.generator_pairs), "critic": len(data.critic_pairs)},
@@ -629,15 +629,23 @@ class RlacRun:
 
     def resume(self, done: RoundRecord) -> RoundRecord:
         """Adopt a round an earlier process finished: its weights, checkpoints and counts."""
-        from coevo.train.stages import restore_checkpoint
+        from coevo.train.stages import resolved_path, restore_checkpoint
 
+        # Stored relative to the run folder (absolute in runs recorded before that).
+        # A new dict: later rounds must not rewrite the finished round's record.
+        self.checkpoints = {role: resolved_path(path, self.store.run_dir) for role, path in done.checkpoints.items()}
         for role, (policy, _) in self.policies().items():
             if policy is not None and done.trained.get(role):
-                restore_checkpoint(policy, done.checkpoints[role], self.config.dpo.lora)
-        # Copies: later rounds must not rewrite the finished round's record.
-        self.checkpoints = dict(done.checkpoints)
+                restore_checkpoint(policy, self.checkpoints[role], self.config.dpo.lora)
         self.counts = done.counts.model_copy()
         return done
+
+    def stored_checkpoints(self) -> dict[str, str | None]:
+        """Each model's latest weights as the store and summary.json keep them: relative to
+        the run folder when trained here, a base model's folder or hub id as it is."""
+        from coevo.train.stages import stored_path
+
+        return {role: stored_path(path, self.store.run_dir) for role, path in self.checkpoints.items()}
 
     # -- policy evaluation (lines 3-11) ---------------------------------------------------
     def policy_evaluation(self, r: int) -> IterationData:
@@ -764,7 +772,8 @@ class RlacRun:
         # killed mid-way from its last step).
         stage = run_stage(self.store, f"rlac/round{r}/{role}",
                           lambda: train_dpo(policy, pairs, self.config.dpo, self.store.run_dir / f"round{r}" / role),
-                          lambda checkpoint: restore_checkpoint(policy, checkpoint, self.config.dpo.lora))
+                          lambda checkpoint: restore_checkpoint(policy, checkpoint, self.config.dpo.lora),
+                          round=r, kind="dpo")
         result = stage.result
         self.checkpoints[role] = result.checkpoint
         return TrainingInfo(steps=result.steps, seconds=result.seconds, loss=result.metrics.get("train_loss"),

@@ -423,7 +423,7 @@ def run_condition(ctx: Context, plan: Plan, seed_index: int) -> ConditionResult:
         metrics = run.adapt_critic(r, shard_ids, y0)            # 1. κ_r ← GRPO(κ_{r-1})
         metrics |= run.update_actor(r, shard_ids, y0)           # 2. π_r ← DPO(π_{r-1}; D_r)
         metrics |= run.evaluator.evaluate(r, run.actor(), run.critic(), metrics)  # 3. held out
-        rounds.append(RoundRecord(round=r, checkpoints=dict(run.checkpoints), metrics=metrics))
+        rounds.append(RoundRecord(round=r, checkpoints=run.stored_checkpoints(), metrics=metrics))
     run.close()
     return ConditionResult(condition=plan.name, seed=run.seed, tag=run.tag, plan=asdict(plan),
                            baseline=run.evaluator.baseline, rounds=rounds)
@@ -459,6 +459,12 @@ class ConditionRun:
         self.evaluator = RoundEvaluator(ctx, self.tag, self.seed)
         self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
         self._actor_engine: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
+
+    def stored_checkpoints(self) -> dict[str, str | None]:
+        """The latest checkpoints as summary.json keeps them: relative to the run folder."""
+        from coevo.train.stages import stored_path
+
+        return {role: stored_path(path, self.store.run_dir) for role, path in self.checkpoints.items()}
 
     def actor(self, model: Any = None) -> Actor:
         """The actor role on `model` (default: the actor being trained, as it is now)."""
@@ -505,16 +511,16 @@ class ConditionRun:
         prefix = f"{self.tag}/round{r}"
         metrics: dict[str, float | None] = {}
         if self.critic_local is not None:
-            metrics |= self.train_stage(f"{prefix}/critic", "grpo", self.critic_local, self.grpo_settings,
+            metrics |= self.train_stage(f"{prefix}/critic", r, "grpo", self.critic_local, self.grpo_settings,
                                         lambda: self._train_critic(prefix, shard_ids, y0))
         return metrics | _reward_metrics(self.store, f"{prefix}/grpo", self.plan.reward)
 
-    def train_stage(self, name: str, kind: str, model: Any, settings: Any,
+    def train_stage(self, name: str, r: int, kind: str, model: Any, settings: Any,
                     train: Callable[[], TrainResult]) -> dict[str, float | None]:
-        """Train (or, on resume, restore) one stage of `kind` (grpo | dpo); its metrics, and
-        plain-words warnings when it could not have learned."""
+        """Train (or, on resume, restore) one stage of `kind` (grpo | dpo) in round `r`; its
+        metrics, and plain-words warnings when it could not have learned."""
         stage = run_stage(self.store, name, train,
-                          lambda checkpoint: self.ctx.backend.restore(model, checkpoint, settings))
+                          lambda checkpoint: self.ctx.backend.restore(model, checkpoint, settings), round=r, kind=kind)
         self.checkpoints[STAGE_ROLE[kind]] = stage.result.checkpoint
         metrics = _train_metrics(kind, stage.result)
         if not stage.resumed:
@@ -547,7 +553,7 @@ class ConditionRun:
         prefix = f"{self.tag}/round{r}"
         chosen, counts = self.preferred_revisions(prefix, shard_ids, y0)
         metrics: dict[str, float | None] = {f"pairs_{k}": float(v) for k, v in vars(counts).items()}
-        return metrics | self.train_stage(f"{prefix}/actor", "dpo", self.actor_local, self.dpo_settings,
+        return metrics | self.train_stage(f"{prefix}/actor", r, "dpo", self.actor_local, self.dpo_settings,
                                           lambda: self._train_actor(r, chosen, counts))
 
     def preferred_revisions(self, prefix: str, shard_ids: Sequence[int], y0: dict[str, str]

@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from coevo.config import StrictModel
+from coevo.train.reporting import close_step_logs, current_stage, json_history
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,9 @@ class LoRASettings(StrictModel):
 
 
 class TrainResult(BaseModel):
-    """One finished training stage: where the final checkpoint is and what it cost."""
+    """One finished training stage: where the final checkpoint is, what it cost, and TRL's
+    per-step log. `checkpoint` is the folder as saved; the run store keeps it relative to
+    the run folder (coevo.train.stages), so a moved run folder still resumes."""
 
     checkpoint: str
     steps: int
@@ -75,6 +78,11 @@ class TrainResult(BaseModel):
     peak_rss_mb: float
     metrics: dict[str, float] = Field(default_factory=dict)
     resumed_from: str | None = None
+    #: TRL's `log_history`, numeric entries only: one dict per logged step (loss, grad_norm,
+    #: reward, reward_std, kl, ...) and the closing summary (train_loss, train_runtime).
+    history: list[dict[str, float | int | None]] = Field(default_factory=list)
+    round: int | None = None
+    kind: Literal["grpo", "dpo"] | None = None
 
 
 def machine_training_args() -> dict[str, Any]:
@@ -86,8 +94,8 @@ def machine_training_args() -> dict[str, Any]:
     import torch
 
     if torch.cuda.is_available():
-        return {"bf16": True, "gradient_checkpointing": True, "report_to": "none"}
-    return {"use_cpu": True, "bf16": False, "gradient_checkpointing": False, "report_to": "none"}
+        return {"bf16": True, "gradient_checkpointing": True}
+    return {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
 
 
 def trl_config(config_class: type, block: str, own: dict[str, Any], passthrough: dict[str, Any]) -> Any:
@@ -240,9 +248,10 @@ def adopt_finished(policy: Any, final: Path, kind: str) -> TrainResult:
     return result.model_copy(update={"resumed_from": str(final)})
 
 
-def finish_stage(policy: Any, trainer: Any, final: Path, *, start_step: int, seconds: float,
+def finish_stage(policy: Any, trainer: Any, final: Path, *, kind: str, start_step: int, seconds: float,
                  peak_rss_mb: float, metrics: dict[str, float], resumed_from: str | None) -> TrainResult:
-    """Hand the trained weights back to the policy, save `final`, and record the result.
+    """Hand the trained weights back to the policy, save `final` with its model card, and
+    record the result (with TRL's per-step history).
 
     The result file is written last: its presence marks the stage as finished.
     """
@@ -266,13 +275,32 @@ def finish_stage(policy: Any, trainer: Any, final: Path, *, start_step: int, sec
         peak_rss_mb=peak_rss_mb,
         metrics={**final_metrics(trainer.state.log_history), **metrics},
         resumed_from=resumed_from,
+        history=json_history(trainer.state.log_history),
+        kind=kind,
+        round=stage.round if (stage := current_stage()) is not None else None,
     )
     if trainer.accelerator.is_main_process:
+        _model_card(policy, final, result)
         (final / RESULT_FILE).write_text(result.model_dump_json(indent=2))
     trainer.accelerator.wait_for_everyone()  # every rank names the new weights by the same record
     policy.refresh_model_id(final)
     release(trainer)
     return result
+
+
+def _model_card(policy: Any, final: Path, result: TrainResult) -> None:
+    """README.md in `final` (coevo.modelcard), named by the stage it belongs to, if any."""
+    from coevo.modelcard import write_model_card
+
+    stage = current_stage()
+    origin = getattr(getattr(base_of(policy.model), "config", None), "_name_or_path", None)
+    try:
+        write_model_card(final, kind=result.kind or "?", origin=origin, steps=result.steps, metrics=result.metrics,
+                         lora=is_peft(policy.model), stage=stage.name if stage else None,
+                         round=stage.round if stage else None, algorithm=stage.algorithm if stage else None,
+                         config=stage.config if stage else None)
+    except Exception as exc:  # a card is documentation: never lose a trained stage over it
+        log.warning("no model card written in %s: %s", final, exc)
 
 
 @dataclass(frozen=True)
@@ -294,6 +322,7 @@ def measured_train(trainer: Any, model: Any, resume_from: str | None, *, referen
         with PeakRSS() as rss, Stopwatch() as clock, weight_probe(model) as moved:
             trainer.train(resume_from_checkpoint=resume_from)
     finally:
+        close_step_logs(trainer)
         drop_reference_adapter(trainer.model)
         unpatch_forward(trainer.model)
         unpatch_forward(reference)

@@ -39,6 +39,7 @@ from coevo.train.common import (
     trl_config,
     world_size,
 )
+from coevo.train.reporting import ReportTo, logging_dir, require_reporters, route_logs, stage_label
 from coevo.types import PreferencePair
 
 if TYPE_CHECKING:
@@ -68,6 +69,10 @@ class DPOSettings(StrictModel):
     #: Passed to TRL's DPOConfig as it is (`{loss_type: ipo}`, `{label_smoothing: 0.1}`); a
     #: key coevo sets from the fields above is refused (see `trl_config`).
     trl: dict[str, Any] = Field(default_factory=dict)
+    #: Per-step logs to TensorBoard / Weights & Biases (TRL's integrations), into
+    #: RUN/logs/<stage name>: none (default), tensorboard, wandb, or a list of them. TRL's
+    #: history is kept in the run store either way.
+    report_to: ReportTo = "none"
 
     def per_device_batch(self, world_size: int) -> int:
         per_device, rest = divmod(self.batch_size, world_size)
@@ -153,13 +158,15 @@ def train_dpo(
     resume_from = last_checkpoint(checkpoints) if resume else None
     start_step = global_step(resume_from)
     dataset = pairs_to_dataset(pairs, policy.tokenizer, max_prompt_length=settings.max_prompt_length)
+    require_reporters(settings.report_to, "dpo")
     args = dpo_config(settings, checkpoints)
     ref_model = _reference_model(policy, reference)
     with origin_named(policy.model, entry_folder(policy) if ref_model is None else None):
         trainer = _dpo_trainer(policy, ref_model, dataset, args, callbacks)
+    route_logs(trainer, stage_label("dpo", output_dir), logging_dir(output_dir))
     run = measured_train(trainer, policy.model, resume_from, reference=ref_model)
     return finish_stage(
-        policy, trainer, final, start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
+        policy, trainer, final, kind="dpo", start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
         metrics={"pairs": float(len(pairs)), "weight_delta": run.weight_delta, **_first_loss(trainer)},
         resumed_from=resume_from,
     )
@@ -194,6 +201,9 @@ def dpo_config(settings: DPOSettings, checkpoints: Path) -> Any:
         save_total_limit=2,
         logging_steps=1,
         seed=settings.seed,
+        report_to=settings.report_to,
+        # TRL's own bar and printed dicts are replaced by coevo's (see `route_logs`).
+        disable_tqdm=True,
     ), settings.trl)
 
 

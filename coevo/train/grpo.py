@@ -38,6 +38,7 @@ from coevo.train.common import (
     trl_config,
     world_size,
 )
+from coevo.train.reporting import ReportTo, logging_dir, require_reporters, route_logs, stage_label
 
 if TYPE_CHECKING:
     import datasets
@@ -82,6 +83,10 @@ class GRPOSettings(StrictModel):
     #: Passed to TRL's GRPOConfig as it is (any TRL option: `{warmup_steps: 10}`); a key
     #: coevo sets from the fields above is refused (see `trl_config`).
     trl: dict[str, Any] = Field(default_factory=dict)
+    #: Per-step logs to TensorBoard / Weights & Biases (TRL's integrations), into
+    #: RUN/logs/<stage name>: none (default), tensorboard, wandb, or a list of them. TRL's
+    #: history is kept in the run store either way.
+    report_to: ReportTo = "none"
 
     @property
     def completions_per_step(self) -> int:
@@ -207,9 +212,11 @@ def train_grpo(
     checkpoints = output_dir / "checkpoints"
     resume_from = last_checkpoint(checkpoints) if resume else None
     start_step = global_step(resume_from)
+    require_reporters(settings.report_to, "grpo")
     args = grpo_config(settings, checkpoints)
     timed_reward = _Timed(reward_fn)
     trainer = _grpo_trainer(policy, dataset, timed_reward, args, callbacks)
+    route_logs(trainer, stage_label("grpo", output_dir), logging_dir(output_dir))
     timed_generate = _time_generation(trainer)
     run = measured_train(trainer, policy.model, resume_from)
     metrics = {
@@ -222,7 +229,7 @@ def train_grpo(
     if timed_generate is not None:
         metrics["generation_time_share"] = timed_generate.seconds / max(run.seconds, 1e-9)
     return finish_stage(
-        policy, trainer, final, start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
+        policy, trainer, final, kind="grpo", start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
         metrics=metrics, resumed_from=resume_from,
     )
 
@@ -255,6 +262,9 @@ def grpo_config(settings: GRPOSettings, checkpoints: Path) -> Any:
         save_total_limit=2,
         logging_steps=1,
         seed=settings.seed,
+        report_to=settings.report_to,
+        # TRL's own bar and printed dicts are replaced by coevo's (see `route_logs`).
+        disable_tqdm=True,
         # Stated, not inherited: the reward must stay raw because TRL normalises per group here.
         scale_rewards="group",
         **vllm,

@@ -129,7 +129,7 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
     [rnd] = summary["rounds"]
     generator = RunStore(tmp_path / "run").step_result("rlac/round1/generator")
     assert generator["resumed_from"].endswith("checkpoint-1") and generator["steps"] == 2
-    assert (Path(rnd["checkpoints"]["generator"]) / "adapter_config.json").is_file()
+    assert (tmp_path / "run" / rnd["checkpoints"]["generator"] / "adapter_config.json").is_file()  # relative
     # A longer run over the same store (the runner refuses a changed config on --resume, so
     # the loop is called directly, as a user's script would): fresh plain models restore
     # round 1's adapters, then train round 2.

@@ -52,8 +52,8 @@ def test_tiny_config_end_to_end_trains_both_models(tmp_path):
     assert [r["round"] for r in summary["rounds"]] == [1]
     (record,) = summary["rounds"]
     for role in ("actor", "critic"):
-        checkpoint = record["checkpoints"][role]
-        assert Path(checkpoint).is_dir(), role
+        checkpoint = out / record["checkpoints"][role]  # relative to the run folder
+        assert checkpoint.is_dir(), role
         assert _weights_differ_from_base(checkpoint, summary["base_model"]), f"{role} weights did not change"
     metrics = record["metrics"]
     assert metrics["grpo_steps"] == 1 and metrics["dpo_steps"] == 1 and metrics["pairs_selected"] >= 1
@@ -65,7 +65,22 @@ def test_tiny_config_end_to_end_trains_both_models(tmp_path):
     assert (out / "report.html").exists()
     from transformers import AutoModelForCausalLM
 
-    AutoModelForCausalLM.from_pretrained(record["checkpoints"]["actor"])  # loadable as such
+    AutoModelForCausalLM.from_pretrained(out / record["checkpoints"]["actor"])  # loadable as such
+    # A quiet console: TRL's per-step dicts and library warnings went to RUN/coevo.log only.
+    terminal = proc.stdout + proc.stderr
+    assert "{'loss'" not in terminal and "FutureWarning" not in terminal and "UserWarning" not in terminal
+    assert "{'loss'" in (out / "coevo.log").read_text()
+    # TRL's history of both stages in the store; a model card beside each checkpoint.
+    from coevo.store import RunStore
+
+    logs = RunStore(out, read_only=True).training_logs()
+    assert [(log["stage"], log["round"]) for log in logs] == [("coevolution/round1/critic", 1),
+                                                             ("coevolution/round1/actor", 1)]
+    assert all(any("loss" in row for row in log["history"]) for log in logs)
+    for role in ("actor", "critic"):
+        assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in (
+            out / record["checkpoints"][role] / "README.md").read_text()
+    assert summary["provenance"]["finished"] and summary["provenance"]["hardware"]["cpus"]
 
 
 class _CountingReviser:

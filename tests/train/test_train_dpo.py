@@ -112,6 +112,8 @@ def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch):
     assert result.steps == 2 and result.resumed_from is None
     assert result.seconds_per_step > 0 and result.peak_rss_mb > 0
     assert "loss" in result.metrics and "rewards/margins" in result.metrics
+    assert result.kind == "dpo" and [row["step"] for row in result.history if "loss" in row] == [1, 2]
+    assert (Path(result.checkpoint) / "README.md").read_text().count("- dpo") == 1
     after = _snapshot(policy.model)
     name = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(before[name], after[name]), "DPO did not change the policy in place"

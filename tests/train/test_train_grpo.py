@@ -134,6 +134,13 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
     assert policy.weights_on_disk == Path(result.checkpoint)  # the next stage's reference
     assert 0 < result.metrics["reward_time_share"] < 1
     assert "reward" in result.metrics
+    # TRL's per-step history travels with the result (the run store keeps it), and the
+    # checkpoint carries a model card.
+    assert result.kind == "grpo"
+    assert [row["step"] for row in result.history if "loss" in row] == [1]
+    assert "reward_std" in result.history[0] and "train_loss" in result.history[-1]
+    card = (Path(result.checkpoint) / "README.md").read_text()
+    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card and "- grpo" in card
     after = policy.model.state_dict()[name]
     assert not torch.equal(before, after), "GRPO did not change the policy in place"
     saved = AutoModelForCausalLM.from_pretrained(result.checkpoint)

@@ -1,0 +1,120 @@
+"""`coevo view`: a local, read-only web app over run folders (FastAPI + Jinja2).
+
+URLs: `/` the runs list; `/runs/{run_id}` a run's page (the same page report.html holds);
+`/runs/{run_id}/report.html` that page as the self-contained file; `/static/...` the
+stylesheet, the plot script and plotly.js (from the `plotly` package: no CDN, works
+offline). The samples, annotation, RLAC proposals and DecoEvo skills pages come from their
+own modules (`coevo.view.samples`, `annotate`, `rlac`, `decoevo`), each a `router`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from coevo.view.context import STATIC, RunIndex, plotly_js, reading, render, run_ref
+
+#: Modules that add pages, each exposing `router` (an APIRouter); a missing one is skipped.
+PAGE_MODULES = ("coevo.view.samples", "coevo.view.annotate", "coevo.view.rlac", "coevo.view.decoevo")
+
+
+def create_app(paths: list[Path]) -> FastAPI:
+    """The viewer over `paths`: each a run folder or a folder of run folders (two levels deep)."""
+    import coevo
+
+    missing = [str(p) for p in paths if not Path(p).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"no such folder: {', '.join(missing)}")
+    app = FastAPI(title="coevo view", version=getattr(coevo, "__version__", "?"),
+                  docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.runs = RunIndex([Path(p) for p in paths])
+
+    @app.get("/", response_class=HTMLResponse)
+    def runs_list(request: Request) -> HTMLResponse:
+        from coevo.runinfo import format_duration, run_info
+
+        index: RunIndex = request.app.state.runs
+        rows = [(ref, run_info(ref.path)) for ref in index.scan()]
+        rows.sort(key=lambda row: row[1].started or "", reverse=True)  # newest first; never started last
+        columns: list[str] = []
+        for _, info in rows:
+            columns.extend(k for k in info.headline if k not in columns)
+        return render(request, "runs.html", rows=rows, headline_columns=columns, roots=index.paths,
+                      format_duration=format_duration, needs_plotly=False)
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def run_page(request: Request, run_id: str) -> HTMLResponse:
+        from coevo.view.run_page import run_page_context
+
+        ref = run_ref(request, run_id)
+        with reading(request, run_id) as store:
+            context = run_page_context(store, ref)
+        return render(request, "run.html", run=ref, run_id=run_id, active="overview", **context)
+
+    @app.get("/runs/{run_id}/report.html", response_class=HTMLResponse)
+    def run_report(request: Request, run_id: str) -> HTMLResponse:
+        from coevo.view.export import export_html
+
+        return HTMLResponse(export_html(run_ref(request, run_id).path))
+
+    @app.get("/static/plotly.min.js")
+    def plotly() -> Response:
+        return Response(_plotly_cached(), media_type="application/javascript",
+                        headers={"Cache-Control": "max-age=86400"})
+
+    for name in PAGE_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            app.include_router(importlib.import_module(name).router)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    return app
+
+
+_PLOTLY: str | None = None
+
+
+def _plotly_cached() -> str:
+    global _PLOTLY
+    if _PLOTLY is None:
+        _PLOTLY = plotly_js()
+    return _PLOTLY
+
+
+def serve(paths: list[Path], host: str = "127.0.0.1", port: int = 8000,
+          announce=print) -> None:
+    """Serve the viewer until Ctrl-C. The socket is bound first, so a port in use is a clear
+    error and `port=0` picks a free one; `announce(url)` is called once it is listening."""
+    import errno
+    import socket
+
+    import uvicorn
+
+    from coevo.config import ConfigError
+
+    app = create_app(paths)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {host} is in use; pass another --port (or --port 0 for any free one)"
+                              ) from None
+        raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}); pass another --host or --port") from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    announce(f"http://{shown}:{bound}/")
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down cleanly, then passes Ctrl-C on: that is the way out
+        pass
+    finally:
+        sock.close()

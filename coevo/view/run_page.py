@@ -1,0 +1,183 @@
+"""What a run's page shows, read from its store: one context dict for `run.html`.
+
+Served by `coevo view` at /runs/{run_id} and written as report.html by `coevo.view.export`,
+from this same function, so the two never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from coevo.store import RunStore
+from coevo.view import plots
+from coevo.view.context import RunRef
+
+#: What the store's round column counts, where it is not a round.
+ROUND_LABEL = {"decoevo": "inner step"}
+#: Example rollouts shown per stage kind on the run page (the samples page has them all).
+EXAMPLES = 3
+
+
+def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
+    """Everything `run.html` renders for the run in `store`."""
+    from coevo.runinfo import format_duration, run_info
+    from coevo.view.warnings import run_warnings, training_results
+
+    info = run_info(ref.path)
+    metrics = store.metrics()
+    logs = store.training_logs()
+    results = training_results(store, logs)
+    kinds = {stage: r.get("kind") for stage, r in results.items() if isinstance(r, dict) and r.get("kind")}
+    figures = {
+        "metrics": plots.metric_figures(metrics, ROUND_LABEL.get(info.algorithm, "round")),
+        "training": plots.training_figures(logs, kinds),
+        "experiment": [f for title, series in (store.get_meta("plots", {}) or {}).items()
+                       if (f := plots.series_figure(title, series)) is not None],
+        "distributions": plots.distribution_figures(store.get_meta("distributions", {}) or {}),
+    }
+    for group in figures.values():
+        for figure in group:
+            figure["json"] = plots.figure_json(figure["figure"])
+    summary = _summary(ref.path)
+    return {
+        "title": f"{info.algorithm} run {ref.id}",
+        "info": info,
+        "duration": format_duration(info.duration_s),
+        "path": str(Path(ref.path).resolve()),
+        "provenance": store.get_meta("provenance") or summary.get("provenance"),
+        "config_json": json.dumps(store.get_meta("config", {}), indent=2, ensure_ascii=False),
+        "warnings": run_warnings(store, stage_results=results, logs=logs),
+        "tables": _meta_tables(store),
+        "intervals": _intervals(summary),
+        "costs": _costs(summary),
+        "round_tables": round_tables(metrics),
+        "round_label": ROUND_LABEL.get(info.algorithm, "round"),
+        "figures": figures,
+        "images": {title: image for title, image in (store.get_meta("figures", {}) or {}).items()
+                   if str(image).startswith("data:image/png;base64,")},
+        "judgments": _judgment_rows(store),
+        "training_stages": _stage_rows(results),
+        "examples": examples(store),
+        "skills": skill_history(store),
+        "needs_plotly": any(figures.values()),
+    }
+
+
+def _summary(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / "summary.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _meta_tables(store: RunStore) -> list[dict[str, Any]]:
+    """The experiment's comparison tables (meta "tables": {title: {columns, rows}})."""
+    out = []
+    for i, (title, table) in enumerate((store.get_meta("tables", {}) or {}).items()):
+        if isinstance(table, dict) and table.get("columns"):
+            out.append({"id": f"table-result-{i}", "title": title, "columns": table["columns"],
+                        "rows": table.get("rows", [])})
+    return out
+
+
+def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Paired confidence intervals summary.json carries (keys ending in `_ci`)."""
+    out = []
+    for key, value in summary.items():
+        if key.endswith("_ci") and isinstance(value, dict) and "low" in value:
+            out.append({"name": key[:-3].replace("_minus_", " − ").replace("_", " "), **value})
+    return out
+
+
+def _costs(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    cost = summary.get("cost")
+    if not isinstance(cost, dict):
+        return []
+    return [{"step": kind, **values} for kind, values in cost.items() if isinstance(values, dict)]
+
+
+def round_tables(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per stage, a table of metric × round: results first (in plot-group order), then the
+    bookkeeping counts (how much was measured) as a separate table."""
+    by_stage: dict[str, dict[str, dict[Any, float | None]]] = defaultdict(lambda: defaultdict(dict))
+    for m in metrics:
+        by_stage[m["stage"]][m["name"]][m["round"]] = m["value"]
+    order = {title: i for i, (title, _) in enumerate(plots.GROUPS)}
+    out = []
+    for i, (stage, names) in enumerate(by_stage.items()):
+        rounds = sorted({r for values in names.values() for r in values}, key=lambda r: -1 if r is None else r)
+        results = [n for n in names if not plots.is_bookkeeping(n)]
+        results.sort(key=lambda n: (order.get(plots.group_of(n), len(order)), plots._metric_order(n)))
+        counts = sorted(n for n in names if plots.is_bookkeeping(n))
+        out.append({
+            "id": f"table-rounds-{i}", "stage": stage,
+            "rounds": ["—" if r is None else r for r in rounds],
+            "results": [{"name": n, "group": plots.group_of(n), "values": [names[n].get(r) for r in rounds]}
+                        for n in results],
+            "counts": [{"name": n, "values": [names[n].get(r) for r in rounds]} for n in counts],
+        })
+    return out
+
+
+def _judgment_rows(store: RunStore) -> list[dict[str, Any]]:
+    rows = []
+    for judge, counts in sorted(store.judgment_counts().items()):
+        total = counts["valid"] + counts["invalid"]
+        rows.append({"judge": judge, "valid": counts["valid"], "invalid": counts["invalid"],
+                     "invalid_rate": counts["invalid"] / total if total else None})
+    return rows
+
+
+def _stage_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per finished training stage: kind, round, steps, loss, weight change, checkpoint."""
+    rows = []
+    for stage, r in results.items():
+        if not isinstance(r, dict):
+            continue
+        m = r.get("metrics") or {}
+        named = re.search(r"round(\d+)", stage)  # older runs kept no round: their stage names say it
+        rnd = r.get("round") if r.get("round") is not None else (int(named.group(1)) if named else None)
+        rows.append({"stage": stage, "kind": r.get("kind") or "—", "round": rnd,
+                     "steps": r.get("steps"), "loss": m.get("train_loss", m.get("loss")),
+                     "weight_delta": m.get("weight_delta"), "seconds": r.get("seconds"),
+                     "checkpoint": r.get("checkpoint")})
+    return rows
+
+
+def examples(store: RunStore, per_kind: int = EXAMPLES) -> list[dict[str, Any]]:
+    """A few rollouts per kind of stage (the round number taken out: `taiscore/round1/eval`
+    and `.../round2/eval` are one kind), latest rounds first, with their round, judges'
+    scores and reasons and per-criterion scores."""
+    shown: dict[str, int] = defaultdict(int)
+    out = []
+    for row in reversed(store.rollout_rows()):
+        kind = _stage_kind(row["stage"])
+        if shown[kind] >= per_kind:
+            continue
+        shown[kind] += 1
+        rollout = row["rollout"]
+        judges = [{"name": name, "score": j.score, "valid": j.valid, "scores": j.scores, "reasons": j.reasons,
+                   "error": j.error} for name, j in rollout.judgments.items()]
+        out.append({"id": row["id"], "stage": row["stage"], "round": row["round"], "sample_id": rollout.sample_id,
+                    "condition": rollout.condition, "x": rollout.x, "y0": rollout.y0, "c": rollout.c,
+                    "y1": rollout.y1, "judges": judges})
+    out.sort(key=lambda e: e["id"])
+    return out
+
+
+def skill_history(store: RunStore) -> list[dict[str, Any]]:
+    """DecoEvo's skill versions (decision, reason, diff), for the run page and report.html
+    (the viewer's Skills page has them with the trajectory; the static report has only this)."""
+    from coevo.algorithms.skills import versions
+
+    return [{**v.model_dump(include={"method", "seed", "name", "version", "parent", "step", "decision", "why",
+                                     "diff"})} for v in versions(store)]
+
+
+def _stage_kind(stage: str) -> str:
+    return re.sub(r"round\d+", "round*", stage)

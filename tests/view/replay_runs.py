@@ -1,0 +1,184 @@
+"""Real run folders from replay runs, for the viewer's browser tests and `make screenshots`.
+
+Each builder runs the real loop through `coevo.runner.run_experiment` (config, store, summary,
+report, status), with replay models in place of real ones:
+
+- `controls`: critique-content controls judged on a gold rubric, so every rollout holds
+  x, y0, c, y1 and a judgment of y0 and of y1 with per-criterion scores and reasons;
+- `rlac`: two RLAC iterations on biographies (facts task) with the real facts validator
+  (authenticity check + BM25 passages + the lexical verifier); the DPO stages are recorded,
+  not run (no weights here), with a TRL-shaped per-step history so the run page has curves;
+- `decoevo`: the four DecoEvo methods on two seeds, skill versions accepted and refused.
+
+Plain functions with no pytest in them: scripts/screenshots.py builds the same runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "algorithms"))  # decoevo_fakes: DecoEvo's replay answers
+
+# -- controls ------------------------------------------------------------------------------
+
+PROMPTS = ["Write a short poem about rivers.", "Describe a stone you found on a beach.",
+           "Write two sentences about the wind at night."]
+#: Per prompt: the first response y0, the revision y1, and the gold judge's (clarity, detail)
+#: scores of each; the third revision's judgment is unreadable (an invalid judgment).
+Y0 = ["Water flows. It is nice. Rivers are good.", "The stone was a stone. It was grey.",
+      "The wind blows at night. It is windy."]
+Y1 = ["The river bends past the mill,\ncarrying leaves the colour of rust\ntoward the sleeping town.",
+      "A grey stone, smooth as a thumbprint, still cold from the tide.",
+      "At night the wind leans on the shutters. The whole house listens."]
+SCORES_Y0 = [(4, 4), (3, 2), (5, 3)]
+SCORES_Y1 = [(7, 5), (8, 7), None]
+RUBRIC = {"criteria": [{"name": "clarity", "weight": 1}, {"name": "detail", "weight": 3}]}
+
+
+def _gold(scores: tuple[int, int] | None, why: str) -> str:
+    if scores is None:
+        return "I would rate this quite highly overall."  # no JSON: the judgment is invalid
+    clarity, detail = scores
+    return json.dumps({"criteria": [{"name": "clarity", "score": clarity, "reason": f"clarity: {why}"},
+                                    {"name": "detail", "score": detail, "reason": f"detail: {why}"}]})
+
+
+def build_controls(run: Path, inputs: Path) -> Path:
+    """A controls run (gold-rubric evaluator): 3 prompts x 4 critique conditions."""
+    from coevo.runner import run_experiment
+
+    inputs.mkdir(parents=True, exist_ok=True)
+    data = inputs / "controls_data.jsonl"
+    data.write_text("".join(json.dumps({"id": f"s{i}", "prompt": p, "rubric": RUBRIC}) + "\n"
+                            for i, p in enumerate(PROMPTS)))
+    # Rules are tried in order; every prompt of a role holds the task x, so the role's own
+    # wording comes first and the bare x last (the actor's first response).
+    rules = [{"match": ["Your Critique:", p],
+              "completion": f"The response to '{p}' is vague: name one concrete image and cut the filler."}
+             for p in PROMPTS]
+    rules += [{"match": ["Revised Response:", p], "completion": y1} for p, y1 in zip(PROMPTS, Y1)]
+    rules += [{"match": ["evaluation criteria", y1], "completion": _gold(s, "a concrete image, well placed")}
+              for y1, s in zip(Y1, SCORES_Y1)]
+    rules += [{"match": ["evaluation criteria", y0], "completion": "```json\n" + _gold(s, "generic and flat") + "\n```"}
+              for y0, s in zip(Y0, SCORES_Y0)]
+    rules += [{"match": p, "completion": y0} for p, y0 in zip(PROMPTS, Y0)]
+    replay = inputs / "controls_replay.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in rules))
+    spec = f"replay:{replay}"
+    config = {"algorithm": "controls", "data": {"source": str(data)},
+              "models": {"actor": spec, "critic": spec, "judge": spec}}
+    run_experiment(None, run, data=config)
+    return run
+
+
+# -- RLAC ----------------------------------------------------------------------------------
+
+GOOD = "Albert Einstein was a physicist. He was born in Ulm. He developed the theory of relativity."
+BAD = "Albert Einstein was a physicist. He was born in Vienna. He developed the theory of relativity."
+CURIE = "Marie Curie was born in Warsaw. She discovered polonium and radium."
+CAUGHT = "reason: the biography says Vienna\nsentence: 2\nerror_fact: Einstein was born in Vienna."
+SURVIVED = "reason: the birthplace may be wrong\nsentence: 2\nerror_fact: Einstein was born in Ulm."
+INVALID = "reason: nothing\nsentence: 7\nerror_fact: something odd"
+RLAC_MODELS = {
+    "gen": [{"match": "biography of Albert Einstein", "completions": [GOOD, BAD]},
+            {"match": "biography of Marie Curie", "completions": [CURIE]}],
+    # The critic prompt holds the numbered output: its sentence 2 tells the outputs apart.
+    "crit": [{"match": "[2] He was born in Vienna.", "completions": [CAUGHT, INVALID]},
+             {"match": "[2] He was born in Ulm.", "completions": [SURVIVED, INVALID]}],
+}
+
+
+def _dpo_history(steps: int, pairs: int, pace: float) -> list[dict]:
+    """A TRL DPO `log_history` of `steps` logged steps (the keys TRL logs): the margin grows
+    and the loss falls at `pace` per step and pair (each stage its own curve)."""
+    history = []
+    for step in range(1, steps + 1):
+        margin = pace * step * max(1, pairs)
+        history.append({"step": step, "epoch": step / steps, "loss": round(0.693 - margin / 2, 4),
+                        "grad_norm": round(1.5 / step, 4), "learning_rate": 1e-6,
+                        "rewards/chosen": margin / 2, "rewards/rejected": -margin / 2,
+                        "rewards/accuracies": 1.0, "rewards/margins": margin})
+    return history
+
+
+@contextlib.contextmanager
+def _rlac_fakes():
+    """Replay models for every RLAC role and a DPO stage that is recorded, not run."""
+    import pytest
+
+    import coevo.llm.specs as specs
+    import coevo.train.dpo as dpo
+    import coevo.train.stages as stages
+    from coevo.llm.replay import ReplayModel
+    from coevo.train.common import TrainResult
+
+    def load_model(spec, store=None, trainable=False, **options):
+        model = ReplayModel(rules=RLAC_MODELS[spec])
+        model.model = None  # a trainable LocalModel's weights; nothing reads them here
+        return model
+
+    def train_dpo(policy, pairs, settings, output_dir, **kwargs):
+        pairs = list(pairs)
+        fields = {"checkpoint": str(output_dir / "final"), "steps": 4, "seconds": 0.0, "seconds_per_step": 0.0,
+                  "peak_rss_mb": 0.0, "metrics": {"train_loss": 0.6, "weight_delta": 0.01}}
+        # The per-step history and round a training stage carries (where TrainResult has them).
+        r, role = int(Path(output_dir).parent.name.removeprefix("round")), Path(output_dir).name
+        extra = {"history": _dpo_history(4, len(pairs), 0.03 * r + (0.02 if role == "critic" else 0.0)),
+                 "round": r, "kind": "dpo"}
+        fields.update({k: v for k, v in extra.items() if k in TrainResult.model_fields})
+        return TrainResult(**fields)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(specs, "load_model", load_model)
+        patch.setattr(specs, "check_spec", lambda spec: None)  # "gen", "crit": the fakes above
+        patch.setattr(dpo, "train_dpo", train_dpo)
+        patch.setattr(stages, "restore_checkpoint", lambda policy, path, lora: None)
+        yield
+
+
+def build_rlac(run: Path, inputs: Path) -> Path:
+    """An RLAC run (facts task, adversarial critic): 2 iterations on one biography."""
+    from coevo.runner import run_experiment
+
+    config = {"algorithm": "rlac", "task": "facts", "iterations": 2, "k": 2, "n": 2, "kl": False,
+              "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+              "facts": {"judge": "lexical", "atomic_facts": "sentences"},
+              "data": {"train_ids": ["Albert Einstein"], "heldout_ids": ["Marie Curie"]}}
+    with _rlac_fakes():
+        run_experiment(None, run, data=config)
+    return run
+
+
+# -- DecoEvo -------------------------------------------------------------------------------
+
+def build_decoevo(run: Path, inputs: Path) -> Path:
+    """A DecoEvo run: the four methods on two seeds, 3 inner steps (see decoevo_fakes)."""
+    from decoevo_fakes import SKILL_V0, method_telling_rules, write_data
+
+    from coevo.runner import run_experiment
+
+    inputs.mkdir(parents=True, exist_ok=True)
+    data = write_data(inputs / "decoevo_data.jsonl")
+    model = inputs / "decoevo_replay.jsonl"
+    model.write_text("\n".join(json.dumps(r) for r in method_telling_rules()) + "\n")
+    config = {
+        "algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
+        "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
+        "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
+    }
+    run_experiment(None, run, data=config)
+    return run
+
+
+BUILDERS = {"controls": build_controls, "rlac": build_rlac, "decoevo": build_decoevo}
+
+
+def build_all(folder: Path) -> dict[str, Path]:
+    """Every replay run in `folder/runs/NAME` (the folder `coevo view` is pointed at); their
+    data and replay files in `folder/inputs/`, out of the runs folder."""
+    folder = Path(folder)
+    return {name: build(folder / "runs" / name, folder / "inputs") for name, build in BUILDERS.items()}
