@@ -13,8 +13,10 @@ the window shows (the top of the page) is saved:
     annotate.png   one pair to label           proposals.png an RLAC run's critic proposals
     skills.png     a DecoEvo run's skill versions
 
-Each page is taken from the first run that has it (run.png from an RLAC run where there is
-one, else the first run); a page no run has is left out, with a note.
+Each page is taken from the run that suits it best (run.png, samples.png and sample.png from
+a TAIScore run where there is one: its training curves and x -> y0 -> c -> y1 stories); a
+page no run has is left out, with a note. The README's screenshots: a real `coevo quickstart`
+run folder (embedded model) beside the replay runs, in one folder.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ sys.path.insert(0, str(ROOT / "tests" / "view"))  # the viewer harness and repla
 from view_harness import WINDOW, Viewer, browser_missing, settle, start_browser  # noqa: E402
 
 #: For each page: which run's page it is, in order of preference (None: any run).
-RUN_PAGE_PREFERENCE = ["rlac", "taiscore", "decoevo", "controls", "refine", None]
-SAMPLE_PREFERENCE = ["controls", "refine", "taiscore", "rlac", None]
+RUN_PAGE_PREFERENCE = ["taiscore", "rlac", "decoevo", "controls", "refine", None]
+SAMPLE_PREFERENCE = ["taiscore", "controls", "refine", "rlac", None]
 
 
 def _runs(driver) -> list[tuple[str, str]]:
