@@ -24,8 +24,8 @@ from pydantic import BaseModel
 from coevo.config import ConfigError, apply_overrides, read_yaml, validate
 from coevo.logs import run_logging
 from coevo.provenance import provenance
-from coevo.runlock import RunLock, holder, run_status
-from coevo.store import STORE_FILE, RunStore, StoreError
+from coevo.runlock import RunLock, holder
+from coevo.store import STORE_FILE, RunStore
 
 SUMMARY_FILE = "summary.json"
 
@@ -293,27 +293,3 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
     summary["report"] = str(build_report(out))
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary
-
-
-def list_runs(root: str | Path) -> list[dict[str, Any]]:
-    """Every run folder under `root` (any depth up to 2) with its status."""
-    root = Path(root)
-    rows = []
-    for path in sorted({*root.glob(STORE_FILE), *root.glob(f"*/{STORE_FILE}"), *root.glob(f"*/*/{STORE_FILE}")}):
-        try:
-            store = RunStore(path.parent)
-        except StoreError as exc:  # listed, not fatal: one bad folder must not hide the others
-            rows.append({"run": str(path.parent.relative_to(root)), "algorithm": "?",
-                         "status": f"unreadable: {exc}", "started": "?", "rollouts": 0, "cached_calls": 0})
-            continue
-        started = store.get_meta("started")
-        rows.append({
-            "run": str(path.parent.relative_to(root)),
-            "algorithm": store.get_meta("algorithm", "?"),
-            "status": run_status(path.parent, store.get_meta("status")),
-            "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "?",
-            "rollouts": len(store.rollouts()),
-            "cached_calls": store.cache_size(),
-        })
-        store.close()
-    return rows

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from coevo import runner
+from coevo.runinfo import runs_under
 from coevo.runlock import RunFolderBusy, RunLock, holder, run_status
 from coevo.store import SCHEMA_VERSION, RunStore, StoreError
 from tests.test_cli_errors import coevo
@@ -111,7 +112,7 @@ def test_a_corrupt_or_truncated_store_is_one_line_and_exit_2(tmp_path):
     db.write_bytes(b"not a database at all" * 100)
     with pytest.raises(StoreError, match="corrupt or truncated"):
         RunStore(tmp_path / "run")
-    assert runner.list_runs(tmp_path)[0]["status"].startswith("unreadable: ")
+    assert runs_under(tmp_path)[0].status.startswith("unreadable: ")
 
 
 def test_metric_rows_are_keyed_so_a_resumed_stage_never_duplicates_one(tmp_path):
@@ -149,8 +150,8 @@ def test_a_run_that_raises_is_marked_failed_with_its_error(tmp_path, monkeypatch
         **experiments, "controls": runner.Experiment(experiments["controls"].config, boom, "")})
     with pytest.raises(RuntimeError):
         runner.run_experiment(None, tmp_path / "run", data={"algorithm": "controls"})
-    [row] = runner.list_runs(tmp_path)
-    assert row["status"] == "failed"
+    [row] = runs_under(tmp_path)
+    assert row.status == "failed" and row.error == "RuntimeError: the judge server vanished"
     store = RunStore(tmp_path / "run")
     assert store.get_meta("error") == "RuntimeError: the judge server vanished"
     assert holder(tmp_path / "run") is None  # the lock went with the run
@@ -167,7 +168,7 @@ def test_a_running_run_whose_process_is_gone_is_resumable(tmp_path, held):
     held.wait()
     assert run_status(tmp_path / "run", "running") == "resumable"
     assert run_status(tmp_path / "run", "finished") == "finished"
-    assert json.loads(json.dumps(runner.list_runs(tmp_path)))[0]["status"] == "resumable"
+    assert runs_under(tmp_path)[0].status == "resumable"
 
 
 def test_records_nested_in_meta_stay_records(tmp_path):
