@@ -180,3 +180,21 @@ def method_run(cfg, model, method="decoevo", store=None, **options):
     parts = make_partitions(load_samples(cfg.data.source), cfg.partitions)
     meter = Meter(model)
     return MethodRun(method, 0, cfg, parts, build_decoevo_roles(cfg, meter, meter, 0), store, meter, **options)
+
+
+def replay_run_config(folder, **overrides) -> dict:
+    """A whole `coevo run` config of the four methods on two seeds, 3 inner steps (unless
+    `overrides` say otherwise), on a replay model that answers by method
+    (`method_telling_rules`); its data and replay file go into `folder`."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = write_data(folder / "data.jsonl")
+    model = folder / "replay.jsonl"
+    model.write_text("\n".join(json.dumps(r) for r in method_telling_rules()) + "\n")
+    return {
+        "algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
+        "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
+        "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}}, **overrides,
+    }

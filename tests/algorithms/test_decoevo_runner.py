@@ -8,9 +8,10 @@ filed under the wrong method's name fails these tests.
 import json
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
-from decoevo_fakes import GOLD_GRADES, SKILL_V0, method_telling_rules, write_data
+from decoevo_fakes import GOLD_GRADES, replay_run_config
 from typer.testing import CliRunner
 
 from coevo.cli import app
@@ -20,14 +21,8 @@ from coevo.runner import run_experiment
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("decoevo_runner")
-    data = write_data(tmp_path / "data.jsonl")
-    model = tmp_path / "replay.jsonl"
-    model.write_text("\n".join(json.dumps(r) for r in method_telling_rules()) + "\n")
-    config = {
-        "algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
-        "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
-        "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
-    }
+    config = replay_run_config(tmp_path)
+    data, model = Path(config["data"]["source"]), Path(config["models"]["backbone"].removeprefix("replay:"))
     summary = run_experiment(None, tmp_path / "run", data=config)
     return tmp_path, config, model, data, summary
 

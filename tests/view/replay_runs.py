@@ -123,14 +123,12 @@ def _rlac_fakes():
 
     def train_dpo(policy, pairs, settings, output_dir, **kwargs):
         pairs = list(pairs)
-        fields = {"checkpoint": str(output_dir / "final"), "steps": 4, "seconds": 0.0, "seconds_per_step": 0.0,
-                  "peak_rss_mb": 0.0, "metrics": {"train_loss": 0.6, "weight_delta": 0.01}}
-        # The per-step history and round a training stage carries (where TrainResult has them).
+        # The per-step history and round a training stage carries.
         r, role = int(Path(output_dir).parent.name.removeprefix("round")), Path(output_dir).name
-        extra = {"history": _dpo_history(4, len(pairs), 0.03 * r + (0.02 if role == "critic" else 0.0)),
-                 "round": r, "kind": "dpo"}
-        fields.update({k: v for k, v in extra.items() if k in TrainResult.model_fields})
-        return TrainResult(**fields)
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=4, seconds=0.0, seconds_per_step=0.0,
+                           peak_rss_mb=0.0, metrics={"train_loss": 0.6, "weight_delta": 0.01},
+                           history=_dpo_history(4, len(pairs), 0.03 * r + (0.02 if role == "critic" else 0.0)),
+                           round=r, kind="dpo")
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(specs, "load_model", load_model)
@@ -157,20 +155,11 @@ def build_rlac(run: Path, inputs: Path) -> Path:
 
 def build_decoevo(run: Path, inputs: Path) -> Path:
     """A DecoEvo run: the four methods on two seeds, 3 inner steps (see decoevo_fakes)."""
-    from decoevo_fakes import SKILL_V0, method_telling_rules, write_data
+    from decoevo_fakes import replay_run_config
 
     from coevo.runner import run_experiment
 
-    inputs.mkdir(parents=True, exist_ok=True)
-    data = write_data(inputs / "decoevo_data.jsonl")
-    model = inputs / "decoevo_replay.jsonl"
-    model.write_text("\n".join(json.dumps(r) for r in method_telling_rules()) + "\n")
-    config = {
-        "algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
-        "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
-        "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
-    }
-    run_experiment(None, run, data=config)
+    run_experiment(None, run, data=replay_run_config(inputs / "decoevo"))
     return run
 
 

@@ -252,14 +252,9 @@ def test_replay_runs(runs, client, tmp_path):
     assert "Critique-content controls" in page and 'id="table-result-0"' in page
     assert (runs / "controls" / "report.html").is_file()  # written by the runner through build_report
     # DecoEvo: skill history, the CI from summary.json, the trajectory figure, inner steps not rounds
-    import test_decoevo_runner as deco
+    from decoevo_fakes import replay_run_config
 
-    data = deco.write_data(tmp_path / "data.jsonl")
-    model = tmp_path / "replay.jsonl"
-    model.write_text("\n".join(json.dumps(r) for r in deco.method_telling_rules()) + "\n")
-    config = {"algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
-              "seeds": [0], "inner_steps": 2, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
-              "initial_solver_skill": deco.SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}}}
+    config = replay_run_config(tmp_path, seeds=[0], inner_steps=2)
     run_experiment(None, tmp_path / "deco", data=config)
     page = TestClient(create_app([tmp_path / "deco"])).get("/runs/deco").text
     assert 'id="table-skills"' in page and 'id="table-intervals"' in page and "Diagnostic trajectory" in page
