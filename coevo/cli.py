@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import NoReturn, Optional
@@ -636,17 +635,18 @@ def _print_rollouts(store, stages: list[tuple[str, int]], *, stage: str | None, 
     if not stages:
         out.print("no rollouts in this run yet")
         return
-    rows = store.rollout_rows(stage)
-    for row in rows:  # a training stage saves its rollouts without a round; its name has it
-        if row["round"] is None and (named := re.search(r"(?:^|/)round(\d+)(?:/|$)", row["stage"])):
-            row["round"] = int(named.group(1))
-    rows = [row for row in rows if (round_ is None or row["round"] == round_)
+    from coevo.store import stage_round
+
+    every = store.rollout_rows(stage)
+    for row in every:  # a training stage saves its rollouts without a round; its name has it
+        row["round"] = stage_round(row["stage"], row["round"])
+    rows = [row for row in every if (round_ is None or row["round"] == round_)
             and (condition is None or row["rollout"].condition == condition)]
     picked = ", ".join(f"{name} {value}" for name, value in
                        (("stage", stage), ("round", round_), ("condition", condition)) if value is not None)
     if not rows:
-        rounds = sorted({row["round"] for row in store.rollout_rows(stage) if row["round"] is not None}
-                        | {int(n) for name, _ in stages for n in re.findall(r"(?:^|/)round(\d+)(?:/|$)", name)})
+        rounds = sorted({row["round"] for row in every if row["round"] is not None}
+                        | {r for name, _ in stages if (r := stage_round(name, None)) is not None})
         out.print(f"no rollouts with {picked}; stages: {', '.join(name for name, _ in stages)}; "
                   f"rounds: {', '.join(map(str, rounds)) or 'none logged'}", highlight=False)
         return

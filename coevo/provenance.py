@@ -58,11 +58,27 @@ def hardware() -> dict[str, Any]:
 
         torch_version = torch.__version__
         if torch.cuda.is_available():
-            gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            gpus = _gpu_names(torch)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
     return {"platform": platform.platform(), "python": sys.version.split()[0], "torch": torch_version,
             "cpus": os.cpu_count(), "memory_gb": _memory_gb(), "gpus": gpus}
+
+
+def _gpu_names(torch: Any) -> list[str]:
+    """GPU names without starting CUDA in this process: asking torch for a name initialises
+    CUDA, and a process that did so before a backend forks its workers (vLLM) breaks them.
+    nvidia-smi answers from outside; torch only where CUDA is running already."""
+    if torch.cuda.is_initialized():
+        return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        done = None
+    if done is not None and done.returncode == 0 and done.stdout.strip():
+        return [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
 
 
 def _memory_gb() -> float | None:
@@ -77,8 +93,15 @@ def provenance(started: float, *, finished: float | None = None, duration_s: flo
     """The provenance record of a run that started at `started` (UNIX time). `earlier`: the
     record an earlier process of the same run left (its running time is added)."""
     commit, dirty = source_checkout()
+    record = {"coevo_version": coevo.__version__, "git_commit": commit, "git_dirty": dirty,
+              "started": None, "finished": None, "duration_s": None, "hardware": hardware()}
+    return timed(record, started, finished=finished, duration_s=duration_s, earlier=earlier)
+
+
+def timed(record: dict[str, Any], started: float, *, finished: float | None = None,
+          duration_s: float | None = None, earlier: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`record` (from `provenance`) with its times set: what changes while a run goes on, so
+    the commit and the hardware are looked up once per process."""
     before = float((earlier or {}).get("duration_s") or 0.0)
-    return {"coevo_version": coevo.__version__, "git_commit": commit, "git_dirty": dirty,
-            "started": iso(started), "finished": iso(finished),
-            "duration_s": None if duration_s is None else round(before + duration_s, 1),
-            "hardware": hardware()}
+    return {**record, "started": iso(started), "finished": iso(finished),
+            "duration_s": None if duration_s is None else round(before + duration_s, 1)}

@@ -115,7 +115,7 @@ def run_info(run_dir: str | Path, root: str | Path | None = None) -> RunInfo:
             status="unknown" if status == "?" else status,
             error=store.get_meta("error") if status in ("failed", "interrupted") else None,
             started=time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else None,
-            duration_s=duration, headline=headline_metrics(_summary(run_dir), metrics),
+            duration_s=duration, headline=headline_metrics(read_summary(run_dir), metrics),
             rollouts=n_rollouts)
     finally:
         store.close()
@@ -126,7 +126,8 @@ def runs_under(root: str | Path) -> list[RunInfo]:
     return [run_info(path, root) for path in find_runs(root)]
 
 
-def _summary(run_dir: Path) -> dict[str, Any]:
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A run's summary.json ({} when it has none yet, or an unreadable one)."""
     path = run_dir / "summary.json"
     try:
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from coevo.config import ConfigError, apply_overrides, read_yaml, validate
 from coevo.logs import run_logging
-from coevo.provenance import provenance
+from coevo.provenance import provenance, timed
 from coevo.runlock import RunLock, holder
 from coevo.store import STORE_FILE, RunStore
 
@@ -257,14 +257,15 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
         store.set_meta("status", "running")
         store.set_meta("error", None)
         began, earlier = time.time(), (None if started_over else store.get_meta("provenance"))
-        store.set_meta("provenance", provenance(store.get_meta("started"), earlier=earlier, duration_s=0.0))
+        facts = provenance(store.get_meta("started"), earlier=earlier, duration_s=0.0)
+        store.set_meta("provenance", facts)
         try:
             summary = summary_dict(_experiments()[algorithm].run(config, store))
         except BaseException as exc:
             # The time it ran counts toward the run's duration when it is resumed.
             with contextlib.suppress(Exception):
-                store.set_meta("provenance", provenance(store.get_meta("started"), earlier=earlier,
-                                                        duration_s=time.time() - began))
+                store.set_meta("provenance", timed(facts, store.get_meta("started"), earlier=earlier,
+                                                   duration_s=time.time() - began))
             # Marked, so `coevo runs` / `coevo show` tell a crash from a run still going.
             interrupted = isinstance(exc, KeyboardInterrupt)
             full = not interrupted and _disk_full(exc)
@@ -280,8 +281,8 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
         summary["world_size"] = distributed.world_size()
         summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
         finished = time.time()
-        summary["provenance"] = provenance(store.get_meta("started"), finished=finished, earlier=earlier,
-                                           duration_s=finished - began)
+        summary["provenance"] = timed(facts, store.get_meta("started"), finished=finished, earlier=earlier,
+                                      duration_s=finished - began)
         store.set_meta("provenance", summary["provenance"])
         (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
         store.set_meta("status", "finished")

@@ -9,6 +9,7 @@ and a resumed run finds every earlier answer in the cache instead of asking agai
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -64,6 +65,19 @@ CREATE TABLE IF NOT EXISTS steps (
 #: The round column of a metric logged without one (a key column cannot hold NULL: SQLite
 #: treats every NULL as distinct, so the row would not be replaced on a second log).
 _NO_ROUND = -1
+
+
+_ROUND_IN_STAGE = re.compile(r"round(\d+)")
+
+
+def stage_round(stage: str, logged: int | None) -> int | None:
+    """A rollout's or stage's round: the one logged with it, else the `round<N>` in the stage's
+    name (TAIScore's GRPO and pair-pool stages save rollouts without one; older runs' stage
+    results kept none)."""
+    if logged is not None:
+        return logged
+    found = _ROUND_IN_STAGE.search(stage)
+    return int(found.group(1)) if found else None
 
 
 def _dump(value: Any) -> str:

@@ -20,8 +20,10 @@ def call_request(conversation: Conversation, sampling: Sampling) -> dict:
     return {"messages": [m.model_dump() for m in conversation], "sampling": sampling.model_dump(mode="json")}
 
 
-def call_key(model_id: str, conversation: Conversation, sampling: Sampling) -> str:
-    payload = json.dumps({"model": model_id, **call_request(conversation, sampling)}, sort_keys=True)
+def call_key(model_id: str, conversation: Conversation, sampling: Sampling, request: dict | None = None) -> str:
+    """The cache key of a call; `request`: its `call_request`, when the caller has it already."""
+    request = call_request(conversation, sampling) if request is None else request
+    payload = json.dumps({"model": model_id, **request}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -50,7 +52,9 @@ class CachedModel(PerRequestSampling):
         few calls as the backend allows (see `generate_each` in base.py)."""
         from coevo.llm.base import generate_each
 
-        keys = [call_key(self.model_id, conv, sampling) for conv, sampling in zip(conversations, samplings)]
+        requests = [call_request(conv, sampling) for conv, sampling in zip(conversations, samplings)]
+        keys = [call_key(self.model_id, conv, sampling, request)
+                for conv, sampling, request in zip(conversations, samplings, requests)]
         found = [self.store.cache_get(key, n) for key in keys]
         hits = [set(entry) for entry in found]
         # Group the misses by how many samples each conversation still needs, so that the
@@ -70,10 +74,10 @@ class CachedModel(PerRequestSampling):
                 # the model nothing that finished.
                 for j, completions in list(arrived.items()):
                     i = rows[j]
-                    self._keep(keys[i], found[i], n, completions, call_request(conversations[i], samplings[i]))
+                    self._keep(keys[i], found[i], n, completions, requests[i])
                 raise
             for i, completions in zip(rows, fresh):
-                self._keep(keys[i], found[i], n, completions, call_request(conversations[i], samplings[i]))
+                self._keep(keys[i], found[i], n, completions, requests[i])
         return [
             [found[i][idx].model_copy(update={"cached": idx in hits[i]}) for idx in range(n)]
             for i in range(len(conversations))

@@ -160,6 +160,12 @@ def _metric_order(name: str) -> tuple[int, str]:
     return (first.index(name) if name in first else len(first), name)
 
 
+def logged_steps(history: list[Any]) -> list[dict[str, Any]]:
+    """TRL's per-step rows of a `log_history`, without the end-of-training summary row (the
+    one with `train_runtime`, which comes last)."""
+    return [entry for entry in history if isinstance(entry, dict) and "train_runtime" not in entry]
+
+
 def training_figures(logs: list[dict[str, Any]], kinds: dict[str, str]) -> list[dict[str, Any]]:
     """Per-step training curves from TRL's history: one figure per kind of training (`kinds`
     maps a stage to grpo / dpo), a panel per logged quantity, a line per stage."""
@@ -167,9 +173,7 @@ def training_figures(logs: list[dict[str, Any]], kinds: dict[str, str]) -> list[
     for log in logs:
         kind = kinds.get(log["stage"]) or _guess_kind(log["history"])
         panels = by_kind.setdefault(kind, {})
-        for i, entry in enumerate(log["history"]):
-            if not isinstance(entry, dict) or "train_runtime" in entry:  # the end-of-training summary row
-                continue
+        for i, entry in enumerate(logged_steps(log["history"])):
             step = entry.get("step", i + 1)
             for key, label in TRAINING_KEYS:
                 value = entry.get(key)

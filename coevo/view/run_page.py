@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from coevo.store import RunStore
+from coevo.store import RunStore, stage_round
 from coevo.view import plots
 from coevo.view.context import RunRef
 
@@ -24,11 +24,12 @@ EXAMPLES = 3
 
 def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
     """Everything `run.html` renders for the run in `store`."""
-    from coevo.runinfo import format_duration, run_info
+    from coevo.runinfo import format_duration, read_summary, run_info
     from coevo.view.warnings import run_warnings, training_results
 
     info = run_info(ref.path)
     metrics = store.metrics()
+    rows = store.rollout_rows()  # read once: the examples and the length check both look at them
     logs = store.training_logs()
     results = training_results(store, logs)
     kinds = {stage: r.get("kind") for stage, r in results.items() if isinstance(r, dict) and r.get("kind")}
@@ -42,7 +43,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
     for group in figures.values():
         for figure in group:
             figure["json"] = plots.figure_json(figure["figure"])
-    summary = _summary(ref.path)
+    summary = read_summary(ref.path)
     return {
         "title": f"{info.algorithm} run {ref.id}",
         "info": info,
@@ -50,7 +51,8 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "path": str(Path(ref.path).resolve()),
         "provenance": store.get_meta("provenance") or summary.get("provenance"),
         "config_json": json.dumps(store.get_meta("config", {}), indent=2, ensure_ascii=False),
-        "warnings": run_warnings(store, stage_results=results, logs=logs),
+        "warnings": run_warnings(store, stage_results=results, logs=logs,
+                                 rollouts=[row["rollout"] for row in rows]),
         "tables": _meta_tables(store),
         "intervals": _intervals(summary),
         "costs": _costs(summary),
@@ -61,18 +63,12 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
                    if str(image).startswith("data:image/png;base64,")},
         "judgments": _judgment_rows(store),
         "training_stages": _stage_rows(results),
-        "examples": examples(store),
+        "examples": examples(store, rows=rows),
         "skills": skill_history(store),
         "needs_plotly": any(figures.values()),
     }
 
 
-def _summary(run_dir: Path) -> dict[str, Any]:
-    path = Path(run_dir) / "summary.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def _meta_tables(store: RunStore) -> list[dict[str, Any]]:
@@ -140,22 +136,22 @@ def _stage_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(r, dict):
             continue
         m = r.get("metrics") or {}
-        named = re.search(r"round(\d+)", stage)  # older runs kept no round: their stage names say it
-        rnd = r.get("round") if r.get("round") is not None else (int(named.group(1)) if named else None)
-        rows.append({"stage": stage, "kind": r.get("kind") or "—", "round": rnd,
+        rows.append({"stage": stage, "kind": r.get("kind") or "—", "round": stage_round(stage, r.get("round")),
                      "steps": r.get("steps"), "loss": m.get("train_loss", m.get("loss")),
                      "weight_delta": m.get("weight_delta"), "seconds": r.get("seconds"),
                      "checkpoint": r.get("checkpoint")})
     return rows
 
 
-def examples(store: RunStore, per_kind: int = EXAMPLES) -> list[dict[str, Any]]:
+def examples(store: RunStore, per_kind: int = EXAMPLES, rows: list[dict[str, Any]] | None = None
+             ) -> list[dict[str, Any]]:
     """A few rollouts per kind of stage (the round number taken out: `taiscore/round1/eval`
     and `.../round2/eval` are one kind), latest rounds first, with their round, judges'
-    scores and reasons and per-criterion scores."""
+    scores and reasons and per-criterion scores. `rows`: `store.rollout_rows()`, when the
+    caller read them already."""
     shown: dict[str, int] = defaultdict(int)
     out = []
-    for row in reversed(store.rollout_rows()):
+    for row in reversed(store.rollout_rows() if rows is None else rows):
         kind = _stage_kind(row["stage"])
         if shown[kind] >= per_kind:
             continue

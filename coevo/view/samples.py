@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException, Request
 
+from coevo.store import stage_round
+
 if TYPE_CHECKING:
     from coevo.store import RunStore
     from coevo.types import Rollout
@@ -29,16 +31,8 @@ router = APIRouter()
 PAGE_SIZE = 100
 #: Characters of each text shown in a list cell.
 SNIPPET = 160
-_ROUND_IN_STAGE = re.compile(r"round(\d+)")
-
-
-def round_of(stage: str, logged: int | None) -> int | None:
-    """A rollout's round: the one its stage logged, else the `round<N>` in the stage's name
-    (TAIScore's GRPO and pair-pool stages save rollouts without one)."""
-    if logged is not None:
-        return logged
-    found = _ROUND_IN_STAGE.search(stage)
-    return int(found.group(1)) if found else None
+#: A rollout's round (the store's rule, shared with `coevo show`).
+round_of = stage_round
 
 
 def snippet(text: str | None, size: int = SNIPPET) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from coevo.store import RunStore
+from coevo.view.plots import logged_steps
 
 #: Above this share of unreadable judgments a judge's numbers are mostly noise.
 INVALID_RATE = 0.2
@@ -43,10 +44,10 @@ class Finding(BaseModel):
 
 
 def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None,
-                 logs: list[dict[str, Any]] | None = None) -> list[Finding]:
+                 logs: list[dict[str, Any]] | None = None, rollouts: list[Any] | None = None) -> list[Finding]:
     """Every warning about the run, computed ones first, then the run's own (meta "warnings").
-    `stage_results` / `logs`: the training stages' results and histories, when the caller
-    already read them."""
+    `stage_results` / `logs` / `rollouts`: the training stages' results and histories and
+    the run's rollouts, when the caller already read them."""
     metrics = store.metrics()
     logs = store.training_logs() if logs is None else logs
     stage_results = training_results(store, logs) if stage_results is None else stage_results
@@ -56,7 +57,7 @@ def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None
     found += constant_reward(metrics, logs)
     found += agreeing_judges(store)
     found += at_ceiling(metrics, store)
-    found += length_inflation(store, metrics)
+    found += length_inflation(store, metrics, rollouts)
     found += [Finding(kind="run", text=str(w)) for w in store.get_meta("warnings", []) or []]
     return found
 
@@ -88,9 +89,8 @@ def unchanged_policy(stage_results: dict[str, Any], logs: list[dict[str, Any]],
     for log in logs:
         if log["stage"] in named:
             continue
-        steps = [e for e in log["history"] if isinstance(e, dict) and "train_runtime" not in e]
-        losses = [e.get("loss") for e in steps if isinstance(e.get("loss"), (int, float))]
-        norms = [e.get("grad_norm") for e in steps if isinstance(e.get("grad_norm"), (int, float))]
+        steps = logged_steps(log["history"])
+        losses, norms = _numbers(steps, "loss"), _numbers(steps, "grad_norm")
         if losses and norms and all(v == 0 for v in losses) and all(v == 0 for v in norms):
             named.add(log["stage"])
             out.append(Finding(kind="no-learning", text=(
@@ -107,6 +107,11 @@ def unchanged_policy(stage_results: dict[str, Any], logs: list[dict[str, Any]],
                     f"{label}'s weights did not change in training (largest change 0): this stage did not "
                     "change the policy.")))
     return out
+
+
+def _numbers(steps: list[dict[str, Any]], key: str) -> list[float]:
+    """The numeric values of `key` over logged steps (steps that did not log it left out)."""
+    return [e[key] for e in steps if isinstance(e.get(key), (int, float))]
 
 
 def invalid_judgments(store: RunStore) -> list[Finding]:
@@ -127,9 +132,8 @@ def constant_reward(metrics: list[dict[str, Any]], logs: list[dict[str, Any]]) -
     TRL's per-step history where it was kept, else from the round's reward metrics."""
     out, covered = [], set()
     for log in logs:
-        steps = [e for e in log["history"] if isinstance(e, dict) and "train_runtime" not in e]
-        zero = [e.get("frac_reward_zero_std") for e in steps if isinstance(e.get("frac_reward_zero_std"), (int, float))]
-        std = [e.get("reward_std") for e in steps if isinstance(e.get("reward_std"), (int, float))]
+        steps = logged_steps(log["history"])
+        zero, std = _numbers(steps, "frac_reward_zero_std"), _numbers(steps, "reward_std")
         if (zero and all(v >= 1.0 for v in zero)) or (std and all(v == 0 for v in std)):
             covered.add((log["stage"].split("/round")[0], log.get("round")))
             out.append(Finding(kind="constant-reward", text=(
@@ -203,10 +207,11 @@ def _held_out_count(store: RunStore) -> int | None:
     return data["heldout"] if isinstance(data.get("heldout"), int) else None
 
 
-def length_inflation(store: RunStore, metrics: list[dict[str, Any]]) -> list[Finding]:
+def length_inflation(store: RunStore, metrics: list[dict[str, Any]], rollouts: list[Any] | None = None
+                     ) -> list[Finding]:
     """Revisions much longer than the answers they revise, or held-out answers growing over rounds."""
     out = []
-    revised = [r for r in store.rollouts() if r.y1]
+    revised = [r for r in (store.rollouts() if rollouts is None else rollouts) if r.y1]
     if revised:
         ratio = sum(len(r.y1 or "") for r in revised) / max(1, sum(len(r.y0) for r in revised))
         if ratio > LENGTH_RATIO:
