@@ -81,6 +81,19 @@ def test_tiny_config_end_to_end_trains_both_models(tmp_path):
         assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in (
             out / record["checkpoints"][role] / "README.md").read_text()
     assert summary["provenance"]["finished"] and summary["provenance"]["hardware"]["cpus"]
+    # What a researcher sees of this real run: the viewer's page (= report.html) draws both
+    # stages' per-step curves, names no stage as unchanged, and every rollout opens.
+    from fastapi.testclient import TestClient
+
+    from coevo.view.app import create_app
+
+    client = TestClient(create_app([out]))
+    page = client.get("/runs/run").text
+    assert 'id="plot-training-curves-grpo-critic-per-step"' in page
+    assert 'id="plot-training-curves-dpo-per-step"' in page and "warning-no-learning" not in page
+    assert 'id="plot-training-curves-grpo-critic-per-step"' in (out / "report.html").read_text()
+    rows = RunStore(out, read_only=True).rollout_rows()
+    assert rows and all(client.get(f"/runs/run/samples/{row['id']}").status_code == 200 for row in rows[:5])
 
 
 class _CountingReviser:
