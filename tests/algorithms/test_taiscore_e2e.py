@@ -1,28 +1,17 @@
 """TAIScore on the real embedded model with real TRL steps (slow; CI still runs them).
 
-One end-to-end run of a test-sized examples/taiscore_tiny.yaml through the CLI, and a
-resume inside a DPO stage with the real glue (a trainer killed after its first checkpoint).
+One end-to-end run of a test-sized examples/taiscore_tiny.yaml through the CLI (the
+session's `taiscore_tiny_run`, tests/conftest.py, which the two-process test compares its
+store with), and a resume inside a DPO stage with the real glue (a trainer killed after its
+first checkpoint).
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-TINY = ROOT / "examples" / "taiscore_tiny.yaml"
-# One round, a few prompts, one GRPO and one DPO step, short generations: the loop's every
-# stage runs for real, in minutes.
-TEST_SIZE = [
-    "rounds=1", "data.limit=5", "evaluation.prompts=1", "critic_queries=1", "pairs_per_round=2",
-    "grpo.max_steps=1", "grpo.num_generations=2", "grpo.max_completion_length=24", "dpo.max_steps=1",
-    "sampling.rollout.max_tokens=24", "sampling.revision.max_tokens=24",
-]
 
 
 def _weights_differ_from_base(checkpoint: str, base: str) -> bool:
@@ -39,15 +28,8 @@ def _weights_differ_from_base(checkpoint: str, base: str) -> bool:
     return any(not torch.equal(trained[k], original[k]) for k in trained if k in original)
 
 
-def test_tiny_config_end_to_end_trains_both_models(tmp_path):
-    out = tmp_path / "run"
-    args = [sys.executable, "-m", "coevo.cli", "run", str(TINY), "--out", str(out)]
-    for item in TEST_SIZE:
-        args += ["--set", item]
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=1500,
-                          env={**os.environ, "COEVO_QUIET": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
+    out, summary = taiscore_tiny_run.out, taiscore_tiny_run.summary
     assert Path(summary["base_model"]).is_dir()
     assert [r["round"] for r in summary["rounds"]] == [1]
     (record,) = summary["rounds"]
@@ -67,7 +49,7 @@ def test_tiny_config_end_to_end_trains_both_models(tmp_path):
 
     AutoModelForCausalLM.from_pretrained(out / record["checkpoints"]["actor"])  # loadable as such
     # A quiet console: TRL's per-step dicts and library warnings went to RUN/coevo.log only.
-    terminal = proc.stdout + proc.stderr
+    terminal = taiscore_tiny_run.terminal
     assert "{'loss'" not in terminal and "FutureWarning" not in terminal and "UserWarning" not in terminal
     assert "{'loss'" in (out / "coevo.log").read_text()
     # TRL's history of both stages in the store; a model card beside each checkpoint.
