@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from coevo.algorithms.taiscore_eval import RoundEvaluator, comparison_table, rounds_table
+from coevo.algorithms.taiscore_eval import RoundEvaluator, comparison_table, gold_gains, rounds_table
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import judge_as_reward, rollout_judge
 from coevo.roles.base import Scorer
@@ -410,6 +410,9 @@ class TaiScoreSummary(BaseModel):
     held_out: int
     conditions: list[dict[str, Any]] | None = None
     table: dict[str, Any]
+    #: Per condition: S(π_last) − S(π_0), paired over (seed, held-out prompt), with a bootstrap
+    #: 95 % CI: {mean_diff, low, high, n_pairs} (taiscore_eval.gold_gains).
+    gold_gain_ci: dict[str, dict[str, Any]] = {}
 
 
 def run_condition(ctx: Context, plan: Plan, seed_index: int) -> ConditionResult:
@@ -737,6 +740,7 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
     runs = [run_condition(ctx, plan, s) for plan in plans for s in range(config.seeds)]
     first = runs[0]
     several = len(runs) > 1
+    gains = gold_gains(store, runs)
     summary = TaiScoreSummary(
         base_model=base_model_path(config.models.actor),
         base_models={"actor": base_model_path(config.models.actor),
@@ -746,7 +750,8 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
         shards=[len(s) for s in shards], held_out=len(held_out),
         **({"conditions": [run.model_dump(include={"condition", "seed", "baseline", "rounds"}) for run in runs]}
            if several else {}),
-        table=comparison_table(runs, config.seeds) if several else rounds_table(first))
+        table=comparison_table(runs, config.seeds, gains) if several else rounds_table(first, gains),
+        gold_gain_ci=gains)
     title = "TAIScore: " + ("conditions" if several else "rounds")
     store.update_meta("tables", lambda tables: {**tables, title: summary.table}, {})
     return summary

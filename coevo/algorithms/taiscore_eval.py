@@ -10,13 +10,17 @@ On held-out prompts (never in a training shard), for the models after round r (�
 plus, from the round's training (the loop passes them in): the critic's training reward
 mean, spread and distribution, pair-filter counts, and the invalid-judgment rate over every
 judgment of the round. Everything goes to the run store with round=r (report.html plots it).
+
+The run's tables end with each condition's gold gain S(π_last) − S(π_0): the mean paired
+difference over (seed, held-out prompt) items both rounds scored, with its paired bootstrap
+95 % CI (resampling prompts keeps each prompt's difficulty out of the comparison).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coevo.eval.stats import mean_sd, win_rate
+from coevo.eval.stats import mean_sd, paired_bootstrap_ci, win_rate
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
@@ -25,10 +29,13 @@ from coevo.types import Rollout
 
 if TYPE_CHECKING:
     from coevo.algorithms.taiscore import ConditionResult, Context
+    from coevo.store import RunStore
 
 #: Metrics shown in the summary tables, in this order (others stay in the store and report).
 TABLE_METRICS = ("gold_score", "win_rate_vs_round0", "refine_S_y1", "refine_delta", "reward_mean",
                  "pairs_selected", "invalid_judgment_rate")
+#: The tables' column (comparison) or row (rounds) of the paired gold gain and its CI.
+GAIN = "gold_gain vs round 0 (95% CI)"
 
 
 class RoundEvaluator:
@@ -163,8 +170,9 @@ def _fmt(values: list[float | None], seeds: int) -> float | str | None:
     return f"{mean:.3f} ± {sd:.3f}" + (f" (n={len(present)})" if len(present) != seeds else "")
 
 
-def comparison_table(runs: list[ConditionResult], seeds: int) -> dict[str, Any]:
-    """One row per condition: its final-round metrics, mean ± sd over seeds when seeds > 1."""
+def comparison_table(runs: list[ConditionResult], seeds: int, gains: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One row per condition: its final-round metrics, mean ± sd over seeds when seeds > 1,
+    and its paired gold gain over round 0 (`gold_gains`)."""
     by_condition: dict[str, list[ConditionResult]] = {}
     for run in runs:
         by_condition.setdefault(run.condition, []).append(run)
@@ -174,12 +182,14 @@ def comparison_table(runs: list[ConditionResult], seeds: int) -> dict[str, Any]:
     for name, group in by_condition.items():
         finals = [run.rounds[-1].metrics if run.rounds else {} for run in group]
         rows.append({"condition": name, "rounds": len(group[0].rounds),
-                     **{m: _fmt([f.get(m) for f in finals], seeds) for m in TABLE_METRICS}})
-    return {"columns": ["condition", "rounds", *TABLE_METRICS], "rows": rows}
+                     **{m: _fmt([f.get(m) for f in finals], seeds) for m in TABLE_METRICS},
+                     GAIN: format_gain(gains.get(name))})
+    return {"columns": ["condition", "rounds", *TABLE_METRICS, GAIN], "rows": rows}
 
 
-def rounds_table(run: ConditionResult) -> dict[str, Any]:
-    """One condition's before/after table: a row per metric, a column per round (0 = before)."""
+def rounds_table(run: ConditionResult, gains: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One condition's before/after table: a row per metric, a column per round (0 = before),
+    and a last row with the paired gold gain of the last round over round 0."""
     columns = ["metric", "round 0"] + [f"round {rec.round}" for rec in run.rounds]
     rows = []
     for metric in TABLE_METRICS:
@@ -188,4 +198,55 @@ def rounds_table(run: ConditionResult) -> dict[str, Any]:
             row[f"round {rec.round}"] = rec.metrics.get(metric)
         if any(v is not None for k, v in row.items() if k != "metric"):
             rows.append(row)
+    gain = format_gain(gains.get(run.condition))
+    if run.rounds and gain is not None:
+        rows.append({"metric": GAIN, columns[-1]: gain})
     return {"columns": columns, "rows": rows}
+
+
+def gold_gains(store: RunStore, runs: list[ConditionResult]) -> dict[str, dict[str, Any]]:
+    """Per condition, S(π_last) − S(π_0) over the held-out prompts, paired by (seed, prompt):
+    {mean_diff, low, high, n_pairs}, a paired bootstrap 95 % CI over the items both rounds
+    scored (each seed against its own round 0). No CI from a single pair (a bootstrap of one
+    difference has no spread: it would read as certainty), and n_pairs 0 when no item was
+    scored twice."""
+    pairs: dict[str, tuple[list[float], list[float]]] = {}
+    for run in runs:
+        if not run.rounds:
+            continue
+        before = _gold_by_prompt(store, f"{run.tag}/round0/eval")
+        after = _gold_by_prompt(store, f"{run.tag}/round{run.rounds[-1].round}/eval")
+        last, first = pairs.setdefault(run.condition, ([], []))
+        for sample_id in sorted(before.keys() & after.keys()):
+            last.append(after[sample_id])
+            first.append(before[sample_id])
+    gains = {}
+    for condition, (last, first) in pairs.items():
+        if not last:
+            gains[condition] = {"mean_diff": None, "low": None, "high": None, "n_pairs": 0}
+            continue
+        diff, low, high = paired_bootstrap_ci(last, first, n_resamples=5000)
+        if len(last) < 2:
+            low = high = None
+        gains[condition] = {"mean_diff": diff, "low": low, "high": high, "n_pairs": len(last)}
+    return gains
+
+
+def format_gain(gain: dict[str, Any] | None) -> str | None:
+    """``"+0.250 [-0.500, +1.000] (n=4)"`` for a table cell (``"+0.250 (n=1: no CI)"`` from one
+    pair); None when nothing was paired."""
+    if not gain or gain["mean_diff"] is None:
+        return None
+    if gain["low"] is None:
+        return f"{gain['mean_diff']:+.3f} (n={gain['n_pairs']}: no CI)"
+    return f"{gain['mean_diff']:+.3f} [{gain['low']:+.3f}, {gain['high']:+.3f}] (n={gain['n_pairs']})"
+
+
+def _gold_by_prompt(store: RunStore, stage: str) -> dict[str, float]:
+    """The gold-rubric score of each held-out prompt's y0 in one evaluation, where readable."""
+    scores = {}
+    for rollout in store.rollouts(stage):
+        judgment = rollout.judgments.get("gold_rubric_y0")
+        if judgment is not None and judgment.valid and judgment.score is not None:
+            scores[rollout.sample_id] = judgment.score
+    return scores

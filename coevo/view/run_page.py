@@ -82,11 +82,18 @@ def _meta_tables(store: RunStore) -> list[dict[str, Any]]:
 
 
 def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Paired confidence intervals summary.json carries (keys ending in `_ci`)."""
+    """Paired confidence intervals summary.json carries (keys ending in `_ci`): one interval
+    ({mean_diff, low, high, n_pairs}: DecoEvo's), or one per condition (TAIScore's gold gain)."""
     out = []
     for key, value in summary.items():
-        if key.endswith("_ci") and isinstance(value, dict) and "low" in value:
-            out.append({"name": key[:-3].replace("_minus_", " − ").replace("_", " "), **value})
+        if not (key.endswith("_ci") and isinstance(value, dict)):
+            continue
+        name = key[:-3].replace("_minus_", " − ").replace("_", " ")
+        if "low" in value:
+            out.append({"name": name, **value})
+        else:
+            out.extend({"name": f"{name}: {condition}", **ci} for condition, ci in value.items()
+                       if isinstance(ci, dict) and "low" in ci)
     return out
 
 

@@ -26,7 +26,7 @@ from coevo.view.plots import logged_steps
 INVALID_RATE = 0.2
 #: Revisions (or last-round answers) this many times longer than the first: length inflation.
 LENGTH_RATIO = 1.5
-#: Fewer held-out items than this and a perfect score says little without a CI.
+#: Fewer held-out items than this and a perfect score says little, CI or not.
 FEW_ITEMS = 10
 #: Judges need at least this many readable scores before "all the same" means anything.
 MIN_JUDGMENTS = 4
@@ -186,7 +186,7 @@ def at_ceiling(metrics: list[dict[str, Any]], store: RunStore) -> list[Finding]:
         ceiling = CEILINGS[name]
         if vals and all(math.isclose(v, ceiling) for v in vals):
             n = items.get(stage) or held_out
-            few = f" on only {int(n)} held-out item{'s' if n != 1 else ''}, with no confidence interval" \
+            few = f" on only {int(n)} held-out item{'s' if n != 1 else ''}, too few for a confidence interval" \
                 if n is not None and n < FEW_ITEMS else ""
             rounds = f"every round ({len(vals)})" if len(vals) > 1 else "its only measurement"
             out.append(Finding(kind="ceiling", text=(

@@ -73,6 +73,7 @@ def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
     page = client.get("/runs/run").text
     assert 'id="plot-training-curves-grpo-critic-per-step"' in page
     assert 'id="plot-training-curves-dpo-per-step"' in page and "warning-no-learning" not in page
+    assert set(summary["gold_gain_ci"]) == {"coevolution"} and "gold gain: coevolution" in page
     assert 'id="plot-training-curves-grpo-critic-per-step"' in (out / "report.html").read_text()
     rows = RunStore(out, read_only=True).rollout_rows()
     assert rows and all(client.get(f"/runs/run/samples/{row['id']}").status_code == 200 for row in rows[:5])

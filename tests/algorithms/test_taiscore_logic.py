@@ -14,6 +14,7 @@ from coevo.algorithms.taiscore import (
     run_taiscore,
     select_pairs,
 )
+from coevo.algorithms.taiscore_eval import GAIN, format_gain, gold_gains, rounds_table
 from coevo.config import ConfigError, validate
 from coevo.llm.replay import ReplayModel
 from coevo.roles.actor import Actor
@@ -237,6 +238,52 @@ def test_conditions_share_data_and_make_one_table(tmp_path):
     og = [c for c in trainers.grpo_calls if "/og/" in c["dir"]][0]
     assert set(og["rewards"]) <= {None, 0.0, 0.5, 1.0}
     assert len(summary["conditions"]) == 8 and "TAIScore: conditions" in store.get_meta("tables")
+    # each trained condition's gold gain over its round 0, paired over 2 seeds x the held-out
+    # prompts (the replay gold judge gives every response 6: no gain, a zero-width CI)
+    held_out = len(store.get_meta("held_out"))
+    assert summary["gold_gain_ci"]["coevolution"] == {"mean_diff": 0.0, "low": 0.0, "high": 0.0,
+                                                       "n_pairs": 2 * held_out}
+    assert rows["coevolution"][GAIN] == f"+0.000 [+0.000, +0.000] (n={2 * held_out})"
+    assert GAIN not in rows["base actor (round 0)"]
+
+
+def test_gold_gain_pairs_each_prompt_with_itself_under_the_same_seed(tmp_path):
+    """S(π_last) − S(π_0) per (seed, prompt), unreadable scores and unscored prompts left out."""
+    from coevo.algorithms.taiscore import ConditionResult, RoundRecord
+    from coevo.types import Judgment
+
+    store = RunStore(tmp_path / "run")
+    gold = {  # (tag, round) -> {prompt: score}, None = an unreadable judgment
+        ("c/seed0", 0): {"a": 4.0, "b": 6.0, "c": 5.0}, ("c/seed0", 2): {"a": 7.0, "b": 6.0, "c": None},
+        ("c/seed1", 0): {"a": 5.0, "b": 5.0}, ("c/seed1", 2): {"a": 8.0, "b": 6.0, "d": 9.0},
+    }
+    for (tag, r), scores in gold.items():
+        for prompt, score in scores.items():
+            judgment = Judgment(judge="gold_rubric", score=score, valid=score is not None)
+            store.save_rollout(f"{tag}/round{r}/eval", Rollout(sample_id=prompt, x="x", y0="y",
+                                                               judgments={"gold_rubric_y0": judgment}), round=r)
+    runs = [ConditionResult(condition="c", seed=seed, tag=f"c/seed{seed}", plan={}, baseline={},
+                            rounds=[RoundRecord(round=r, checkpoints={}, metrics={}) for r in (1, 2)])
+            for seed in (0, 1)]
+    runs.append(ConditionResult(condition="untrained", seed=0, tag="u", plan={}, baseline={}, rounds=[]))
+    gains = gold_gains(store, runs)
+    assert set(gains) == {"c"}  # a condition with no rounds has no gain to show
+    diffs = [3.0, 0.0, 3.0, 1.0]  # seed 0: a, b (c unreadable after); seed 1: a, b (d not scored before)
+    assert gains["c"]["n_pairs"] == 4 and math.isclose(gains["c"]["mean_diff"], sum(diffs) / 4)
+    assert min(diffs) <= gains["c"]["low"] <= gains["c"]["mean_diff"] <= gains["c"]["high"] <= max(diffs)
+    assert format_gain(gains["c"]).startswith("+1.750 [")
+    assert format_gain({"mean_diff": None, "low": None, "high": None, "n_pairs": 0}) is None
+    table = rounds_table(runs[0], gains)
+    assert table["rows"][-1] == {"metric": GAIN, "round 2": format_gain(gains["c"])}
+    # one pair: its difference and no interval (a bootstrap of one item has no spread)
+    for r, score in ((0, 5.0), (1, 7.0)):
+        store.save_rollout(f"one/round{r}/eval", Rollout(sample_id="a", x="x", y0="y", judgments={
+            "gold_rubric_y0": Judgment(judge="gold_rubric", score=score)}), round=r)
+    one = ConditionResult(condition="one", seed=0, tag="one", plan={}, baseline={},
+                          rounds=[RoundRecord(round=1, checkpoints={}, metrics={})])
+    gain = gold_gains(store, [one])["one"]
+    assert gain == {"mean_diff": 2.0, "low": None, "high": None, "n_pairs": 1}
+    assert format_gain(gain) == "+2.000 (n=1: no CI)"
 
 
 def test_matching_trains_the_critic_against_the_tailored_actor(tmp_path):

@@ -339,3 +339,20 @@ def test_a_run_started_while_the_viewer_is_open_shows_up(tmp_path):
     make_taiscore_run(tmp_path / "second", status="running")
     assert 'id="run-second"' in client.get("/").text
     assert client.get("/runs/second").status_code == 200
+
+
+def test_taiscore_gold_gains_are_shown_as_paired_intervals(tmp_path):
+    """TAIScore's summary carries one gold-gain CI per condition; the page lists each, read in words."""
+    from coevo.view.run_page import _intervals
+
+    run = make_taiscore_run(tmp_path / "gains")
+    gains = {"coevolution": {"mean_diff": 0.75, "low": 0.25, "high": 1.5, "n_pairs": 4},
+             "taiscore": {"mean_diff": -0.5, "low": -1.0, "high": 0.5, "n_pairs": 4}}
+    (run / "summary.json").write_text(json.dumps({"gold_gain_ci": gains, "table": {}}))
+    assert [ci["name"] for ci in _intervals({"gold_gain_ci": gains})] == ["gold gain: coevolution",
+                                                                         "gold gain: taiscore"]
+    page = TestClient(create_app([run])).get("/runs/gains").text
+    table = page[page.index('id="table-intervals"'):]
+    table = table[:table.index("</table>")]
+    assert "gold gain: coevolution" in table and "better: the CI is above 0" in table
+    assert "gold gain: taiscore" in table and "no clear difference: the CI contains 0" in table
