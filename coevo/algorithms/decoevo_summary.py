@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillVersion
-from coevo.eval.stats import mean_of_known, mean_sd, paired_bootstrap_ci
+from coevo.eval.paired import PairedCI, paired_difference
+from coevo.eval.stats import mean_of_known, mean_sd
 from coevo.store import RunStore
 from coevo.types import Record, Skill, Table
 
@@ -83,15 +84,6 @@ class MethodSummary(Record):
     gate_ties: int
     gate_ties_sampled: int
     invalid_outputs: dict[str, int]
-
-
-class PairedCI(Record):
-    """Paired bootstrap 95% CI of a mean difference over (seed, test question) pairs."""
-
-    mean_diff: float | None
-    low: float | None
-    high: float | None
-    n_pairs: int
 
 
 class StepCostSummary(Record):
@@ -200,10 +192,7 @@ def paired_ci(results: dict[str, MethodResult], seeds: list[int], a: str, b: str
             if x is not None and y is not None:
                 xs.append(x)
                 ys.append(y)
-    if not xs:
-        return PairedCI(mean_diff=None, low=None, high=None, n_pairs=0)
-    diff, low, high = paired_bootstrap_ci(xs, ys, n_resamples=5000)
-    return PairedCI(mean_diff=diff, low=low, high=high, n_pairs=len(xs))
+    return paired_difference(xs, ys)
 
 
 def cost_summary(results: dict[str, MethodResult]) -> dict[str, StepCostSummary]:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coevo.eval.stats import mean_sd, paired_bootstrap_ci, win_rate
+from coevo.eval.paired import paired_difference
+from coevo.eval.stats import mean_sd, win_rate
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
@@ -207,9 +208,7 @@ def rounds_table(run: ConditionResult, gains: dict[str, dict[str, Any]]) -> dict
 def gold_gains(store: RunStore, runs: list[ConditionResult]) -> dict[str, dict[str, Any]]:
     """Per condition, S(π_last) − S(π_0) over the held-out prompts, paired by (seed, prompt):
     {mean_diff, low, high, n_pairs}, a paired bootstrap 95 % CI over the items both rounds
-    scored (each seed against its own round 0). No CI from a single pair (a bootstrap of one
-    difference has no spread: it would read as certainty), and n_pairs 0 when no item was
-    scored twice."""
+    scored (each seed against its own round 0); `paired_difference` says what one or no pair gives."""
     pairs: dict[str, tuple[list[float], list[float]]] = {}
     for run in runs:
         if not run.rounds:
@@ -220,16 +219,7 @@ def gold_gains(store: RunStore, runs: list[ConditionResult]) -> dict[str, dict[s
         for sample_id in sorted(before.keys() & after.keys()):
             last.append(after[sample_id])
             first.append(before[sample_id])
-    gains = {}
-    for condition, (last, first) in pairs.items():
-        if not last:
-            gains[condition] = {"mean_diff": None, "low": None, "high": None, "n_pairs": 0}
-            continue
-        diff, low, high = paired_bootstrap_ci(last, first, n_resamples=5000)
-        if len(last) < 2:
-            low = high = None
-        gains[condition] = {"mean_diff": diff, "low": low, "high": high, "n_pairs": len(last)}
-    return gains
+    return {condition: paired_difference(last, first).model_dump() for condition, (last, first) in pairs.items()}
 
 
 def format_gain(gain: dict[str, Any] | None) -> str | None:

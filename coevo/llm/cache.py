@@ -20,9 +20,8 @@ def call_request(conversation: Conversation, sampling: Sampling) -> dict:
     return {"messages": [m.model_dump() for m in conversation], "sampling": sampling.model_dump(mode="json")}
 
 
-def call_key(model_id: str, conversation: Conversation, sampling: Sampling, request: dict | None = None) -> str:
-    """The cache key of a call; `request`: its `call_request`, when the caller has it already."""
-    request = call_request(conversation, sampling) if request is None else request
+def call_key(model_id: str, request: dict) -> str:
+    """The cache key of a call to `model_id` with `request` (its `call_request`)."""
     payload = json.dumps({"model": model_id, **request}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -53,8 +52,7 @@ class CachedModel(PerRequestSampling):
         from coevo.llm.base import generate_each
 
         requests = [call_request(conv, sampling) for conv, sampling in zip(conversations, samplings)]
-        keys = [call_key(self.model_id, conv, sampling, request)
-                for conv, sampling, request in zip(conversations, samplings, requests)]
+        keys = [call_key(self.model_id, request) for request in requests]
         found = [self.store.cache_get(key, n) for key in keys]
         hits = [set(entry) for entry in found]
         # Group the misses by how many samples each conversation still needs, so that the

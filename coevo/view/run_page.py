@@ -69,8 +69,6 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
     }
 
 
-
-
 def _meta_tables(store: RunStore) -> list[dict[str, Any]]:
     """The experiment's comparison tables (meta "tables": {title: {columns, rows}})."""
     out = []

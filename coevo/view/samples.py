@@ -31,8 +31,6 @@ router = APIRouter()
 PAGE_SIZE = 100
 #: Characters of each text shown in a list cell.
 SNIPPET = 160
-#: A rollout's round (the store's rule, shared with `coevo show`).
-round_of = stage_round
 
 
 def snippet(text: str | None, size: int = SNIPPET) -> str:
@@ -79,7 +77,7 @@ def sample_rows(store: RunStore, stage: str | None = None) -> list[SampleRow]:
     for row in store.rollout_rows(stage):
         rollout = row["rollout"]
         judges = {name: (j.valid, j.score, j.reward) for name, j in rollout.judgments.items()}
-        rows.append(SampleRow(row["id"], row["stage"], round_of(row["stage"], row["round"]), rollout, judges))
+        rows.append(SampleRow(row["id"], row["stage"], stage_round(row["stage"], row["round"]), rollout, judges))
     return rows
 
 
@@ -256,10 +254,10 @@ def sample_page(request: Request, run_id: str, rollout_id: int):
                                 f"see /runs/{run_id}/samples")
         rollout = row["rollout"]
         calls = calls_behind(store, rollout)
-        related = [SampleRow(r["id"], r["stage"], round_of(r["stage"], r["round"]), r["rollout"])
+        related = [SampleRow(r["id"], r["stage"], stage_round(r["stage"], r["round"]), r["rollout"])
                    for r in store.rollouts_of_sample(rollout.sample_id, limit=51) if r["id"] != rollout_id][:50]
     judges = [judgment_view(name, j) for name, j in rollout.judgments.items()]
     diff = word_diff(rollout.y0, rollout.y1) if rollout.y1 is not None else None
     return render(request, "sample.html", run_id=run_id, active="samples", row=row, rollout=rollout,
-                  round=round_of(row["stage"], row["round"]), judges=judges, diff=diff, calls=calls,
+                  round=stage_round(row["stage"], row["round"]), judges=judges, diff=diff, calls=calls,
                   related=related, snippet=snippet)

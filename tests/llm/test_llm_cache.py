@@ -1,7 +1,7 @@
 """CachedModel: a repeated call asks nothing, a partly cached call asks only what is missing."""
 
 from coevo.llm.base import user
-from coevo.llm.cache import CachedModel, call_key
+from coevo.llm.cache import CachedModel, call_key, call_request
 from coevo.store import RunStore
 from coevo.types import Completion, Sampling
 
@@ -60,11 +60,11 @@ def test_partial_hits_ask_only_the_missing_indices(tmp_path):
 
 
 def test_key_separates_models_messages_and_sampling():
-    base = call_key("m", user("x"), SAMPLING)
-    assert base == call_key("m", user("x"), Sampling(temperature=0.7, max_tokens=16, seed=1))
-    assert base != call_key("other", user("x"), SAMPLING)
-    assert base != call_key("m", user("y"), SAMPLING)
-    assert base != call_key("m", user("x"), Sampling(temperature=0.7, max_tokens=16, seed=2))
+    base = call_key("m", call_request(user("x"), SAMPLING))
+    assert base == call_key("m", call_request(user("x"), Sampling(temperature=0.7, max_tokens=16, seed=1)))
+    assert base != call_key("other", call_request(user("x"), SAMPLING))
+    assert base != call_key("m", call_request(user("y"), SAMPLING))
+    assert base != call_key("m", call_request(user("x"), Sampling(temperature=0.7, max_tokens=16, seed=2)))
 
 
 def test_wrapper_exposes_the_inner_models_attributes(tmp_path):

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from coevo.store import RunStore
+from coevo.store import RunStore, stage_round
 from coevo.types import Completion, Judgment, Rollout
 from coevo.view.app import create_app
-from coevo.view.samples import round_of, word_diff
+from coevo.view.samples import word_diff
 
 CRITIC_PROMPT = "Critique this response to {x}: {y0}"
 
@@ -211,9 +211,9 @@ def test_word_diff_joins_back_into_both_texts():
 
 
 def test_round_comes_from_the_column_or_the_stage_name():
-    assert round_of("coevolution/round3/grpo", None) == 3
-    assert round_of("coevolution/round3/eval", 5) == 5
-    assert round_of("controls", None) is None
+    assert stage_round("coevolution/round3/grpo", None) == 3
+    assert stage_round("coevolution/round3/eval", 5) == 5
+    assert stage_round("controls", None) is None
 
 
 # ─── real replay runs ─────────────────────────────────────────────────────────────────
