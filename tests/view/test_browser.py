@@ -22,6 +22,7 @@ from replay_runs import PROMPTS, Y0, Y1
 from view_harness import coevo_command, settle
 
 try:
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -53,9 +54,18 @@ def check_page(browser, viewer) -> None:
 
 
 def click(browser, element) -> None:
-    """Click as a person does and wait for the next page (the old one goes stale)."""
+    """Click as a person does and wait for the next page."""
     element.click()
-    WebDriverWait(browser, WAIT).until(EC.staleness_of(element))
+    wait_for_next_page(browser, element)
+
+
+def wait_for_next_page(browser, old_element) -> None:
+    """Wait until `old_element`'s page has been replaced. While Chromium swaps documents,
+    asking about the old node can fail with an inspector error ("Node with given id does not
+    belong to the document") instead of the stale-element error `staleness_of` expects: that
+    is the swap under way, so it is polled through (seen once in CI)."""
+    WebDriverWait(browser, WAIT, ignored_exceptions=(WebDriverException,)).until(
+        EC.staleness_of(old_element), f"{browser.current_url}: the page did not change")
 
 
 def open_run(browser, viewer, algorithm: str) -> str:
@@ -344,7 +354,7 @@ def test_annotation_round_trip_into_agreement(browser, viewer, run_folders, tmp_
             else:
                 choice = judge if judge in ("y0", "y1") else "y1"
             ActionChains(browser).send_keys(side[choice]).perform()
-            WebDriverWait(browser, WAIT).until(EC.staleness_of(shown))
+            wait_for_next_page(browser, shown)
             check_page(browser, viewer)
             # Saved at once, into the run's store.
             saved = dict(reader.get_records("annotation"))
