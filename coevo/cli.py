@@ -238,6 +238,9 @@ def refine(
     actor: Optional[str] = typer.Option(None, metavar="SPEC", help="Model of the actor (default: --model)."),
     critic: Optional[str] = typer.Option(None, metavar="SPEC", help="Model of the critic (default: --model)."),
     judge: str = typer.Option("smollm2", metavar="SPEC", help="Model of the TAIScore judge."),
+    max_tokens: Optional[int] = typer.Option(
+        None, min=1, metavar="N", help="Cap y0, the critique and y1 at N tokens each (default: the papers' "
+        "256 for y0 and the critique, 2048 for y1; a small model can fill all 2048 with repetition)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """One critique-guided refinement: y0, critique, y1, TAIScore.
@@ -246,9 +249,12 @@ def refine(
     actor revises it into y1, and the TAIScore judge scores the refinement. Model specs:
     see `coevo models`.
     """
-    from coevo.algorithms.refine import refine_one
+    from coevo.algorithms.refine import refine_one, texts_capped
+    from coevo.config import SamplingConfig
 
-    result = refine_one(prompt, response, actor=actor or model, critic=critic or model, judge=judge)
+    sampling = texts_capped(SamplingConfig(), max_tokens) if max_tokens else None
+    result = refine_one(prompt, response, actor=actor or model, critic=critic or model, judge=judge,
+                        sampling=sampling)
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
         return

@@ -266,7 +266,7 @@ def test_options_share_names_and_every_boolean_is_a_plain_flag():
         assert {"--out", "--fresh"} <= by_name[cmd], cmd
     assert "--resume" in by_name["run"]
     assert {"--model", "--judge"} <= by_name["quickstart"] and {"--model", "--judge"} <= by_name["eval skill"]
-    assert {"--model", "--actor", "--critic", "--judge"} <= by_name["refine"]
+    assert {"--model", "--actor", "--critic", "--judge", "--max-tokens"} <= by_name["refine"]
     assert {"--stage", "--round", "--limit"} <= by_name["show"]
     assert {"--out", "--judge"} <= by_name["judge"] and "--judge" in by_name["validate fact"]
     assert {"-v", "--verbose", "--version"} <= by_name[""]
@@ -422,3 +422,15 @@ def test_show_filters_by_stage_and_round_under_readable_headings(tmp_path):
     assert "no rollouts with stage coevolution/round0/eval, round 1" in none and "rounds: 0, 1" in none
     bad = coevo_proc("show", run, "--stage", "round9")
     assert bad.returncode == 2 and "no stage 'round9'" in bad.stderr and "coevolution/round1/grpo" in bad.stderr
+
+
+def test_refine_max_tokens_caps_the_texts_not_the_judge():
+    from coevo.algorithms.refine import texts_capped
+    from coevo.config import SamplingConfig
+
+    default = SamplingConfig()
+    capped = texts_capped(default, 64)
+    assert (capped.rollout.max_tokens, capped.revision.max_tokens) == (64, 64)
+    assert capped.judge == default.judge  # a cut-off judgment would only be unreadable
+    assert capped.revision.temperature == default.revision.temperature
+    assert texts_capped(default, 1000).rollout.max_tokens == default.rollout.max_tokens  # a cap, never a raise

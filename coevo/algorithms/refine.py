@@ -59,6 +59,15 @@ def run_refinement(config: RefineRunConfig, store: RunStore) -> RefineSummary:
                          table=Table(columns=["judge", "mean", "valid", "invalid"], rows=rows))
 
 
+def texts_capped(sampling: SamplingConfig, max_tokens: int) -> SamplingConfig:
+    """`sampling` with the generated texts (y0, critique, y1) held to `max_tokens` each; the
+    judge's limit is left alone, since a cut-off judgment would only be unreadable."""
+    def cap(setting):
+        return setting.model_copy(update={"max_tokens": min(setting.max_tokens, max_tokens)})
+
+    return sampling.model_copy(update={"rollout": cap(sampling.rollout), "revision": cap(sampling.revision)})
+
+
 def refine_one(prompt: str, response: str | None, *, actor: str, critic: str, judge: str,
                sampling: SamplingConfig | None = None) -> dict[str, Any]:
     """`coevo refine`: one instruction through the pipeline, with the TAIScore judge."""
