@@ -43,7 +43,7 @@ def test_kill_9_then_resume_loses_and_recomputes_nothing(tmp_path):
     config = tmp_path / "controls.yaml"
     config.write_text(
         "algorithm: controls\n"
-        "data: {source: 'bundled:writing', limit: 3}\n"
+        "data: {source: 'bundled:writing', limit: 2}\n"
         "evaluator: pairwise\n"
         "sampling:\n"
         "  rollout: {temperature: 0.8, top_p: 0.95, max_tokens: 48}\n"
@@ -69,7 +69,7 @@ def test_kill_9_then_resume_loses_and_recomputes_nothing(tmp_path):
     assert summary["llm_cache"]["hits"] >= saved
     assert [row["condition"] for row in summary["table"]["rows"]] == ["none", "generic", "shuffled", "matched"]
     with sqlite3.connect(run_dir / "run.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM rollouts").fetchone()[0] == 3 * 4
+        assert db.execute("SELECT COUNT(*) FROM rollouts").fetchone()[0] == 2 * 4
 
     again = _coevo("run", config, "--out", run_dir, "--resume")
     assert again.returncode == 0, again.stderr
