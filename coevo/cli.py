@@ -192,6 +192,33 @@ def quickstart(
 
 
 @app.command()
+def plan(
+    config: Path = typer.Argument(..., metavar="CONFIG", help="YAML config (see examples/)."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
+                                   help="Override a config key, e.g. --set data.source=my.jsonl (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object: data (pools, critic_queries, "
+                                 "held_out: sample ids), stages, roles, departures, notes."),
+) -> None:
+    """Show what a run of CONFIG will do, without loading any model.
+
+    The data after filtering and its splits (pools, shards, partitions, held-out prompts)
+    with their sizes, the stages in order, each role's model and engine, and every setting
+    where the config departs from its paper (none for examples/*_full.yaml). Data rows with
+    a `quality` column (1-5) are pooled by it; without one the plan says how many grading
+    calls the run makes first.
+    """
+    from coevo.planning import plan_lines
+    from coevo.runner import plan_experiment
+
+    made = plan_experiment(config, set_)
+    if as_json:
+        print(json.dumps(made.model_dump(mode="json")))
+        return
+    for line in plan_lines(made):
+        out.print(line, highlight=False, markup=False)
+
+
+@app.command()
 def run(
     config: Path = typer.Argument(..., metavar="CONFIG", help="YAML config (see examples/)."),
     out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="Run folder (created)."),
@@ -317,25 +344,65 @@ def eval_agreement(
 
 @eval_app.command("annotations")
 def eval_annotations(
-    run: Path = typer.Argument(..., metavar="RUN", help="A run folder with labels made in `coevo view` (Annotate)."),
-    out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for human.jsonl and judge.jsonl."),
+    sources: list[Path] = typer.Argument(..., metavar="RUN|FILE", help="A run folder with labels made in "
+                                         "`coevo view` (Annotate), or one JSONL file of labels per annotator "
+                                         "(e.g. three human.jsonl) to merge by majority vote."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Folder for human.jsonl, "
+                                           "judge.jsonl and, with several annotators, majority.jsonl (a run "
+                                           "needs it; files: optional)."),
     stage: Optional[str] = typer.Option(None, "--stage", metavar="NAME", help="Only this stage's labels (default: every stage's)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Export human labels and the judge's scores.
+    """Export human labels; merge several annotators'.
 
-    Human pairwise labels and the judge's scores of the same pairs.
-
-    Writes DIR/human.jsonl (each label as scores: 1 for the preferred text, 0 for the
-    other, 0.5 each for a tie) and DIR/judge.jsonl (the judge that scored most of the
-    labelled pairs; judge_NAME.jsonl for each when several did), the {group, candidate,
+    From a RUN: writes DIR/human.jsonl (each label as scores: 1 for the preferred text, 0
+    for the other, 0.5 each for a tie) and DIR/judge.jsonl (the judge that scored most of
+    the labelled pairs; judge_NAME.jsonl for each when several did), the {group, candidate,
     score} lines `coevo eval agreement --a DIR/human.jsonl --b DIR/judge.jsonl` compares.
+
+    Several annotators (one FILE each, or a run labelled under several names in the viewer)
+    are merged as the TAIScore paper does: a pair's label is the one at least two of three
+    chose; three different labels is "no majority" (counted, listed). Only pairs every
+    annotator labelled are merged (the rest are counted). Prints the majority labels and
+    Fleiss' kappa with its n and a bootstrap 95% CI over pairs; DIR/majority.jsonl holds
+    each pair's votes, and DIR/human.jsonl becomes the majority labels.
     """
+    from coevo.eval.annotators import merge_files, summary_lines, vote_rows, write_merge
     from coevo.view.annotate import export_annotations
 
-    result = export_annotations(run, out_dir, stage=stage)
+    runs = [p for p in sources if p.is_dir()]
+    if runs and len(sources) > 1:
+        raise typer.BadParameter("give one run folder, or annotator files (one JSONL per annotator), not both "
+                                 f"or several runs: {', '.join(map(str, sources))}")
+    if runs:
+        if out_dir is None:
+            raise typer.BadParameter("--out DIR is needed to export a run's labels (the folder for human.jsonl)")
+        result = export_annotations(runs[0], out_dir, stage=stage)
+        merge = result["merge"]
+    else:
+        if stage is not None:
+            raise typer.BadParameter("--stage picks a run's labels; annotator files are merged as they are")
+        merged = merge_files(sources)
+        merge = merged.model_dump()
+        result = {**merge, **(write_merge(merged, out_dir) if out_dir else {})}
     if as_json:
         print(json.dumps(result))
+        return
+    if merge is not None:
+        from coevo.eval.annotators import MergeResult
+
+        merged = MergeResult.model_validate(merge)
+        _print_table({"columns": ["pair", *merged.annotators, "majority"], "rows": vote_rows(merged)},
+                     title="majority vote")
+        for line in summary_lines(merged):
+            out.print(line, highlight=False, markup=False)
+        for name, path in (result["annotators"] if runs else {}).items():
+            out.print(f"wrote {path}: annotator {name}", highlight=False, markup=False)
+        if result.get("majority"):
+            out.print(f"wrote {result['majority']}: each pair's votes and majority", highlight=False, markup=False)
+    if not runs:
+        if out_dir:
+            out.print(f"wrote {result['human']}: the majority labels as scores", highlight=False, markup=False)
         return
     out.print(f"wrote {result['human']}: {result['labels']} labelled pairs")
     if result["judge"] is None:

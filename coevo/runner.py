@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import json
 import signal
 import threading
@@ -37,6 +38,13 @@ class Experiment:
     #: at None where the experiment did not set them are left out) or a plain dict.
     run: Callable[[Any, RunStore], BaseModel | dict[str, Any]]
     help: str
+    #: The module of the paper this experiment reproduces (`PAPER`, `departures(config)`,
+    #: `plan(config)`), or None for the tools that reproduce no paper (refine, controls).
+    paper: str | None = None
+
+    def departures(self, config: BaseModel) -> list[Any] | None:
+        """Where `config` departs from the paper (empty: it is the paper; None: no paper)."""
+        return None if self.paper is None else importlib.import_module(self.paper).departures(config)
 
 
 def summary_dict(summary: BaseModel | dict[str, Any]) -> dict[str, Any]:
@@ -60,11 +68,14 @@ def _experiments() -> dict[str, Experiment]:
         "controls": Experiment(ControlsConfig, run_controls,
                                "critique-content controls: none / generic / shuffled / matched"),
         "taiscore": Experiment(TaiScoreConfig, run_taiscore,
-                               "TAIScore co-evolving critic (GRPO) and actor (DPO), with the paper's baselines"),
+                               "TAIScore co-evolving critic (GRPO) and actor (DPO), with the paper's baselines",
+                               paper="coevo.algorithms.taiscore_paper"),
         "decoevo": Experiment(DecoEvoConfig, run_decoevo,
-                              "DecoEvo skill co-evolution vs zero-shot, SkillOpt and SC-CoEvo"),
+                              "DecoEvo skill co-evolution vs zero-shot, SkillOpt and SC-CoEvo",
+                              paper="coevo.algorithms.decoevo_paper"),
         "rlac": Experiment(RlacConfig, run_rlac,
-                           "RLAC adversarial critic + external validator (facts or code), with baselines"),
+                           "RLAC adversarial critic + external validator (facts or code), with baselines",
+                           paper="coevo.algorithms.rlac_paper"),
     }
 
 
@@ -211,6 +222,30 @@ def run_experiment(
             distributed.end()
 
 
+def _say_departures(departures: list[dict[str, Any]] | None) -> None:
+    import logging
+
+    log = logging.getLogger(__name__)
+    if departures is None:
+        return
+    if departures:
+        log.info("this run departs from its paper in %d setting(s): %s (summary.json -> departures)",
+                 len(departures), ", ".join(d["setting"] for d in departures))
+    else:
+        log.info("this run uses its paper's settings (no departures)")
+
+
+def plan_experiment(config_path: str | Path, overrides: list[str] = ()) -> Any:
+    """`coevo plan`: the RunPlan of a config (coevo.planning), made without loading a model."""
+    raw = apply_overrides(read_yaml(config_path), list(overrides))
+    algorithm, config = resolve_config(raw, str(config_path))
+    experiment = _experiments()[algorithm]
+    if experiment.paper is None:
+        raise ConfigError(f"{config_path}: `coevo plan` covers the papers' algorithms (taiscore, rlac, decoevo); "
+                          f"{algorithm!r} reproduces no paper: see `coevo run --help`")
+    return importlib.import_module(experiment.paper).plan(config)
+
+
 def remove_run_folder(out: str | Path) -> None:
     """What `--fresh` does: delete `out` when it is a coevo run folder no live process holds.
     Anything else (a folder without run.sqlite: someone's data, a home directory) is never
@@ -253,6 +288,11 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
             )
         store.set_meta("config", config.model_dump(mode="json"))
         store.set_meta("algorithm", algorithm)
+        # Said before anything runs, so a run still going shows them in `coevo view` too.
+        found = _experiments()[algorithm].departures(config)
+        departures = None if found is None else [d.model_dump(mode="json") for d in found]
+        store.set_meta("departures", departures)
+        _say_departures(departures)
         store.set_meta("started", store.get_meta("started") or time.time())
         store.set_meta("status", "running")
         store.set_meta("error", None)
@@ -277,6 +317,8 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
                 raise _disk_full_error(out, exc) from exc
             raise
         summary.setdefault("algorithm", algorithm)
+        if departures is not None:
+            summary["departures"] = departures
         # How many processes trained: a launch that silently fell back to one shows here.
         summary["world_size"] = distributed.world_size()
         summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}

@@ -40,11 +40,15 @@ a `MethodPolicy`: which skills it evolves and the acceptance rule of each (METHO
   decoevo    the method above (solver gate; Pareto rule on the audits).
 Candidates are made by per-skill proposers (PROPOSERS), the same for every method.
 Final evaluation: test answers with the final S, graded against gold rubrics by a separate
-grader role; mean +- sd over seeds and a paired 95% CI of DecoEvo - SkillOpt.
+grader role (the benchmark's own, as in the paper; unset, the backbone grades: a listed
+departure and a run warning); mean +- sd over seeds and the 95% CI of DecoEvo - SkillOpt
+over matched runs (the paper's), beside a pooled one over (seed, question) pairs.
+The paper's settings, departures and `coevo plan`: decoevo_paper.py.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -82,6 +86,8 @@ from coevo.progress import progress_bar
 from coevo.store import RunStore
 from coevo.tasks.loaders import DataError
 from coevo.types import JudgeSampling, Rollout, Rubric, Sample, Sampling, Skill
+
+log = logging.getLogger(__name__)
 
 Method = Literal["zero_shot", "skillopt", "sc_coevo", "decoevo"]
 METHODS: tuple[str, ...] = ("zero_shot", "skillopt", "sc_coevo", "decoevo")
@@ -146,7 +152,9 @@ class DecoEvoModels(ModelRoles):
     """DecoEvo's models (backend options per role in `options`, see ModelRoles)."""
 
     backbone: str = "smollm2"            # the one frozen LLM behind every optimisation role
-    grader: str | None = None            # the final gold-rubric grader (default: the backbone)
+    #: The final gold-rubric grader: the paper's is the benchmark's own (WritingBench: its
+    #: critic model). None: the backbone grades its own answers (a departure, warned about).
+    grader: str | None = None
 
 
 class DecoEvoConfig(StrictModel):
@@ -887,6 +895,7 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     store.set_meta("partitions", {name: [s.id for s in group] for name, group in parts.items()})
     meter = Meter(config.models.load("backbone", store=store))
     grader = Meter(config.models.load("grader", store=store)) if config.models.grader else meter
+    warn(store, grader_warnings(config))
     results: dict[str, MethodResult] = {}
     jobs = [(seed, method) for seed in config.seeds for method in config.methods]
     with progress_bar("decoevo: method x seed", total=len(jobs)) as advance:
@@ -905,6 +914,27 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     records = versions(store)
     export_markdown(records, store.run_dir)
     return summarise(config, results, records, store, {n: len(g) for n, g in parts.items()})
+
+
+def grader_warnings(config: DecoEvoConfig) -> list[str]:
+    """The run warning of a grader that is the backbone (also a listed departure)."""
+    from coevo.algorithms.decoevo_paper import grades_itself
+
+    if not grades_itself(config):
+        return []
+    how = "models.grader is unset" if config.models.grader is None else "models.grader is the backbone's model"
+    return [f"{how}: the backbone ({config.models.backbone}) grades its own test answers against the gold "
+            "rubrics; the paper scores them with each benchmark's official grader, separate from the "
+            "training judge. Set models.grader to that grader (e.g. WritingBench's critic model)"]
+
+
+def warn(store: RunStore, warnings: list[str]) -> None:
+    """Say it on the console and keep it for the report (once, however often the run resumes)."""
+    if not warnings:
+        return
+    for warning in warnings:
+        log.warning(warning)
+    store.update_meta("warnings", lambda old: [*old, *(w for w in warnings if w not in old)], [])
 
 
 def check_partitions(parts: dict[str, list[Sample]]) -> None:

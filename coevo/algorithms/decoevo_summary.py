@@ -1,5 +1,6 @@
-"""DecoEvo's result records and summary.json: per-method test score over seeds, the paired
-CI of DecoEvo - SkillOpt, skill versions, solver-gate ties, cost per inner / outer step,
+"""DecoEvo's result records and summary.json: per-method test score over seeds, the CIs of
+DecoEvo - SkillOpt (over matched runs, as the paper reports it, and pooled over (seed,
+question) pairs), skill versions, solver-gate ties, cost per inner / outer step,
 the diagnostic trajectory, and the report's table and plot (set in the run store's meta).
 
 The records here are what one (method, seed) run returns (`MethodResult`, saved as the
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillVersion
-from coevo.eval.paired import PairedCI, paired_difference
+from coevo.eval.paired import PairedCI, RunCI, paired_difference, run_difference
 from coevo.eval.stats import mean_of_known, mean_sd
 from coevo.store import RunStore
 from coevo.types import Record, Skill, Table
@@ -69,6 +70,15 @@ class MethodResult(Record):
 
 
 # ====================================================================== summary.json
+class PooledCI(PairedCI):
+    """The paired bootstrap CI over every (seed, test question) pair graded for both methods:
+    narrower than the paper's interval over runs, since it treats the seeds' questions as
+    independent items; kept beside it as a finer-grained view."""
+
+    level: Literal["pooled"]
+    unit: str
+
+
 class MethodSummary(Record):
     """One method over the seeds: test mean +- sd, skill decisions, gate ties, invalid outputs."""
 
@@ -102,7 +112,10 @@ class DecoEvoSummary(Record):
     scoring: ScoringModes | None
     #: Per skill name, each version's (method, seed, version, parent, decision, why, step).
     skill_versions: dict[str, list[dict[str, Any]]]
-    decoevo_minus_skillopt_ci: PairedCI | None
+    #: The paper's interval: over matched runs (one mean difference per seed), n = runs.
+    decoevo_minus_skillopt_run_ci: RunCI | None
+    #: Over pooled (seed, test question) pairs (`level: pooled`).
+    decoevo_minus_skillopt_ci: PooledCI | None
     partitions: dict[str, int]
     cost: dict[str, StepCostSummary] = Field(default_factory=dict)
     trajectory: dict[str, list[TrajectoryPoint]] = Field(default_factory=dict)
@@ -129,6 +142,7 @@ def summarise(config: DecoEvoConfig, results: dict[str, MethodResult], records: 
         scoring=next((r.scoring for r in results.values()), None),
         skill_versions={name: [{k: getattr(r, k) for k in _VERSION_KEYS} for r in records if r.name == name]
                         for name in names},
+        decoevo_minus_skillopt_run_ci=run_ci(results, config.seeds, "decoevo", "skillopt"),
         decoevo_minus_skillopt_ci=paired_ci(results, config.seeds, "decoevo", "skillopt"),
         partitions=sizes,
         cost=cost_summary(results),
@@ -137,8 +151,11 @@ def summarise(config: DecoEvoConfig, results: dict[str, MethodResult], records: 
                     rows=[table_row(method, entry, len(config.seeds)) for method, entry in methods.items()]),
     )
     if store is not None:
-        store.set_meta("tables", {"DecoEvo: gold-rubric test score (0-1), mean ± sd over seeds":
-                                  summary.table.model_dump()})
+        tables = {"DecoEvo: gold-rubric test score (0-1), mean ± sd over seeds": summary.table.model_dump()}
+        if summary.decoevo_minus_skillopt_run_ci is not None:
+            tables["DecoEvo − SkillOpt, 95% CI (over matched runs: the paper's; pooled: finer-grained)"] = \
+                ci_table(summary.decoevo_minus_skillopt_run_ci, summary.decoevo_minus_skillopt_ci).model_dump()
+        store.set_meta("tables", tables)
         figure = trajectory_figure({method: [p.model_dump() for p in points]
                                     for method, points in summary.trajectory.items()})
         if figure:
@@ -181,18 +198,45 @@ def gate_ties(candidates: list[SkillVersion]) -> dict[str, int]:
             "gate_ties_sampled": sum(bool(d.get("gate_tie_sampled")) for d in compared)}
 
 
-def paired_ci(results: dict[str, MethodResult], seeds: list[int], a: str, b: str) -> PairedCI | None:
+def paired_ci(results: dict[str, MethodResult], seeds: list[int], a: str, b: str) -> PooledCI | None:
     """Paired bootstrap 95% CI of a - b over (seed, test question) items graded for both."""
     if f"{a}/seed{seeds[0]}" not in results or f"{b}/seed{seeds[0]}" not in results:
         return None
-    xs, ys = [], []
+    pairs = [pair for seed in seeds for pair in _graded_pairs(results, seed, a, b)]
+    pooled = paired_difference([x for x, _ in pairs], [y for _, y in pairs])
+    return PooledCI(**pooled.model_dump(), level="pooled",
+                    unit="(seed, test question) pairs graded under both methods, bootstrap over pairs")
+
+
+def run_ci(results: dict[str, MethodResult], seeds: list[int], a: str, b: str) -> RunCI | None:
+    """The paper's 95% CI of a - b over matched runs: per seed, the mean difference over the
+    test questions graded for both (same questions, same seed); a t-interval over the seeds
+    (`RUN_CI_METHOD`: the paper does not name its interval, and a bootstrap over five values
+    has too few distinct resamples). One seed: no interval, said in `note`."""
+    if f"{a}/seed{seeds[0]}" not in results or f"{b}/seed{seeds[0]}" not in results:
+        return None
+    per_run = {}
     for seed in seeds:
-        ra, rb = results[f"{a}/seed{seed}"], results[f"{b}/seed{seed}"]
-        for x, y in zip(ra.test_scores, rb.test_scores):
-            if x is not None and y is not None:
-                xs.append(x)
-                ys.append(y)
-    return paired_difference(xs, ys)
+        pairs = _graded_pairs(results, seed, a, b)
+        if pairs:  # a run with nothing graded for both says nothing about the difference
+            per_run[f"seed{seed}"] = sum(x - y for x, y in pairs) / len(pairs)
+    return run_difference(per_run)
+
+
+def _graded_pairs(results: dict[str, MethodResult], seed: int, a: str, b: str) -> list[tuple[float, float]]:
+    """(a, b) test scores of one seed's questions graded under both methods."""
+    ra, rb = results[f"{a}/seed{seed}"], results[f"{b}/seed{seed}"]
+    return [(x, y) for x, y in zip(ra.test_scores, rb.test_scores) if x is not None and y is not None]
+
+
+def ci_table(run: RunCI, pooled: PooledCI | None) -> Table:
+    """The two intervals of a - b side by side, each with its n and how it was computed."""
+    rows = [{"level": "run", "mean_diff": run.mean_diff, "low": run.low, "high": run.high,
+             "n": f"{run.n_runs} runs", "how": f"{run.method}; {run.note}"}]
+    if pooled is not None:
+        rows.append({"level": "pooled", "mean_diff": pooled.mean_diff, "low": pooled.low, "high": pooled.high,
+                     "n": f"{pooled.n_pairs} pairs", "how": pooled.unit})
+    return Table(columns=["level", "mean_diff", "low", "high", "n", "how"], rows=rows)
 
 
 def cost_summary(results: dict[str, MethodResult]) -> dict[str, StepCostSummary]:

@@ -42,6 +42,7 @@ from coevo.config import ModelRoles, StrictModel, refuse_moved_keys
 from coevo.llm.base import ChatModel, user
 from coevo.llm.specs import base_model_path
 from coevo.prompts import load_template
+from coevo.roles.parsing import strip_reasoning
 from coevo.store import RunStore
 from coevo.train.dpo import DPOSettings
 from coevo.types import (Completion, PreferencePair, Proposal, Rollout, Sample, Sampling, Table,
@@ -49,6 +50,7 @@ from coevo.types import (Completion, PreferencePair, Proposal, Rollout, Sample, 
 from coevo.validators.base import Validator
 
 if TYPE_CHECKING:
+    from coevo.algorithms.rlac_reward import RewardModelScorer
     from coevo.llm.local import LocalModel
 
 # --------------------------------------------------------------------------- config
@@ -59,6 +61,9 @@ class RlacData(StrictModel):
 
     #: facts: a {title, text} corpus (`bundled:bios` or a JSONL path); code: `humaneval` or a JSONL.
     source: str | None = None
+    #: Held-out instructions from another source than the train ones (code: the paper trains
+    #: on AceCode-87K-hard problems and evaluates on HumanEval); None: both from `source`.
+    heldout_source: str | None = None
     train: int = Field(4, ge=1)
     heldout: int = Field(2, ge=1)
     #: Pin the people / problem ids instead of a seeded draw (train first, then held-out).
@@ -66,6 +71,16 @@ class RlacData(StrictModel):
     heldout_ids: list[str] | None = None
     sentences: int = Field(4, ge=1)  # facts: "exactly n sentences" (the paper: 4 or 8)
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _pinned_ids_are_the_sizes(self) -> RlacData:
+        # So `train` / `heldout` always say how many instructions a run has (the plan, the
+        # departures and the summary read them), pinned or drawn.
+        if self.train_ids:
+            self.train = len(self.train_ids)
+        if self.heldout_ids:
+            self.heldout = len(self.heldout_ids)
+        return self
 
 
 class RlacModels(ModelRoles):
@@ -121,6 +136,19 @@ class CodeSettings(StrictModel):
     critic_examples: bool = False
 
 
+class RewardModelSettings(StrictModel):
+    """How the reward-model baseline's scorer reads (prompt, output) pairs."""
+
+    #: (prompt, output) pairs per forward pass.
+    batch_size: int = Field(4, ge=1)
+    #: Tokens of prompt + output the reward model reads; longer ones are cut on the right
+    #: (the prompt and the start of the output are what a reward model is trained to read).
+    max_length: int = Field(4096, ge=8)
+    #: ArmoRM ships its own model class (`LlamaForRewardModelWithGating`): it loads only with
+    #: the model repository's code, which you must trust to run.
+    trust_remote_code: bool = False
+
+
 class RlacConfig(StrictModel):
     """`algorithm: rlac` — the paper's defaults: K=10 outputs, N=4 proposals (facts)."""
 
@@ -136,11 +164,23 @@ class RlacConfig(StrictModel):
     #: the form is fixed, the content is the model's. `paper`: the paper's App. A prompts and
     #: free text (<testcase> tags, three lines), which a 135M critic rarely writes.
     critic_form: Literal["schema", "paper"] = "schema"
-    verification: Literal["critic", "enumerative"] = "critic"
+    #: Where the generator's reward comes from: `critic` (RLAC: one critic proposal per output,
+    #: checked by the validator), `enumerative` (every atomic fact / reference test of every
+    #: output: FactTune-FS, AceCoder-Rule) or `reward_model` (a learned scalar reward of each
+    #: output: ArmoRM, AceCoder-RM; needs `reward_model`). The baselines pair outputs by
+    #: score under the same `max_pairs_per_instruction` budget as RLAC.
+    verification: Literal["critic", "enumerative", "reward_model"] = "critic"
+    #: The reward-model baseline's scorer: `hf:PATH_OR_ID` of a transformers
+    #: sequence-classification model with one output (ArmoRM-Llama3-8B-v0.1 for facts,
+    #: AceCodeRM-7B for code in the paper). Read only when verification is `reward_model`.
+    reward_model: str | None = None
+    reward_scoring: RewardModelSettings = RewardModelSettings()
     validator: Literal["real", "random"] = "real"
     #: Also count (facts: split into atomic facts) what enumerative checking of the same
     #: generations would cost; off saves the splitter calls but loses the ratio.
     count_enumerative: bool = True
+    #: Generator DPO pairs per instruction, for every condition alike (RLAC's survived-vs-
+    #: caught pairs and the baselines' score-ranked pairs), so no method gets more signal.
     max_pairs_per_instruction: int = Field(4, ge=1)
     max_pairs_per_output: int = Field(2, ge=1)
     kl: bool = True
@@ -155,6 +195,24 @@ class RlacConfig(StrictModel):
     facts: FactsSettings = FactsSettings()
     code: CodeSettings = CodeSettings()
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _heldout_source_for_code(self) -> RlacConfig:
+        if self.task == "facts" and self.data.heldout_source is not None:
+            raise ValueError("data.heldout_source is for code; a facts run checks every person against the "
+                             "knowledge corpus data.source, so held-out people must be in it (pin them with "
+                             "data.heldout_ids)")
+        return self
+
+    @model_validator(mode="after")
+    def _reward_model_named(self) -> RlacConfig:
+        if self.verification == "reward_model" and not self.reward_model:
+            raise ValueError("verification: reward_model needs `reward_model: hf:PATH_OR_ID` (a transformers "
+                             "sequence-classification reward model, e.g. hf:RLHFlow/ArmoRM-Llama3-8B-v0.1)")
+        if self.reward_model and self.reward_model.strip().partition(":")[0] != "hf":
+            raise ValueError(f"reward_model {self.reward_model!r}: only `hf:PATH_OR_ID` (a transformers "
+                             "sequence-classification model) can score outputs; write it as hf:...")
+        return self
 
 
 # --------------------------------------------------------------------------- pairs
@@ -191,17 +249,29 @@ def critic_pairs(sample: Sample, prompt: str, proposals: list[str], verdicts: li
     return pairs[:limit]
 
 
-def best_vs_worst(sample: Sample, prompt: str, outputs: list[str], scores: list[float],
-                  source: str) -> list[PreferencePair]:
-    """The enumerative baseline's pair: highest- vs lowest-scoring output, when they differ."""
-    if not outputs:
-        return []
-    best = max(range(len(outputs)), key=lambda i: scores[i])
-    worst = min(range(len(outputs)), key=lambda i: scores[i])
-    if scores[best] <= scores[worst] or outputs[best] == outputs[worst]:
-        return []
-    return [PreferencePair(prompt=prompt, chosen=outputs[best], rejected=outputs[worst],
-                           sample_id=sample.id, source=source)]
+def ranked_pairs(sample: Sample, prompt: str, outputs: list[str], scores: list[float],
+                 limit: int, source: str) -> list[PreferencePair]:
+    """The baselines' pairs (enumerative, reward model): higher- over lower-scoring outputs
+    of the same instruction, widest score gap first (so the first is best vs worst), at most
+    `limit` — the budget RLAC's pairs have — and only where the scores and texts differ.
+
+    Why not one best-vs-worst pair: RLAC gets up to `max_pairs_per_instruction` pairs, and a
+    baseline trained on a quarter of the pairs loses for want of data, not of method.
+    """
+    order = sorted(((i, j) for i in range(len(outputs)) for j in range(len(outputs))
+                    if scores[i] > scores[j] and outputs[i] != outputs[j]),
+                   key=lambda ij: (-(scores[ij[0]] - scores[ij[1]]), -scores[ij[0]], ij))
+    pairs: list[PreferencePair] = []
+    seen: set[tuple[str, str]] = set()
+    for i, j in order:
+        if len(pairs) == limit:
+            break
+        if (outputs[i], outputs[j]) in seen:  # the same text sampled twice is one pair
+            continue
+        seen.add((outputs[i], outputs[j]))
+        pairs.append(PreferencePair(prompt=prompt, chosen=outputs[i], rejected=outputs[j],
+                                    sample_id=sample.id, source=source))
+    return pairs
 
 
 # --------------------------------------------------------------------------- domains
@@ -215,14 +285,6 @@ class RlacDomain(Protocol):
     name: str
     #: The domain's real validator (the `validator: random` ablation replaces it).
     validator: Validator
-
-    def samples(self) -> list[Sample]:
-        """Every instruction of the source; `split_data` draws train and held-out from them."""
-        ...
-
-    def sample_key(self, sample: Sample) -> str:
-        """The id a config pins an instruction by (a person's name, a problem id)."""
-        ...
 
     def generator_prompt(self, sample: Sample) -> str: ...
 
@@ -270,14 +332,6 @@ class FactsDomain:
         self.generator_template = load_template("generator_bio")
         self.critic_template = load_template("critic_fact" if config.critic_form == "paper" else "critic_fact_schema")
         self._facts_cache: dict[tuple[str, str], list[str]] = {}
-
-    def samples(self) -> list[Sample]:
-        from coevo.tasks.bios import bio_samples
-
-        return bio_samples(self.corpus, sentences=self.config.data.sentences)
-
-    def sample_key(self, sample: Sample) -> str:
-        return str(sample.meta["entity"])
 
     def generator_prompt(self, sample: Sample) -> str:
         from coevo.tasks.bios import number_word
@@ -353,14 +407,6 @@ class CodeDomain:
         self.tests = ReferenceTests(sandbox, timeout_s=max(10.0, config.code.timeout_s))
         self.generator_template = load_template("generator_code")
         self.critic_template = load_template("critic_code" if config.critic_form == "paper" else "critic_code_schema")
-
-    def samples(self) -> list[Sample]:
-        from coevo.tasks.code import load_code_problems
-
-        return load_code_problems(self.config.data.source or "humaneval")
-
-    def sample_key(self, sample: Sample) -> str:
-        return sample.id
 
     def generator_prompt(self, sample: Sample) -> str:
         return self.generator_template.render(problem=sample.prompt)
@@ -503,35 +549,65 @@ def kl_estimate(policy: LocalModel, base: LocalModel, prompts: list[str], sample
 # --------------------------------------------------------------------------- the loop
 
 
-def split_data(domain: RlacDomain, data: RlacData) -> tuple[list[Sample], list[Sample]]:
-    """Disjoint train / held-out instructions: pinned ids, or a seeded draw."""
+def load_instructions(config: RlacConfig, source: str | None) -> list[Sample]:
+    """Every instruction of a source, in file order (no model loads): facts, one biography
+    instruction per person of the {title, text} corpus; code, one per problem."""
+    if config.task == "facts":
+        from coevo.tasks.bios import BUNDLED_CORPUS, bio_samples
+
+        return bio_samples(source or BUNDLED_CORPUS, sentences=config.data.sentences)
+    from coevo.tasks.code import load_code_problems
+
+    return load_code_problems(source or "humaneval")
+
+
+def instruction_key(config: RlacConfig, sample: Sample) -> str:
+    """The id a config pins an instruction by: a person's name (facts), a problem id (code)."""
+    return str(sample.meta["entity"]) if config.task == "facts" else sample.id
+
+
+def split_data(config: RlacConfig) -> tuple[list[Sample], list[Sample]]:
+    """Disjoint train / held-out instructions: pinned ids, or a seeded draw. With
+    `data.heldout_source` the held-out ones come from that source (drawn or pinned on their
+    own); otherwise both come from `data.source`."""
     from coevo.tasks.loaders import DataError
 
-    samples = domain.samples()
-    by_key = {domain.sample_key(s).lower(): s for s in samples} | {s.id.lower(): s for s in samples}
+    data = config.data
+    samples = load_instructions(config, data.source)
 
-    def pick(ids: list[str]) -> list[Sample]:
+    def pick(pool: list[Sample], ids: list[str]) -> list[Sample]:
+        by_key = {instruction_key(config, s).lower(): s for s in pool} | {s.id.lower(): s for s in pool}
         missing = [i for i in ids if i.lower() not in by_key]
         if missing:
-            raise DataError(f"data ids not found: {missing}; e.g. {[domain.sample_key(s) for s in samples[:4]]}")
+            raise DataError(f"data ids not found: {missing}; e.g. {[instruction_key(config, s) for s in pool[:4]]}")
         return [by_key[i.lower()] for i in ids]
 
-    if data.train_ids or data.heldout_ids:
-        train, heldout = pick(data.train_ids or []), pick(data.heldout_ids or [])
-    else:
-        if len(samples) < data.train + data.heldout:
-            raise DataError(f"need {data.train + data.heldout} instructions, the source has {len(samples)}")
-        order = list(samples)
+    def draw(pool: list[Sample], n: int, offset: int, where: str) -> list[Sample]:
+        if len(pool) < offset + n:
+            raise DataError(f"need {offset + n} instructions from {where}, it has {len(pool)}; "
+                            "lower data.train / data.heldout or bring more")
+        order = list(pool)
         random.Random(data.seed).shuffle(order)
-        train, heldout = order[:data.train], order[data.train:data.train + data.heldout]
+        return order[offset:offset + n]
+
+    if data.heldout_source is not None:
+        train = pick(samples, data.train_ids) if data.train_ids else draw(samples, data.train, 0, "data.source")
+        others = load_instructions(config, data.heldout_source)
+        heldout = (pick(others, data.heldout_ids) if data.heldout_ids
+                   else draw(others, data.heldout, 0, "data.heldout_source"))
+    elif data.train_ids or data.heldout_ids:
+        train, heldout = pick(samples, data.train_ids or []), pick(samples, data.heldout_ids or [])
+    else:
+        train = draw(samples, data.train, 0, "data.source")
+        heldout = draw(samples, data.heldout, data.train, "data.source")
     if {s.id for s in train} & {s.id for s in heldout}:
         raise DataError("train and held-out instructions overlap; give disjoint train_ids / heldout_ids")
     return train, heldout
 
 
 def _texts(completions: list[list[Completion]]) -> list[list[str]]:
-    # Raw texts, <think> blocks kept: DPO must train on what the policy actually wrote, and
-    # the validators' parsers skip the reasoning themselves.
+    # Raw texts, <think> blocks kept: DPO must train on what the policy actually wrote.
+    # Whatever reads a generator output as an answer gets `Instruction.answers` (stripped).
     return [[c.text.strip() for c in row] for row in completions]
 
 
@@ -578,7 +654,7 @@ class RlacRun:
 
         self.config, self.store = config, store
         self.domain: RlacDomain = DOMAINS[config.task](config, store)
-        self.train, self.heldout = split_data(self.domain, config.data)
+        self.train, self.heldout = split_data(config)
         # Line 1: initialise pi_g, pi_c (their references are frozen inside train_dpo).
         models = config.models
         self.generator_policy: LocalModel = models.load("generator", trainable=True)
@@ -587,8 +663,10 @@ class RlacRun:
         self.trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
         self.critic_policy: LocalModel | None = (models.load("critic", trainable=True)
                                                  if self.trained_critic else None)
-        self.critic: ChatModel = (CachedModel(self.critic_policy, store) if self.critic_policy is not None
-                                  else models.load("critic", store=store))
+        # The baselines ask no critic: a frozen one is loaded only where it proposes.
+        self.critic: ChatModel | None = (CachedModel(self.critic_policy, store) if self.critic_policy is not None
+                                         else models.load("critic", store=store)
+                                         if config.verification == "critic" else None)
         self.base: LocalModel | None = models.load("generator", trainable=True) if config.kl else None
         self.validator: Validator = (RandomValidator(seed=config.seed) if config.validator == "random"
                                      else self.domain.validator)
@@ -596,8 +674,15 @@ class RlacRun:
                            "critic": base_model_path(config.models.critic)}
         self.checkpoints = dict(self.base_paths)  # each model's latest weights; the base until trained
         self.counts = VerificationCounts()
+        #: The reward-model baseline's scorer (frozen, never trained) and outputs it scored.
+        self.reward_scorer: RewardModelScorer | None = None
+        if config.verification == "reward_model" and config.reward_model:
+            from coevo.algorithms.rlac_reward import RewardModelScorer
 
-    def policies(self) -> dict[str, tuple[LocalModel | None, ChatModel]]:
+            self.reward_scorer = RewardModelScorer(config.reward_model, config.reward_scoring)
+        self.reward_scored = 0
+
+    def policies(self) -> dict[str, tuple[LocalModel | None, ChatModel | None]]:
         """Each role's trainable weights (None: a frozen critic) and the cached view the loop asks."""
         return {"generator": (self.generator_policy, self.generator), "critic": (self.critic_policy, self.critic)}
 
@@ -660,6 +745,8 @@ class RlacRun:
         if self.config.verification == "enumerative":
             for instruction, cost in zip(instructions, costs):
                 generator_data += self.enumerative_pairs(r, instruction, cost)
+        elif self.config.verification == "reward_model":
+            generator_data += self.reward_model_pairs(r, instructions)
         else:
             for instruction, critiques in zip(instructions, self.critique(r, instructions)):
                 outcomes.add([v for row in critiques.verdicts for v in row])
@@ -689,8 +776,9 @@ class RlacRun:
         as there are answer schemas, then R(s, a, c) from the validator in one batch, every
         call counted. One `Critiques` per instruction, in order."""
         n = self.config.n if self.trained_critic else 1
-        outputs = [(i.sample, o, self.domain.critic_prompt(i.sample, o)) for i in instructions for o in i.outputs]
+        outputs = [(i.sample, a, self.domain.critic_prompt(i.sample, a)) for i in instructions for a in i.answers]
         sampling = self.config.sampling.critic.model_copy(update={"seed": self.config.seed * 1000 + r})
+        assert self.critic is not None  # loaded whenever verification is `critic`
         texts = _propose(self.critic, self.domain, outputs, sampling, n)
         items = [(sample, o, self.domain.proposal(sample, o, t)) for (sample, o, _), row in zip(outputs, texts)
                  for t in row]
@@ -723,27 +811,49 @@ class RlacRun:
         counted in `enumerative`; 0 when `count_enumerative` is off (saves the splitter)."""
         if not (self.config.count_enumerative or self.config.verification == "enumerative"):
             return 0
-        cost = sum(self.domain.enumerative_cost(instruction.sample, instruction.outputs))
+        cost = sum(self.domain.enumerative_cost(instruction.sample, instruction.answers))
         self.counts.enumerative += cost
         return cost
 
     def enumerative_pairs(self, r: int, instruction: Instruction, cost: int) -> list[PreferencePair]:
         """The baseline in place of lines 6-11: no critic; check everything (`cost` calls),
-        pair the best output over the worst (FactTune-FS / AceCoder-Rule)."""
-        sample, outputs = instruction.sample, instruction.outputs
-        scores = self.domain.enumerate(sample, outputs)
+        pair higher- over lower-scoring outputs under RLAC's pair budget (FactTune-FS /
+        AceCoder-Rule)."""
+        sample = instruction.sample
+        scores = self.domain.enumerate(sample, instruction.answers)
         self.counts.used += cost
-        self.counts.rlac += len(outputs)  # what one critic proposal per output would have cost
-        for i, (output, score) in enumerate(zip(outputs, scores)):
+        self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
+        for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
             self.store.put_record("rlac_enumerative", f"r{r}:{sample.id}:{i}", EnumerativeScore(
                 round=r, sample_id=sample.id, output=output, score=score))
-        return best_vs_worst(sample, instruction.prompt, outputs, scores, f"enumerative:{self.domain.name}")
+        return ranked_pairs(sample, instruction.prompt, instruction.outputs, scores,
+                            self.config.max_pairs_per_instruction, f"enumerative:{self.domain.name}")
+
+    def reward_model_pairs(self, r: int, instructions: list[Instruction]) -> list[PreferencePair]:
+        """The reward-model baseline (ArmoRM / AceCoder-RM) in place of lines 6-11: a learned
+        scalar reward for each output, no validator, then pairs as the enumerative baseline
+        makes them, under the same budget. Scores are stored as `rlac_reward` records."""
+        assert self.reward_scorer is not None
+        items = [(i.prompt, answer) for i in instructions for answer in i.answers]
+        flat = iter(self.reward_scorer.score(items))
+        self.reward_scored += len(items)
+        pairs: list[PreferencePair] = []
+        for instruction in instructions:
+            scores = [next(flat) for _ in instruction.outputs]
+            self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
+            for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
+                self.store.put_record("rlac_reward", f"r{r}:{instruction.sample.id}:{i}", EnumerativeScore(
+                    round=r, sample_id=instruction.sample.id, output=output, score=score))
+            pairs += ranked_pairs(instruction.sample, instruction.prompt, instruction.outputs, scores,
+                                  self.config.max_pairs_per_instruction, f"reward_model:{self.domain.name}")
+        return pairs
 
     def record_critiques(self, r: int, instruction: Instruction, critiques: Critiques) -> None:
         """Every proposal with its verdict into the store; the first two outputs, side by
         side with their first proposal, as rollouts for the report."""
         sample = instruction.sample
-        for i, (output, texts, verdicts) in enumerate(zip(instruction.outputs, critiques.texts, critiques.verdicts)):
+        # The answers (reasoning stripped): what the critic read and the validator checked.
+        for i, (output, texts, verdicts) in enumerate(zip(instruction.answers, critiques.texts, critiques.verdicts)):
             for j, (text, verdict) in enumerate(zip(texts, verdicts)):
                 self.store.put_record("rlac_proposal", f"r{r}:{sample.id}:{i}:{j}", ProposalRecord(
                     round=r, sample_id=sample.id, output_index=i, proposal_index=j, output=output,
@@ -797,7 +907,7 @@ class RlacRun:
         prompts = [self.domain.generator_prompt(s) for s in self.heldout]
         asked = [user(p) for p in prompts]
         greedy = [row[0] for row in _texts(self.generator.generate(asked, self.config.sampling.eval))]
-        evaluation = self.domain.evaluate(self.heldout, greedy)
+        evaluation = self.domain.evaluate(self.heldout, [strip_reasoning(text) for text in greedy])
         if self.base is not None:
             sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
             sampled = [row[0] for row in _texts(self.generator.generate(asked, sampling, n=1))]
@@ -813,6 +923,11 @@ class RlacRun:
             condition=_condition(self.config), baseline=baseline.eval, rounds=rounds,
             verification_calls=counts.model_copy(),
             verification_call_ratio=counts.enumerative / counts.rlac if counts.rlac else None,
+            pairs={_condition(self.config): {str(rec.round): dict(rec.pairs) for rec in rounds}},
+            pair_budget={"per_instruction": self.config.max_pairs_per_instruction,
+                         "per_output": self.config.max_pairs_per_output},
+            reward_model=({"spec": self.config.reward_model, "outputs_scored": self.reward_scored}
+                          if self.config.verification == "reward_model" else None),
             table=_table(baseline, rounds, self.config))
 
 
@@ -839,8 +954,8 @@ def _check(validator: Validator, items: list[tuple[Sample, str, Proposal]]) -> l
 
 
 def _condition(config: RlacConfig) -> str:
-    if config.verification == "enumerative":
-        return "enumerative"
+    if config.verification != "critic":
+        return config.verification  # enumerative | reward_model
     parts = ["rlac", config.critic_training]
     if config.validator == "random":
         parts.append("noisy-validator")

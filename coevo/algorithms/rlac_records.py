@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import Field, model_serializer
 
+from coevo.roles.parsing import strip_reasoning
 from coevo.types import PreferencePair, Record, Sample, Table, Verdict
 
 
@@ -101,11 +102,21 @@ class RolloutStats(Record):
 
 
 class Instruction(Record):
-    """One train instruction s of an iteration with its K outputs a_1..a_K (lines 4-5)."""
+    """One train instruction s of an iteration with its K outputs a_1..a_K (lines 4-5).
+
+    `outputs` are the texts as the generator wrote them (DPO trains on those); `answers` are
+    the same with reasoning models' `<think>` blocks stripped, which is what the critic reads,
+    facts are split from, code is extracted from and scorers score: a fact stated inside the
+    reasoning is not a claim of the biography.
+    """
 
     sample: Sample
     prompt: str
     outputs: list[str]
+
+    @property
+    def answers(self) -> list[str]:
+        return [strip_reasoning(output) for output in self.outputs]
 
 
 class Critiques(Record):
@@ -202,4 +213,12 @@ class RlacSummary(Record):
     rounds: list[RoundRecord]
     verification_calls: VerificationCounts
     verification_call_ratio: float | None
+    #: DPO pairs per method and round: `{condition: {round: {"generator": n, "critic": n}}}`
+    #: (rounds as strings, JSON's keys), beside the budget every method shares
+    #: (`pair_budget`: `per_instruction` generator pairs, `per_output` critic pairs), so
+    #: runs of RLAC and of a baseline show they trained on comparable amounts of data.
+    pairs: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
+    pair_budget: dict[str, int] = Field(default_factory=dict)
+    #: The reward-model baseline's scorer and how many outputs it scored (absent otherwise).
+    reward_model: dict[str, Any] | None = None
     table: Table

@@ -9,6 +9,8 @@ Starting from (π_0, κ_0), over disjoint query shards S_0 … S_{T-1} (§4.4, A
                y1_i = π_t(x, y0, c_i)                  the current actor revises (T 0.2)
                r_i  = J(x, y0, c_i, y1_i)              raw judge score; TRL normalises per group
            κ_{t+1} ← GRPO(κ_t)
+           held out: κ_{t+1}'s critiques of π_t's responses, revised by π_t: Table 3a's
+           refinement gain S(y1) − S(y0), measured before the actor's update
         2. actor update (§4.3, D.3), DPO on critique-guided revisions:
                c ~ κ_{t+1}(x, y0), y1 = π_t(x, y0, c)  one candidate per query of the pool S_t
                keep y1 ≻ y0 under a critique-blind pairwise judge (random order; ties, losses out)
@@ -39,7 +41,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from coevo.algorithms.taiscore_eval import RoundEvaluator, comparison_table, gold_gains, rounds_table
+from coevo.algorithms.taiscore_eval import (
+    RoundEvaluator,
+    comparison_table,
+    gold_gains,
+    rounds_table,
+    shortened_prompts,
+)
 from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import judge_as_reward, rollout_judge
 from coevo.roles.base import Scorer
@@ -47,7 +55,8 @@ from coevo.llm.specs import base_model_path
 from coevo.progress import map_batches
 from coevo.prompts import Templates
 from coevo.roles.refinement import refine
-from coevo.tasks.loaders import load_data
+from coevo.tasks.loaders import load_data, load_samples
+from coevo.tasks.pools import PoolReport, quality_pools, sample_critic_queries
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.judges import PairwiseJudge
@@ -116,13 +125,33 @@ class EvaluationConfig(StrictModel):
     gold_rubric: bool = True      # S(π) under the gold rubrics (samples without rubrics skip it)
     win_rate: bool = True         # pairwise win rate of π_t against π_0's responses
     refinement: bool = True       # direct refinement utility of κ_t: S(y1), Δ = S(y1) − S(y0)
+    #: Independent sets of held-out responses each checkpoint writes, each scored on its own
+    #: (Table 1: three, reported as mean ± sd): `gold_score` is their mean and
+    #: `gold_score_set_sd` their sd; the gold gain pairs each prompt's mean over the sets.
+    output_sets: int = Field(1, ge=1)
+
+
+class TaiScoreData(DataConfig):
+    """TAIScore's data: the user's queries, rated and pooled as Appendix C does.
+
+    Every query rated 4-5 is kept, topped up with a seeded sample of those rated 3 to
+    `pool_total`, then split into `rounds` disjoint pools of `pool_size` (paper: 9,000 in
+    three pools of 3,000). Ratings come from the `quality_column` of the data when it has one
+    (the paper rates queries once; bring the scores), else from the judge with the Table 11
+    prompt when `filter_queries` is on (off by default: grading costs one judge call per
+    query; the full config turns it on), else there are none and every query is eligible.
+    """
+
+    pool_total: int | None = Field(9000, ge=1)
+    pool_size: int | None = Field(3000, ge=1)
+    quality_column: str = "quality"
 
 
 class TaiScoreConfig(StrictModel):
     """`algorithm: taiscore` — co-evolving critic (GRPO) and actor (DPO), Table 12 defaults."""
 
     algorithm: Literal["taiscore"] = "taiscore"
-    data: DataConfig = DataConfig()
+    data: TaiScoreData = TaiScoreData()
     models: Models = Models()
     sampling: SamplingConfig = SamplingConfig()
     templates: Templates = Templates()
@@ -274,6 +303,8 @@ class PairCounts:
     y0_wins: int = 0
     invalid: int = 0
     selected: int = 0
+    #: Pool queries whose y0 the critic read shortened (its prompt over the budget).
+    critic_prompts_shortened: int = 0
 
     def add(self, other: PairCounts) -> None:
         """Count another pool's pairs in with these."""
@@ -413,6 +444,9 @@ class TaiScoreSummary(BaseModel):
     #: Per condition: S(π_last) − S(π_0), paired over (seed, held-out prompt), with a bootstrap
     #: 95 % CI: {mean_diff, low, high, n_pairs} (taiscore_eval.gold_gains).
     gold_gain_ci: dict[str, dict[str, Any]] = {}
+    #: How the pools were made (Appendix C): their sizes, the quality-score histogram, how
+    #: many were rated 4-5 / 3, topped up and dropped (coevo.tasks.pools.PoolReport).
+    data: dict[str, Any] = {}
 
 
 def run_condition(ctx: Context, plan: Plan, seed_index: int) -> ConditionResult:
@@ -424,6 +458,7 @@ def run_condition(ctx: Context, plan: Plan, seed_index: int) -> ConditionResult:
         # Metrics of round r describe (π_r, κ_r), the models after r updates.
         y0 = run.initial_responses(r, shard_ids)
         metrics = run.adapt_critic(r, shard_ids, y0)            # 1. κ_r ← GRPO(κ_{r-1})
+        metrics |= run.evaluator.refinement_before_dpo(r, run.actor(), run.critic())  # Table 3a: κ_r on π_{r-1}
         metrics |= run.update_actor(r, shard_ids, y0)           # 2. π_r ← DPO(π_{r-1}; D_r)
         metrics |= run.evaluator.evaluate(r, run.actor(), run.critic(), metrics)  # 3. held out
         rounds.append(RoundRecord(round=r, checkpoints=run.stored_checkpoints(), metrics=metrics))
@@ -498,7 +533,10 @@ class ConditionRun:
 
     def critic(self) -> Critic:
         model = self.critic_local if self.critic_local is not None else self.ctx.frozen(self.plan.critic, "critic")
-        return Critic(self.ctx.cached(model), self.rollout_sampling, self.ctx.config.templates.critic)
+        # Table 12's prompt limit bounds the critic's prompt wherever it reads a y0 (GRPO, the
+        # actor's pairs, evaluation): one rule, y0 shortened in its middle (roles/prompt_budget.py).
+        return Critic(self.ctx.cached(model), self.rollout_sampling, self.ctx.config.templates.critic,
+                      max_prompt_tokens=self.grpo_settings.max_prompt_length)
 
     def pools(self, shard_ids: Sequence[int]) -> list[list[Sample]]:
         return [self.ctx.shards[t] for t in shard_ids]
@@ -538,7 +576,9 @@ class ConditionRun:
             actor = self.actor(self.ctx.frozen(self.plan.tailored_to, "actor"))
             y0 = _stored_responses(store, f"{prefix}/tailored_y0", [s for pool in pools for s in pool],
                                    actor, config.batch_size)
-        queries = [s for pool in pools for s in pool[: config.critic_queries or len(pool)]]
+        # A seeded sample of each pool (paper: 2K of 3K), not its first rows in file order.
+        queries = [s for t, pool in zip(shard_ids, pools)
+                   for s in sample_critic_queries(pool, config.critic_queries, self.seed, t)]
         judge = rollout_judge(self.plan.reward, self.ctx.cached(self.ctx.judge_model), config.sampling.judge)
         reward_fn = make_reward_fn(
             actor, judge, self.plan.reward, invalid_reward=config.invalid_reward,
@@ -547,9 +587,12 @@ class ConditionRun:
         prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in queries]
         extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
                  "sample_id": [s.id for s in queries]}
-        return self.ctx.backend.train_grpo(self.critic_local, prompts, reward_fn, self.grpo_settings,
-                                           store.run_dir / "checkpoints" / prefix / "critic",
-                                           resume=True, extra_columns=extra)
+        shortened = shortened_prompts(critic, f"{prefix}/critic", extra["x"], extra["y0"])
+        result = self.ctx.backend.train_grpo(self.critic_local, prompts, reward_fn, self.grpo_settings,
+                                             store.run_dir / "checkpoints" / prefix / "critic",
+                                             resume=True, extra_columns=extra)
+        # Kept with the stage's result, so a resumed run reports it too.
+        return result.model_copy(update={"metrics": {**result.metrics, "critic_prompts_shortened": shortened}})
 
     def update_actor(self, r: int, shard_ids: Sequence[int], y0: dict[str, str]) -> dict[str, float | None]:
         """Step 2: pairs from κ_r's critiques of π_{r-1}'s responses, then π_r ← DPO(π_{r-1})."""
@@ -573,6 +616,8 @@ class ConditionRun:
                               stage=f"{prefix}/pool{t}", y0=y0, batch_size=self.ctx.config.batch_size)
             picked, pool_counts = select_pairs(rollouts, self.ctx.config.pairs_per_round, self.seed * 1000 + t)
             chosen += picked
+            counts.critic_prompts_shortened += int(shortened_prompts(
+                critic, f"{prefix}/pool{t}", [s.prompt for s in pool], [y0[s.id] for s in pool]))
             counts.add(pool_counts)
         return chosen, counts
 
@@ -622,7 +667,7 @@ def _train_metrics(kind: str, result: TrainResult) -> dict[str, float | None]:
     # GRPO's cost split: reward (actor revisions + judge) vs sampling critiques vs the update,
     # and whether it could learn at all: groups with equal rewards, critiques cut off.
     for key in ("reward_time_share", "generation_time_share", "zero_std_fraction", "clipped_ratio",
-                "reward_group_sd", "grad_norm"):
+                "reward_group_sd", "grad_norm", "critic_prompts_shortened"):
         if key in result.metrics:
             out[f"{kind}_{key}"] = result.metrics[key]
     if "weight_delta" in result.metrics:
@@ -683,19 +728,26 @@ def _reward_metrics(store: RunStore, stage: str, reward: str) -> dict[str, float
 # ─── entry point ────────────────────────────────────────────────────────────────────
 
 
-def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any
-               ) -> tuple[list[list[Sample]], list[Sample]]:
-    """Held-out evaluation prompts and T disjoint training shards, all by seeded hashes."""
-    from coevo.tasks.partition import partition, split_shards
+@dataclass
+class DataSplit:
+    """The run's data: the T disjoint training pools, the held-out prompts, how pools were made."""
+
+    shards: list[list[Sample]]
+    held_out: list[Sample]
+    report: PoolReport
+
+
+def held_out_split(config: TaiScoreConfig, samples: list[Sample], eval_samples: list[Sample] | None
+                   ) -> tuple[list[Sample], list[Sample]]:
+    """(training queries, held-out prompts): a separate evaluation set (`evaluation.data`,
+    e.g. WritingBench, as the paper evaluates) or a seeded-hash share of `data`."""
+    from coevo.tasks.partition import partition, unit_hash
 
     ev = config.evaluation
-    if ev.data is not None:
-        held_out = load_data(ev.data, judge_model, config.sampling)
-        held_ids = {s.id for s in held_out}
-        train = [s for s in samples if s.id not in held_ids]
+    if eval_samples is not None:
+        held_ids = {s.id for s in eval_samples}
+        train, held_out = [s for s in samples if s.id not in held_ids], list(eval_samples)
     elif ev.prompts:
-        from coevo.tasks.partition import unit_hash
-
         if ev.prompts >= len(samples):
             raise ConfigError(f"evaluation.prompts={ev.prompts} leaves none of the {len(samples)} prompts "
                               "for training; lower it or raise data.limit")
@@ -708,14 +760,57 @@ def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any
         train, held_out = parts["train"], parts["eval"]
     else:
         train, held_out = list(samples), []
-    held_out = held_out[: ev.limit] if ev.limit else held_out
-    shards = split_shards(train, config.rounds, config.seed)
+    return train, (held_out[: ev.limit] if ev.limit else held_out)
+
+
+def query_ratings(config: TaiScoreConfig, samples: list[Sample], judge_model: Any = None
+                  ) -> dict[str, int | None] | None:
+    """Each query's 1-5 quality score (None: unreadable), or None when there are none.
+
+    From the data's `quality_column` when its rows carry one; else, with
+    `data.filter_queries`, from the judge's Table 11 grade (one call per query; without a
+    judge, as in `coevo plan`, None: the ratings are not known yet).
+    """
+    column = config.data.quality_column
+    rated = [s for s in samples if s.meta.get(column) is not None]
+    if rated:
+        if len(rated) < len(samples):
+            raise ConfigError(f"{len(samples) - len(rated)} of {len(samples)} training queries have no "
+                              f"{column!r} score; give every row a 1-5 score, or none (data.filter_queries "
+                              "then grades them with the judge)")
+        return {s.id: _quality(s, column) for s in samples}
+    if not config.data.filter_queries or judge_model is None:
+        return None
+    from coevo.tasks.query_filter import filter_queries
+
+    _, judgments = filter_queries(samples, judge_model, config.sampling.judge, min_score=1)
+    return {s.id: (int(j.score) if j.valid and j.score is not None else None) for s, j in zip(samples, judgments)}
+
+
+def _quality(sample: Sample, column: str) -> int:
+    value = sample.meta[column]
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        score = float("nan")
+    if not (score.is_integer() and 1 <= score <= 5):
+        raise ConfigError(f"query {sample.id!r}: {column!r} must be an integer score from 1 to 5, got {value!r}")
+    return int(score)
+
+
+def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any = None,
+               eval_samples: list[Sample] | None = None) -> DataSplit:
+    """Held-out prompts, then Appendix C's T disjoint pools of the rest (`quality_pools`)."""
+    train, held_out = held_out_split(config, samples, eval_samples)
+    ratings = query_ratings(config, train, judge_model)
+    shards, report = quality_pools(train, ratings, config.rounds, pool_total=config.data.pool_total,
+                                   pool_size=config.data.pool_size, seed=config.seed)
     empty = [t for t, shard in enumerate(shards) if not shard]
     if empty:
         raise ConfigError(
-            f"{len(train)} training prompts left shard(s) {empty} of {config.rounds} empty; use more "
-            "data (data.limit) or fewer rounds")
-    return shards, held_out
+            f"{len(train)} training prompts ({sum(report.sizes)} eligible) left pool(s) {empty} of "
+            f"{config.rounds} empty; use more data (data.limit) or fewer rounds")
+    return DataSplit(shards=shards, held_out=held_out, report=report)
 
 
 def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | None = None) -> TaiScoreSummary:
@@ -731,8 +826,17 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
         backend.load_copy = vllm_copy
     plans = resolve_conditions(config)
     judge_model = backend.load_frozen(config.models.judge, **config.models.options_for("judge"))
-    samples = load_data(config.data, judge_model, config.sampling)
-    shards, held_out = split_data(config, samples, judge_model)
+    from coevo.llm.cache import CachedModel
+
+    samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
+    eval_data = config.evaluation.data
+    split = split_data(config, samples, CachedModel(judge_model, store),  # a resumed run re-grades nothing
+                       load_data(eval_data, judge_model, config.sampling) if eval_data is not None else None)
+    shards, held_out = split.shards, split.held_out
+    log.info("data: %d queries -> pools of %s (quality scores %s), %d held out", len(samples),
+             split.report.sizes, split.report.histogram, len(held_out))
+    for note in split.report.notes:
+        log.info("data: %s", note)
     store.set_meta("shards", {str(t): [s.id for s in shard] for t, shard in enumerate(shards)})
     store.set_meta("held_out", [s.id for s in held_out])
     ctx = Context(config=config, store=store, backend=backend, judge_model=judge_model,
@@ -740,14 +844,14 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
     runs = [run_condition(ctx, plan, s) for plan in plans for s in range(config.seeds)]
     first = runs[0]
     several = len(runs) > 1
-    gains = gold_gains(store, runs)
+    gains = gold_gains(store, runs, config.evaluation.output_sets)
     summary = TaiScoreSummary(
         base_model=base_model_path(config.models.actor),
         base_models={"actor": base_model_path(config.models.actor),
                      **({"critic": base_model_path(first.plan["critic"])}
                         if first.plan["critic_training"] == "grpo" else {})},
         condition=first.condition, baseline=first.baseline, rounds=first.rounds,
-        shards=[len(s) for s in shards], held_out=len(held_out),
+        shards=[len(s) for s in shards], held_out=len(held_out), data=split.report.model_dump(),
         **({"conditions": [run.model_dump(include={"condition", "seed", "baseline", "rounds"}) for run in runs]}
            if several else {}),
         table=comparison_table(runs, config.seeds, gains) if several else rounds_table(first, gains),

@@ -1,15 +1,28 @@
 """Evaluation after every TAIScore round, and the tables the run ends with.
 
-On held-out prompts (never in a training shard), for the models after round r (π_r, κ_r):
-  gold_score          S(π_r): the gold-rubric judge's mean score of π_r's responses y0;
+On held-out prompts (never in a training shard), for round r:
+  refine_S_y1, refine_delta
+                      Table 3a's direct refinement gain, measured BEFORE the round's DPO: the
+                      new critic κ_r critiques the old actor π_{r-1}'s responses y0 and
+                      π_{r-1} revises, y1 = π_{r-1}(x, y0, κ_r(x, y0)); S(y1) and
+                      Δ = S(y1) − S(y0) over items whose both scores are readable. y0 and
+                      S(y0) are round r-1's evaluation's (`refinement_before_dpo`). Round 0:
+                      κ_0 on π_0, before any training;
+and, after the round's DPO, for the models after round r (π_r, κ_r) (`evaluate`):
+  gold_score          S(π_r): the gold-rubric judge's mean score of π_r's responses y0
+                      (with `evaluation.output_sets` N > 1, Table 1's protocol: the mean over
+                      N independently generated sets, `gold_score_set_sd` their sd);
   win_rate_vs_round0  pairwise judge, π_r's response vs π_0's for the same prompt (ties ½),
                       order randomised per item; π_0 itself is not compared (round 0);
-  refine_S_y1, refine_delta
-                      Table 3's direct refinement utility of κ_r: y1 = π_r(x, y0, κ_r(x, y0)),
-                      S(y1) and Δ = S(y1) − S(y0) over items whose both scores are readable;
+  refine_S_y1_after_dpo, refine_delta_after_dpo
+                      the same refinement with the updated actor: y1 = π_r(x, y0, κ_r(x, y0))
+                      on π_r's own y0 (not the paper's Table 3 quantity; rounds ≥ 1 only);
 plus, from the round's training (the loop passes them in): the critic's training reward
 mean, spread and distribution, pair-filter counts, and the invalid-judgment rate over every
-judgment of the round. Everything goes to the run store with round=r (report.html plots it).
+judgment of the round. `*critic_prompts_shortened` counts, per stage (grpo, pairs,
+eval_before_dpo, eval), the critic prompts whose y0 was shortened in its middle to fit
+`grpo.max_prompt_length` (coevo.roles.prompt_budget). Everything goes to the run store with
+round=r (report.html plots it).
 
 The run's tables end with each condition's gold gain S(π_last) − S(π_0): the mean paired
 difference over (seed, held-out prompt) items both rounds scored, with its paired bootstrap
@@ -18,6 +31,9 @@ difference over (seed, held-out prompt) items both rounds scored, with its paire
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+import copy
 from typing import TYPE_CHECKING, Any
 
 from coevo.eval.paired import paired_difference
@@ -32,9 +48,11 @@ if TYPE_CHECKING:
     from coevo.algorithms.taiscore import ConditionResult, Context
     from coevo.store import RunStore
 
+log = logging.getLogger(__name__)
+
 #: Metrics shown in the summary tables, in this order (others stay in the store and report).
-TABLE_METRICS = ("gold_score", "win_rate_vs_round0", "refine_S_y1", "refine_delta", "reward_mean",
-                 "pairs_selected", "invalid_judgment_rate")
+TABLE_METRICS = ("gold_score", "gold_score_set_sd", "win_rate_vs_round0", "refine_S_y1", "refine_delta",
+                 "refine_delta_after_dpo", "reward_mean", "pairs_selected", "invalid_judgment_rate")
 #: The tables' column (comparison) or row (rounds) of the paired gold gain and its CI.
 GAIN = "gold_gain vs round 0 (95% CI)"
 
@@ -69,6 +87,32 @@ class RoundEvaluator:
             self.baseline = metrics
         return metrics
 
+    def refinement_before_dpo(self, r: int, actor: Actor, critic: Critic) -> dict[str, float | None]:
+        """Table 3a's refinement gain of round r (r ≥ 1), called between the critic's GRPO and
+        the actor's DPO: κ_r (`critic`) critiques π_{r-1}'s held-out responses and π_{r-1}
+        (`actor`, not yet updated) revises them. y0 and S(y0) are round r-1's evaluation's
+        (the same responses, scored once). A finished measurement is not redone."""
+        store, step = self.ctx.store, f"{self.tag}/round{r}/eval_before_dpo"
+        done = store.step_result(step)
+        if done is not None:
+            return done
+        metrics: dict[str, float | None] = {}
+        if self.ctx.config.evaluation.refinement and self.samples:
+            before = {ro.sample_id: ro for ro in store.rollouts(f"{self.tag}/round{r - 1}/eval")}
+            samples = [s for s in self.samples if s.id in before]
+            rollouts = [Rollout(sample_id=s.id, x=s.prompt, y0=before[s.id].y0, condition=self.tag,
+                                judgments={k: v for k, v in before[s.id].judgments.items() if k == "gold_rubric_y0"})
+                        for s in samples]
+            found = self._refine(f"round {r} before DPO", samples, rollouts, actor, critic)
+            if "S_y1" in found:
+                metrics["refine_S_y1"], metrics["refine_delta"] = found["S_y1"], found["delta"]
+            metrics |= {"eval_before_dpo_critic_prompts_shortened": found["critic_prompts_shortened"],
+                        "eval_before_dpo_judgments": found["judgments"], "eval_before_dpo_invalid": found["invalid"]}
+            for rollout in rollouts:
+                store.save_rollout(step, rollout, round=r)
+        store.finish_step(step, metrics)
+        return metrics
+
     def _measure(self, r: int, actor: Actor, critic: Critic) -> dict[str, float | None]:
         config, store = self.ctx.config.evaluation, self.ctx.store
         samples = self.samples
@@ -83,16 +127,14 @@ class RoundEvaluator:
         rollouts = [Rollout(sample_id=s.id, x=s.prompt, y0=y, condition=self.tag) for s, y in zip(samples, y0)]
         metrics: dict[str, float | None] = {"eval_prompts": float(len(samples))}
         rubric = [i for i, s in enumerate(samples) if s.rubric is not None and s.rubric.criteria]
-        scored = [samples[i] for i in rubric]
 
-        def gold(responses: list[str]) -> list[Any]:
-            return map_batches(lambda rows: self.gold.judge([s for s, _ in rows], [y for _, y in rows]),
-                               list(zip(scored, responses)), size, f"eval round {r}: gold rubric")
-
-        if config.gold_rubric and scored:
-            for i, judgment in zip(rubric, gold([y0[i] for i in rubric])):
+        if config.gold_rubric and rubric:
+            for i, judgment in zip(rubric, self._gold(f"eval round {r}", [samples[i] for i in rubric],
+                                                      [y0[i] for i in rubric])):
                 rollouts[i].judgments["gold_rubric_y0"] = judgment
             metrics["gold_score"] = _mean([rollouts[i].judgments["gold_rubric_y0"] for i in rubric])
+            if config.output_sets > 1:
+                metrics |= self._output_sets(r, actor, [samples[i] for i in rubric], metrics["gold_score"])
         if config.win_rate and r > 0:
             base = [self.base_responses.get(s.id, "") for s in samples]
             verdicts = self.pairwise.judge([s.prompt for s in samples], base, y0, ids=[s.id for s in samples],
@@ -102,28 +144,76 @@ class RoundEvaluator:
             prefs = [v.score for v in verdicts if v.valid]
             metrics["win_rate_vs_round0"] = win_rate(prefs) if prefs else None
         if config.refinement:
-            critiques = [g[0] for g in map_batches(
-                lambda rows: critic.critique([s.prompt for s, _ in rows], [y for _, y in rows]),
-                list(zip(samples, y0)), size, f"eval round {r}: critiques")]
-            y1 = map_batches(lambda rows: actor.revise([s.prompt for s, _, _ in rows], [y for _, y, _ in rows],
-                                                       [c for _, _, c in rows]),
-                             list(zip(samples, y0, critiques)), size, f"eval round {r}: revisions")
-            for rollout, c, y in zip(rollouts, critiques, y1):
-                rollout.c, rollout.y1 = c, y
-            if config.gold_rubric and scored:
-                for i, judgment in zip(rubric, gold([y1[i] for i in rubric])):
-                    rollouts[i].judgments["gold_rubric"] = judgment
-                pairs = [(rollouts[i].judgments["gold_rubric_y0"], rollouts[i].judgments["gold_rubric"])
-                         for i in rubric]
-                both = [(a.score, b.score) for a, b in pairs if a.valid and b.valid]
-                metrics["refine_S_y1"] = _mean([b for _, b in pairs])
-                metrics["refine_delta"] = (sum(b - a for a, b in both) / len(both)) if both else None
+            found = self._refine(f"eval round {r}", samples, rollouts, actor, critic)
+            # Round 0 has had no DPO: κ_0 on π_0 is the before-DPO quantity itself.
+            suffix = "" if r == 0 else "_after_dpo"
+            if "S_y1" in found:
+                metrics[f"refine_S_y1{suffix}"], metrics[f"refine_delta{suffix}"] = found["S_y1"], found["delta"]
+            metrics["eval_critic_prompts_shortened"] = found["critic_prompts_shortened"]
         for rollout in rollouts:
             store.save_rollout(f"{self.tag}/round{r}/eval", rollout, round=r)
         judgments = [j for rollout in rollouts for j in rollout.judgments.values()]
         metrics["eval_judgments"] = float(len(judgments))
         metrics["eval_invalid"] = float(sum(not j.valid for j in judgments))
         return metrics
+
+    def _output_sets(self, r: int, actor: Actor, samples: list[Any], first: float | None) -> dict[str, float | None]:
+        """Table 1's protocol: the checkpoint writes `output_sets` independent sets of responses
+        (the same decoding, another seed each), each scored on its own; `gold_score` is the
+        mean over the sets and `gold_score_set_sd` their sd (the paper's ±). Set 1 is the one
+        the other metrics (win rate, refinement) use; the others land in stages `eval_setN`."""
+        scores = [first]
+        for j in range(2, self.ctx.config.evaluation.output_sets + 1):
+            again = copy.copy(actor)
+            again.sampling = actor.sampling.model_copy(update={"seed": (actor.sampling.seed or 0) + 7919 * (j - 1)})
+            label = f"eval round {r}: output set {j}"
+            responses = map_batches(again.respond, samples, self.ctx.config.batch_size, label)
+            judgments = self._gold(label, samples, responses)
+            for sample, response, judgment in zip(samples, responses, judgments):
+                self.ctx.store.save_rollout(f"{self.tag}/round{r}/eval_set{j}", Rollout(
+                    sample_id=sample.id, x=sample.prompt, y0=response, condition=self.tag,
+                    judgments={"gold_rubric_y0": judgment}), round=r)
+            scores.append(_mean(judgments))
+        present = [score for score in scores if score is not None]
+        if not present:
+            return {"gold_score": None, "gold_score_sets": 0.0}
+        mean, sd = mean_sd(present)
+        return {"gold_score": mean, "gold_score_set_sd": sd, "gold_score_sets": float(len(present))}
+
+    def _gold(self, label: str, samples: list[Any], responses: list[str]) -> list[Any]:
+        """The gold-rubric judgments of `responses` to `samples`, in batches."""
+        return map_batches(lambda rows: self.gold.judge([s for s, _ in rows], [y for _, y in rows]),
+                           list(zip(samples, responses)), self.ctx.config.batch_size, f"{label}: gold rubric")
+
+    def _refine(self, label: str, samples: list[Any], rollouts: list[Rollout], actor: Actor,
+                critic: Critic) -> dict[str, float | None]:
+        """Critique-guided refinement of each rollout's y0 (its c and y1 set in place, y1's gold
+        judgment added as "gold_rubric"): `S_y1`, `delta` = S(y1) − S(y0) over items whose
+        y0 carries a readable "gold_rubric_y0" and y1 a readable score (both absent without
+        gold rubrics), the new judgments' count and invalid ones, and the count of critic
+        prompts shortened to fit the budget."""
+        size, xs, y0 = self.ctx.config.batch_size, [s.prompt for s in samples], [r.y0 for r in rollouts]
+        critiques = [g[0] for g in map_batches(
+            lambda rows: critic.critique([x for x, _ in rows], [y for _, y in rows]),
+            list(zip(xs, y0)), size, f"{label}: critiques")]
+        y1 = map_batches(lambda rows: actor.revise([x for x, _, _ in rows], [y for _, y, _ in rows],
+                                                   [c for _, _, c in rows]),
+                         list(zip(xs, y0, critiques)), size, f"{label}: revisions")
+        for rollout, c, y in zip(rollouts, critiques, y1):
+            rollout.c, rollout.y1 = c, y
+        found: dict[str, float | None] = {
+            "critic_prompts_shortened": shortened_prompts(critic, label, xs, y0), "judgments": 0.0, "invalid": 0.0}
+        scored = [i for i, r in enumerate(rollouts) if "gold_rubric_y0" in r.judgments]
+        if self.ctx.config.evaluation.gold_rubric and scored:
+            for i, judgment in zip(scored, self._gold(label, [samples[i] for i in scored], [y1[i] for i in scored])):
+                rollouts[i].judgments["gold_rubric"] = judgment
+            pairs = [(rollouts[i].judgments["gold_rubric_y0"], rollouts[i].judgments["gold_rubric"]) for i in scored]
+            both = [(a.score, b.score) for a, b in pairs if a.valid and b.valid]
+            found["S_y1"] = _mean([b for _, b in pairs])
+            found["delta"] = (sum(b - a for a, b in both) / len(both)) if both else None
+            found["judgments"] = float(len(pairs))
+            found["invalid"] = float(sum(not b.valid for _, b in pairs))
+        return found
 
     def _record_distribution(self, r: int) -> None:
         """Training-reward values per round, for the report's distribution plot."""
@@ -142,13 +232,23 @@ class RoundEvaluator:
         store.update_meta("distributions", add, {})
 
 
+def shortened_prompts(critic: Critic, stage: str, prompts: Sequence[str], responses: Sequence[str]) -> float:
+    """How many of a stage's critic prompts had their y0 shortened in its middle to fit the
+    critic's token budget (`Critic.count_shortened`), said in the run's log."""
+    count = critic.count_shortened(prompts, responses)
+    if critic.max_prompt_tokens is not None:
+        log.info("%s: %d of %d critic prompts over %d tokens, their y0 shortened in its middle", stage, count,
+                 len(prompts), critic.max_prompt_tokens)
+    return float(count)
+
+
 def _mean(judgments: list[Any]) -> float | None:
     scores = [j.score for j in judgments if j.valid and j.score is not None]
     return sum(scores) / len(scores) if scores else None
 
 
 def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, float | None]:
-    """Unreadable judgments over every judgment of the round: rewards, pair filter, evaluation."""
+    """Unreadable judgments over every judgment of the round: rewards, pair filter, both evaluations."""
     total = invalid = 0.0
     if training.get("reward_count"):
         total += training["reward_count"]
@@ -158,6 +258,8 @@ def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[
         invalid += training.get("pairs_invalid") or 0.0
     total += evaluation.get("eval_judgments") or 0.0
     invalid += evaluation.get("eval_invalid") or 0.0
+    total += training.get("eval_before_dpo_judgments") or 0.0
+    invalid += training.get("eval_before_dpo_invalid") or 0.0
     return {"invalid_judgment_rate": invalid / total if total else None}
 
 
@@ -205,7 +307,7 @@ def rounds_table(run: ConditionResult, gains: dict[str, dict[str, Any]]) -> dict
     return {"columns": columns, "rows": rows}
 
 
-def gold_gains(store: RunStore, runs: list[ConditionResult]) -> dict[str, dict[str, Any]]:
+def gold_gains(store: RunStore, runs: list[ConditionResult], output_sets: int = 1) -> dict[str, dict[str, Any]]:
     """Per condition, S(π_last) − S(π_0) over the held-out prompts, paired by (seed, prompt):
     {mean_diff, low, high, n_pairs}, a paired bootstrap 95 % CI over the items both rounds
     scored (each seed against its own round 0); `paired_difference` says what one or no pair gives."""
@@ -213,8 +315,8 @@ def gold_gains(store: RunStore, runs: list[ConditionResult]) -> dict[str, dict[s
     for run in runs:
         if not run.rounds:
             continue
-        before = _gold_by_prompt(store, f"{run.tag}/round0/eval")
-        after = _gold_by_prompt(store, f"{run.tag}/round{run.rounds[-1].round}/eval")
+        before = _gold_by_prompt(store, f"{run.tag}/round0/eval", output_sets)
+        after = _gold_by_prompt(store, f"{run.tag}/round{run.rounds[-1].round}/eval", output_sets)
         last, first = pairs.setdefault(run.condition, ([], []))
         for sample_id in sorted(before.keys() & after.keys()):
             last.append(after[sample_id])
@@ -232,11 +334,13 @@ def format_gain(gain: dict[str, Any] | None) -> str | None:
     return f"{gain['mean_diff']:+.3f} [{gain['low']:+.3f}, {gain['high']:+.3f}] (n={gain['n_pairs']})"
 
 
-def _gold_by_prompt(store: RunStore, stage: str) -> dict[str, float]:
-    """The gold-rubric score of each held-out prompt's y0 in one evaluation, where readable."""
-    scores = {}
-    for rollout in store.rollouts(stage):
-        judgment = rollout.judgments.get("gold_rubric_y0")
-        if judgment is not None and judgment.valid and judgment.score is not None:
-            scores[rollout.sample_id] = judgment.score
-    return scores
+def _gold_by_prompt(store: RunStore, stage: str, output_sets: int = 1) -> dict[str, float]:
+    """The gold-rubric score of each held-out prompt's y0 in one evaluation, where readable:
+    with several output sets, the prompt's mean over the sets that scored it."""
+    scores: dict[str, list[float]] = {}
+    for name in [stage] + [f"{stage}_set{j}" for j in range(2, output_sets + 1)]:
+        for rollout in store.rollouts(name):
+            judgment = rollout.judgments.get("gold_rubric_y0")
+            if judgment is not None and judgment.valid and judgment.score is not None:
+                scores.setdefault(rollout.sample_id, []).append(judgment.score)
+    return {sample_id: sum(values) / len(values) for sample_id, values in scores.items()}

@@ -5,7 +5,9 @@ A source is one of:
 - ``bundled:NAME`` — a set shipped inside the package (``bundled:writing``);
 - a ``.jsonl`` file, one JSON object per line;
 - a ``.parquet`` file;
-- a folder written by ``datasets.Dataset.save_to_disk``.
+- a folder written by ``datasets.Dataset.save_to_disk``;
+- ``writingbench:PATH`` / ``hellobench:PATH`` — a benchmark's own JSONL, its per-query
+  criteria as the gold rubric (:mod:`coevo.tasks.benchmarks`).
 
 Every row becomes a :class:`coevo.types.Sample`. ``columns`` maps our field names to the
 user's column names, so data never has to be rewritten to fit coevo. Columns that map to
@@ -69,6 +71,13 @@ def load_samples(
     Raises DataError for a missing file, a line that is not JSON, a missing required
     column, an unreadable rubric, or duplicate ids.
     """
+    from coevo.tasks.benchmarks import benchmark_of, load_benchmark  # (it imports DataError from here)
+
+    if benchmark_of(source) is not None:  # `writingbench:PATH`, `hellobench:PATH`: the benchmark's own rows
+        if columns:
+            raise DataError(f"{source}: columns= does not apply to a benchmark source (its row format is "
+                            "fixed); drop data.columns, or give the file as a plain .jsonl with columns")
+        return load_benchmark(source, limit=limit)
     mapping = _check_columns(columns)
     if limit is not None and limit < 0:
         raise DataError(f"limit must be >= 0 or None, got {limit}.")

@@ -70,6 +70,8 @@ class GRPOSettings(StrictModel):
     loss_type: str = "grpo"
     temperature: float = Field(0.8, gt=0)
     top_p: float = Field(0.95, gt=0, le=1)
+    #: Table 12's prompt limit, in chat-templated tokens. Nothing here cuts a prompt: TAIScore's
+    #: critic builds its prompts within it (y0 shortened in its middle, header and x kept).
     max_prompt_length: int = Field(2048, ge=1)
     max_completion_length: int = Field(4096, ge=1)
     max_steps: int | None = Field(None, ge=1)
@@ -123,8 +125,13 @@ def prompts_to_dataset(
     """A conversational GRPO dataset: `prompt` = a conversation, plus the extra columns.
 
     Plain strings become single user turns, so TRL applies the chat template exactly as the
-    role is sampled elsewhere. Prompts over `max_prompt_length` tokens keep the end of their
-    last message (TRL 1.16 no longer truncates prompts itself).
+    role is sampled elsewhere. No prompt is ever cut here: cutting from either side drops
+    part of what the policy is asked (the critic's Table 6 header and instruction, from the
+    left), so prompts are built within `max_prompt_length` where they are written (the
+    Critic shortens y0 in its middle, `Critic.fitted_prompt`). Prompts still over it (with
+    `tokenizer`, counted in chat-templated tokens) are kept whole and a warning says how
+    many. TRL 1.16 cuts no prompt either: it applies the chat template and tokenizes whole
+    (GRPOTrainer._tokenize_prompts has no prompt-length limit).
     """
     import datasets
 
@@ -132,7 +139,7 @@ def prompts_to_dataset(
         raise TrainError("train_grpo got no prompts: the round's shard is empty; check data.limit and the shards")
     rows: dict[str, list] = {"prompt": [_conversation(p) for p in prompts]}
     if tokenizer is not None and max_prompt_length is not None:
-        rows["prompt"] = [_truncate(conv, tokenizer, max_prompt_length) for conv in rows["prompt"]]
+        _warn_over_length(rows["prompt"], tokenizer, max_prompt_length)
     for name, values in (extra_columns or {}).items():
         if name in _RESERVED:
             raise TrainError(f"extra column {name!r} would shadow TRL's own reward argument; rename it")
@@ -149,13 +156,15 @@ def _conversation(prompt: Any) -> list[dict[str, str]]:
     return [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in prompt]
 
 
-def _truncate(conversation: list[dict[str, str]], tokenizer: Any, limit: int) -> list[dict[str, str]]:
-    last = conversation[-1]
-    ids = tokenizer(last["content"], add_special_tokens=False)["input_ids"]
-    if len(ids) <= limit:
-        return conversation
-    log.warning("GRPO prompt of %d tokens truncated to its last %d", len(ids), limit)
-    return [*conversation[:-1], {**last, "content": tokenizer.decode(ids[-limit:])}]
+def _warn_over_length(conversations: list[list[dict[str, str]]], tokenizer: Any, limit: int) -> None:
+    """Say how many prompts are over `limit` tokens (they are kept whole, never cut)."""
+    from coevo.roles.prompt_budget import chat_tokens
+
+    over = [n for n in (chat_tokens(tokenizer, conv) for conv in conversations) if n > limit]
+    if over:
+        log.warning("%d of %d GRPO prompts are over max_prompt_length=%d tokens (longest %d); they are kept whole, "
+                    "never cut: build them within the limit or raise it", len(over), len(conversations), limit,
+                    max(over))
 
 
 class _Timed:

@@ -6,6 +6,12 @@ saved at once into the run store (records kind "annotation", keyed by the pair, 
 label of a pair replaces the first), so closing the page loses nothing and coming back
 resumes at the first pair not yet labelled.
 
+Several people can label the same run: each works under an annotator name (the page's
+`annotator` field; default DEFAULT_ANNOTATOR, which records saved before names existed
+also belong to), and sees their own progress. `export_annotations` then writes each one's
+labels, their majority vote and Fleiss' κ (`coevo.eval.annotators`), as the TAIScore paper
+merges its three annotators.
+
 Two kinds of pair come from a stage's rollouts:
 - `revision`: y0 against y1 of one rollout (did the critique-guided revision help?);
 - `critique`: two different critiques of the same response (same x and y0), where a stage
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -31,6 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
+
+from coevo.eval.annotators import DEFAULT_ANNOTATOR, MergeResult
 
 if TYPE_CHECKING:
     from coevo.store import RunStore
@@ -47,6 +56,28 @@ LABELS = ("A", "B", "tie")
 MAX_CRITIQUE_PAIRS = 6
 #: Judges whose score is not about one candidate, so they give no pair's scores.
 _NOT_PER_CANDIDATE = ("pairwise_vs_round0",)
+#: An annotator name: it names files (human_NAME.jsonl), so letters, digits, _ . - only.
+_ANNOTATOR_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_annotator(name: str) -> str:
+    """`name` if it is a usable annotator name, else ValueError saying what one looks like."""
+    if not _ANNOTATOR_RE.fullmatch(name):
+        raise ValueError(f"annotator must be 1-64 letters, digits, _ . or - (e.g. alice or {DEFAULT_ANNOTATOR}), "
+                         f"not {name!r}")
+    return name
+
+
+def record_key(pair_key: str, annotator: str) -> str:
+    """The store key of one annotator's label of a pair. The default annotator's key is the
+    pair's own, as it was before annotators had names, so an old label and a new one of the
+    same pair are one record."""
+    return pair_key if annotator == DEFAULT_ANNOTATOR else f"{pair_key}#annotator={annotator}"
+
+
+def annotator_of(record: dict[str, Any]) -> str:
+    """Who made a stored label (records without a name are DEFAULT_ANNOTATOR's)."""
+    return str(record.get("annotator") or DEFAULT_ANNOTATOR)
 
 
 @dataclass
@@ -149,15 +180,25 @@ def queue(pairs: list[Pair], seed: int = 0) -> list[Pair]:
     return sorted(pairs, key=lambda p: _rank(seed, p.key))
 
 
-def labels(store: RunStore, stage: str | None = None) -> dict[str, dict[str, Any]]:
-    """The labels saved so far (pair key -> record), of one stage or all."""
-    return {key: record for key, record in store.get_records(KIND)
-            if stage is None or record.get("stage") == stage}
+def labels_by_annotator(store: RunStore, stage: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """The labels saved so far, of one stage or all: annotator -> pair key -> record."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for _, record in store.get_records(KIND):
+        if stage is None or record.get("stage") == stage:
+            out.setdefault(annotator_of(record), {})[record["pair"]] = record
+    return dict(sorted(out.items()))
 
 
-def stages_overview(store: RunStore, seed: int = 0) -> list[dict[str, Any]]:
-    """Per stage and kind with pairs: how many pairs there are and how many are labelled."""
-    done = labels(store)
+def labels(store: RunStore, stage: str | None = None,
+           annotator: str = DEFAULT_ANNOTATOR) -> dict[str, dict[str, Any]]:
+    """One annotator's labels saved so far (pair key -> record), of one stage or all."""
+    return labels_by_annotator(store, stage).get(annotator, {})
+
+
+def stages_overview(store: RunStore, seed: int = 0, annotator: str = DEFAULT_ANNOTATOR) -> list[dict[str, Any]]:
+    """Per stage and kind with pairs: how many pairs there are and how many `annotator`
+    has labelled."""
+    done = labels(store, annotator=annotator)
     out = []
     for stage, _ in store.rollout_stages():
         for kind, pairs in stage_pairs(store.rollout_rows(stage), stage, seed).items():
@@ -167,8 +208,10 @@ def stages_overview(store: RunStore, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def label_record(pair: Pair, left: str, label: str, seed: int) -> dict[str, Any]:
-    """The store record of one label: what was shown where, the choice, and its winner."""
+def label_record(pair: Pair, left: str, label: str, seed: int,
+                 annotator: str = DEFAULT_ANNOTATOR) -> dict[str, Any]:
+    """The store record of one label: who, what was shown where, the choice, its winner."""
+    check_annotator(annotator)
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     if left not in pair.candidates:
@@ -177,7 +220,7 @@ def label_record(pair: Pair, left: str, label: str, seed: int) -> dict[str, Any]
     winner = {"A": left, "B": right, "tie": "tie"}[label]
     return {"pair": pair.key, "stage": pair.stage, "kind": pair.kind, "candidates": list(pair.candidates),
             "rollout_ids": list(pair.rollout_ids), "left": left, "right": right, "label": label,
-            "winner": winner, "seed": seed, "labelled_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "winner": winner, "seed": seed, "annotator": annotator, "labelled_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def save_label(run_dir: str | Path, record: dict[str, Any]) -> None:
@@ -188,7 +231,7 @@ def save_label(run_dir: str | Path, record: dict[str, Any]) -> None:
 
     store = RunStore(run_dir)
     try:
-        store.put_record(KIND, record["pair"], record)
+        store.put_record(KIND, record_key(record["pair"], annotator_of(record)), record)
     finally:
         store.close()
 
@@ -202,32 +245,56 @@ _JUDGE_PREFERENCE = ("pairwise", "gold_rubric", "taiscore", "outcome_gain", "cri
 
 @dataclass
 class AnnotationExport:
-    """The JSONL lines of an export: the human labels, and each judge's scores of the same
-    pairs; `judge` is the judge judge.jsonl holds (None when no pair has a judge's score)."""
+    """The JSONL lines of an export: the human labels (one annotator's, or with several their
+    majority vote), each annotator's, and each judge's scores of the same pairs; `judge` is
+    the judge judge.jsonl holds (None when no pair has a judge's score); `merge` the majority
+    vote and agreement where several annotators labelled."""
 
     human: list[dict[str, Any]]
     judges: dict[str, list[dict[str, Any]]]
     judge: str | None
     labels: int
+    annotators: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    merge: MergeResult | None = None
 
 
-def annotation_lines(store: RunStore, stage: str | None = None) -> AnnotationExport:
-    """The human labels of a run (or one stage) and the judges' scores of the same pairs, as
-    {group, candidate, score} lines. A pair whose rollouts are gone (a stage re-run) keeps its
-    human lines; the judges then have no score for it."""
-    done = labels(store, stage)
+def _human_lines(done: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    # A label as scores: 1 for the preferred text, 0 for the other, 0.5 each for a tie.
+    return [{"group": key, "candidate": candidate,
+             "score": 0.5 if record["winner"] == "tie" else float(record["winner"] == candidate),
+             "stage": record["stage"], "kind": record["kind"]}
+            for key, record in done.items() for candidate in record["candidates"]]
+
+
+def annotation_lines(store: RunStore, stage: str | None = None, annotator: str | None = None) -> AnnotationExport:
+    """The human labels of a run (or one stage; one annotator's, or everyone's) and the
+    judges' scores of the same pairs, as {group, candidate, score} lines. With several
+    annotators `human` is their majority vote over the pairs all labelled (no-majority pairs
+    left out) and `merge` says more; raises DataError where they share no pair. A pair whose
+    rollouts are gone (a stage re-run) keeps its human lines; the judges then have no score."""
+    from coevo.eval.annotators import from_records, majority_score_lines, merge_annotators
+
+    by_annotator = labels_by_annotator(store, stage)
+    if annotator is not None:
+        by_annotator = {annotator: by_annotator.get(annotator, {})} if annotator in by_annotator else {}
+    done: dict[str, dict[str, Any]] = {}
+    for records in by_annotator.values():
+        done.update(records)  # every labelled pair, whoever labelled it, for the judges' lines
     pairs: dict[str, Pair] = {}
     for st in sorted({record["stage"] for record in done.values()}):
         for kind_pairs in stage_pairs(store.rollout_rows(st), st, limit=None).values():
             pairs.update((p.key, p) for p in kind_pairs)
-    human: list[dict[str, Any]] = []
+    per_annotator = {name: _human_lines(records) for name, records in by_annotator.items()}
+    merge = None
+    if len(by_annotator) > 1:
+        merge = merge_annotators([from_records(name, records.values(), "the run's labels")
+                                  for name, records in by_annotator.items()])
+        human = majority_score_lines(merge)
+    else:
+        human = next(iter(per_annotator.values()), [])
     judges: dict[str, list[dict[str, Any]]] = {}
     names: dict[str, int] = {}
     for key, record in done.items():
-        for candidate in record["candidates"]:
-            score = 0.5 if record["winner"] == "tie" else float(record["winner"] == candidate)
-            human.append({"group": key, "candidate": candidate, "score": score, "stage": record["stage"],
-                          "kind": record["kind"]})
         pair = pairs.get(key)
         for name, scores in (pair.judges if pair else {}).items():
             names[name] = names.get(name, 0) + 1
@@ -236,25 +303,37 @@ def annotation_lines(store: RunStore, stage: str | None = None) -> AnnotationExp
     ranked = sorted(names, key=lambda n: (-names[n], _JUDGE_PREFERENCE.index(n) if n in _JUDGE_PREFERENCE
                                           else len(_JUDGE_PREFERENCE), n))
     return AnnotationExport(human=human, judges={n: judges[n] for n in ranked},
-                            judge=ranked[0] if ranked else None, labels=len(done))
+                            judge=ranked[0] if ranked else None, labels=len(done), annotators=per_annotator,
+                            merge=merge)
 
 
-def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | None = None) -> dict[str, Any]:
+def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | None = None,
+                       annotator: str | None = None) -> dict[str, Any]:
     """Write `human.jsonl` (the labels) and `judge.jsonl` (the judge that scored most of the
     labelled pairs), plus `judge_<name>.jsonl` per judge when several did, into `out_dir`.
-    Returns {"labels", "human", "judge", "judge_name", "judges": {name: path}}. Raises
-    DataError when there is no label to export (naming where to make them)."""
+    Where several annotators labelled (and `annotator` does not pick one), human.jsonl is
+    their majority vote, `human_<name>.jsonl` each one's labels and `majority.jsonl` every
+    merged pair's votes and majority. Returns {"labels", "human", "judge", "judge_name",
+    "judges": {name: path}, "annotators": {name: path}, "majority": path or None, "merge":
+    the majority vote and Fleiss' κ or None}. Raises DataError when there is no label to
+    export (naming where to make them)."""
+    from coevo.eval.annotators import majority_lines
     from coevo.store import RunStore
     from coevo.tasks.loaders import DataError
 
     store = RunStore(run_dir, read_only=True)
     try:
-        lines = annotation_lines(store, stage)
+        names = list(labels_by_annotator(store, stage))
+        lines = annotation_lines(store, stage, annotator)
         stages = [s for s, _ in store.rollout_stages()]
     finally:
         store.close()
     if stage is not None and stage not in stages:
         raise DataError(f"{run_dir} has no stage {stage!r}; its stages: {', '.join(stages) or 'none'}")
+    if annotator is not None and annotator not in names:
+        where = f" in stage {stage!r}" if stage else ""
+        raise DataError(f"{run_dir} holds no label by annotator {annotator!r}{where}; its annotators: "
+                        f"{', '.join(names) or 'none'}")
     if not lines.labels:
         where = f" of stage {stage!r}" if stage else ""
         raise DataError(f"{run_dir} holds no annotation{where} yet: label pairs in `coevo view {run_dir}` "
@@ -262,7 +341,13 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"labels": lines.labels, "human": str(_write(out / "human.jsonl", lines.human)),
-                              "judge": None, "judge_name": lines.judge, "judges": {}}
+                              "judge": None, "judge_name": lines.judge, "judges": {}, "annotators": {},
+                              "majority": None, "merge": None}
+    if lines.merge is not None:
+        result["annotators"] = {name: str(_write(out / f"human_{name}.jsonl", rows))
+                                for name, rows in lines.annotators.items()}
+        result["majority"] = str(_write(out / "majority.jsonl", majority_lines(lines.merge)))
+        result["merge"] = lines.merge.model_dump()
     if lines.judge is not None:
         result["judge"] = str(_write(out / "judge.jsonl", lines.judges[lines.judge]))
         if len(lines.judges) > 1:
@@ -291,30 +376,45 @@ def _pairs_of(store: RunStore, stage: str, kind: str, seed: int) -> list[Pair]:
     return queue(stage_pairs(store.rollout_rows(stage), stage, seed)[kind], seed)  # type: ignore[index]
 
 
+def _annotator(name: str) -> str:
+    try:
+        return check_annotator(name or DEFAULT_ANNOTATOR)
+    except ValueError as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from None
+
+
 @router.get("/runs/{run_id}/annotate")
-def annotate_page(request: Request, run_id: str, stage: str = "", kind: str = "revision", seed: int = 0):
-    """Without a stage: the stages to annotate, with progress. With one: its next pair."""
+def annotate_page(request: Request, run_id: str, stage: str = "", kind: str = "revision", seed: int = 0,
+                  annotator: str = DEFAULT_ANNOTATOR):
+    """Without a stage: the stages to annotate, with `annotator`'s progress. With one: the
+    next pair `annotator` has not labelled."""
     from coevo.view.context import reading, render, run_path
 
+    annotator = _annotator(annotator)
+    # Links keep the name; the default one stays out of them, so old bookmarks stay the same.
+    who = "" if annotator == DEFAULT_ANNOTATOR else f"&annotator={annotator}"
     with reading(request, run_id) as store:
         if not stage:
+            everyone = labels_by_annotator(store)
             return render(request, "annotate.html", run_id=run_id, active="annotate", needs_plotly=False,
-                          overview=stages_overview(store, seed), stage=None, seed=seed,
-                          run_dir=shlex.quote(str(run_path(request, run_id))), total_labels=store.record_count(KIND))
+                          overview=stages_overview(store, seed, annotator), stage=None, seed=seed,
+                          run_dir=shlex.quote(str(run_path(request, run_id))), total_labels=store.record_count(KIND),
+                          annotator=annotator, who=who,
+                          annotators={name: len(done) for name, done in everyone.items()})
         pairs = _pairs_of(store, stage, kind, seed)
-        done = labels(store, stage)
+        done = labels(store, stage, annotator)
     todo = [p for p in pairs if p.key not in done]
     pair = todo[0] if todo else None
     left, right = shown_order(pair, seed) if pair else (None, None)
     return render(request, "annotate.html", run_id=run_id, active="annotate", needs_plotly=False, overview=None,
-                  stage=stage, kind=kind, seed=seed, pair=pair, left=left, right=right,
+                  stage=stage, kind=kind, seed=seed, pair=pair, left=left, right=right, annotator=annotator, who=who,
                   labelled=len(pairs) - len(todo), total=len(pairs), run_dir=shlex.quote(str(run_path(request, run_id))))
 
 
 @router.post("/runs/{run_id}/annotate/label")
 async def annotate_label(request: Request, run_id: str):
-    """Save one label (form or JSON: stage, kind, pair, left, label, seed), then go on to
-    the next pair (303 to the stage's page; JSON in, JSON out)."""
+    """Save one label (form or JSON: stage, kind, pair, left, label, seed, annotator), then
+    go on to the next pair (303 to the stage's page; JSON in, JSON out)."""
     from fastapi.responses import JSONResponse, RedirectResponse
 
     from coevo.view.context import reading, run_path
@@ -338,13 +438,14 @@ async def annotate_label(request: Request, run_id: str):
         seed = int(form.get("seed") or 0)
     except (TypeError, ValueError):
         raise HTTPException(status_code=400, detail=f"seed must be a number, not {form.get('seed')!r}") from None
+    annotator = _annotator(str(form.get("annotator") or DEFAULT_ANNOTATOR))
     with reading(request, run_id) as store:
         pairs = {p.key: p for p in _pairs_of(store, stage, kind, seed)}
     pair = pairs.get(str(form["pair"]))
     if pair is None:
         raise HTTPException(status_code=404, detail=f"stage {stage!r} has no {kind} pair {form['pair']!r}")
     try:
-        record = label_record(pair, str(form["left"]), str(form["label"]), seed)
+        record = label_record(pair, str(form["left"]), str(form["label"]), seed, annotator)
     except ValueError as exc:
         raise HTTPException(status_code=400, detail=str(exc)) from None
     save_label(run_path(request, run_id), record)
@@ -352,27 +453,34 @@ async def annotate_label(request: Request, run_id: str):
         return JSONResponse({"saved": record})
     from urllib.parse import urlencode
 
-    query = urlencode({"stage": stage, "kind": kind, **({"seed": seed} if seed else {})})
+    query = urlencode({"stage": stage, "kind": kind, **({"seed": seed} if seed else {}),
+                       **({"annotator": annotator} if annotator != DEFAULT_ANNOTATOR else {})})
     return RedirectResponse(f"/runs/{run_id}/annotate?{query}", status_code=303)
 
 
 @router.get("/runs/{run_id}/annotate/export")
-def annotate_export(request: Request, run_id: str, stage: str = "", file: str = "human", judge: str = ""):
-    """The labels (`file=human`) or a judge's scores of the same pairs (`file=judge`, the
-    judge `export_annotations` picks, or `judge=NAME`) as JSONL for `coevo eval agreement`."""
+def annotate_export(request: Request, run_id: str, stage: str = "", file: str = "human", judge: str = "",
+                    annotator: str = ""):
+    """The labels (`file=human`: one annotator's with `annotator=NAME`, else everyone's
+    majority vote where several labelled) or a judge's scores of the same pairs (`file=judge`,
+    the judge `export_annotations` picks, or `judge=NAME`) as JSONL for `coevo eval agreement`."""
     from fastapi.responses import Response
 
+    from coevo.tasks.loaders import DataError
     from coevo.view.context import reading
 
     if file not in ("human", "judge"):
         raise HTTPException(status_code=400, detail=f"file must be human or judge, not {file!r}")
     with reading(request, run_id) as store:
-        lines = annotation_lines(store, stage or None)
+        try:
+            lines = annotation_lines(store, stage or None, _annotator(annotator) if annotator else None)
+        except DataError as exc:  # several annotators who share no pair: no majority to give
+            raise HTTPException(status_code=409, detail=str(exc)) from None
     if not lines.labels:
         raise HTTPException(status_code=404, detail="no annotation to export yet; label pairs first at "
                             f"/runs/{run_id}/annotate")
     if file == "human":
-        rows, name = lines.human, "human.jsonl"
+        rows, name = lines.human, f"human_{annotator}.jsonl" if annotator else "human.jsonl"
     else:
         chosen = judge or lines.judge
         if chosen not in lines.judges:

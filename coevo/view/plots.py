@@ -28,6 +28,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
 #: Counts that describe how much was measured, not how well: shown in their own table,
 #: never plotted (issue 14: `eval_prompts` = 2 plotted beside the results).
 BOOKKEEPING = re.compile(r"^(eval_prompts|eval_judgments|eval_invalid|reward_count|pairs_candidates|pairs_invalid"
+                         r"|eval_before_dpo_(judgments|invalid)|.*critic_prompts_shortened"
                          r"|.*_steps|proposals|world_size|.*_count|.*_records)$")
 
 #: Per-step training curves worth a panel, in order: (history key, label).
@@ -155,7 +156,8 @@ def metric_figures(metrics: list[dict[str, Any]], xlabel: str = "round") -> list
 
 def _metric_order(name: str) -> tuple[int, str]:
     # Within a group, the headline metrics first (as the summary tables order them).
-    first = ("gold_score", "win_rate_vs_round0", "refine_S_y1", "refine_delta", "pass_at_1",
+    first = ("gold_score", "win_rate_vs_round0", "refine_S_y1", "refine_delta", "refine_S_y1_after_dpo",
+             "refine_delta_after_dpo", "pass_at_1",
              "factscore_precision", "detection_rate", "reward_mean", "reward_sd", "invalid_judgment_rate")
     return (first.index(name) if name in first else len(first), name)
 

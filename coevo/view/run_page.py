@@ -53,6 +53,8 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "config_json": json.dumps(store.get_meta("config", {}), indent=2, ensure_ascii=False),
         "warnings": run_warnings(store, stage_results=results, logs=logs,
                                  rollouts=[row["rollout"] for row in rows]),
+        # None: a run made before departures were kept (unknown), [] : the paper's settings.
+        "departures": store.get_meta("departures", summary.get("departures")),
         "tables": _meta_tables(store),
         "intervals": _intervals(summary),
         "costs": _costs(summary),

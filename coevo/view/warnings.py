@@ -32,8 +32,9 @@ FEW_ITEMS = 10
 MIN_JUDGMENTS = 4
 
 #: Metrics with a known best value: (ceiling, what it means).
-CEILINGS = {"gold_score": 10.0, "refine_S_y1": 10.0, "pass_at_1": 1.0, "factscore_precision": 1.0,
-            "win_rate_vs_round0": 1.0, "gold_mean": 1.0, "test_mean": 1.0, "diag_gold": 1.0}
+CEILINGS = {"gold_score": 10.0, "refine_S_y1": 10.0, "refine_S_y1_after_dpo": 10.0, "pass_at_1": 1.0,
+            "factscore_precision": 1.0, "win_rate_vs_round0": 1.0, "gold_mean": 1.0, "test_mean": 1.0,
+            "diag_gold": 1.0}
 
 
 class Finding(BaseModel):

@@ -162,3 +162,24 @@ def test_a_config_file_alone_cannot_switch_off_isolation(monkeypatch):
         config(code={"unsafe_exec": True})
     monkeypatch.setenv(UNSAFE_ENV_VAR, "1")  # what `coevo run --unsafe-exec` sets
     assert config(code={"unsafe_exec": True}).code.unsafe_exec
+
+
+#: A reasoning model's draft inside <think>, a wrong solution in a code block, then its answer
+#: as bare code: read with the reasoning, the only fenced block (the draft) would be the code.
+THINK_DRAFT = "<think>First try:\n```python\ndef truncate_number(number):\n    return 0.0\n```\nHmm, no.</think>\n"
+BARE_TRUNCATE = "def truncate_number(number: float) -> float:\n    return number % 1.0\n"
+
+
+def test_code_is_extracted_from_the_answer_not_from_the_reasoning(tmp_path, trained, monkeypatch):
+    """The first code block of a reasoning model's output may be a draft inside <think>:
+    the enumerative tests and pass@1 read the answer after it."""
+    monkeypatch.setitem(MODELS, "gen", [{"match": "has_close_elements", "completions": [GOOD, BAD]},
+                                        {"match": "truncate_number", "completions": [THINK_DRAFT + BARE_TRUNCATE]}])
+    store = RunStore(tmp_path / "enumerative")
+    run_rlac(config(data={"train_ids": ["HumanEval/2"], "heldout_ids": ["HumanEval/0"]},
+                    verification="enumerative"), store)
+    assert [r["score"] for _, r in store.get_records("rlac_enumerative")] == [1.0, 1.0]
+    assert trained == []  # both outputs pass every test: nothing to pair
+    summary = run_rlac(config(data={"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2"]}),
+                       RunStore(tmp_path / "heldout"))
+    assert summary["baseline"]["pass_at_1"] == 1.0

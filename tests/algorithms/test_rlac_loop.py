@@ -11,7 +11,7 @@ import pytest
 import coevo.llm.specs as specs
 import coevo.train.dpo as dpo
 import coevo.train.stages as stages
-from coevo.algorithms.rlac import (RlacConfig, best_vs_worst, critic_pairs, generator_pairs, reward,
+from coevo.algorithms.rlac import (RlacConfig, critic_pairs, generator_pairs, ranked_pairs, reward,
                                    run_rlac)
 from coevo.config import validate
 from coevo.llm.base import by_sampling
@@ -98,10 +98,14 @@ def test_critic_pairs_put_confirmed_failures_over_rejected_proposals():
     assert all(p.source == "rlac:critic" and p.prompt == "cp" for p in pairs)
 
 
-def test_best_vs_worst_needs_a_difference():
-    [pair] = best_vs_worst(S, "p", ["a", "b", "c"], [0.5, 1.0, 0.0], "enumerative:facts")
+def test_ranked_pairs_start_best_vs_worst_and_fill_the_budget_by_score_gap():
+    [pair] = ranked_pairs(S, "p", ["a", "b", "c"], [0.5, 1.0, 0.0], 1, "enumerative:facts")
     assert (pair.chosen, pair.rejected) == ("b", "c")
-    assert best_vs_worst(S, "p", ["a", "b"], [1.0, 1.0], "x") == []
+    pairs = ranked_pairs(S, "p", ["a", "b", "c"], [0.5, 1.0, 0.0], 4, "x")
+    assert [(p.chosen, p.rejected) for p in pairs] == [("b", "c"), ("b", "a"), ("a", "c")]
+    assert ranked_pairs(S, "p", ["a", "b"], [1.0, 1.0], 4, "x") == []  # no difference: no pair
+    # The same text sampled twice is one pair, not two.
+    assert len(ranked_pairs(S, "p", ["a", "a", "c"], [1.0, 1.0, 0.0], 4, "x")) == 1
 
 
 def test_adversarial_round_builds_both_pair_sets_and_counts_calls(tmp_path, fakes):
@@ -178,6 +182,63 @@ def test_enumerative_baseline_verifies_every_fact_and_pairs_best_vs_worst(tmp_pa
     assert summary["verification_calls"] == {"rlac": 2, "enumerative": 6, "used": 6}
 
 
+#: GOOD and BAD with their sentences reordered: the same facts (and scores), other texts.
+GOOD_R = "He developed the theory of relativity. Albert Einstein was a physicist. He was born in Ulm."
+BAD_R = "He developed the theory of relativity. Albert Einstein was a physicist. He was born in Vienna."
+CAUGHT_3 = "reason: he was born in Ulm\nsentence: 3\nerror_fact: Einstein was born in Vienna."
+
+
+def test_rlac_and_the_enumerative_baseline_get_the_same_pair_budget(tmp_path, fakes):
+    """K=4 outputs, two right and two wrong: RLAC has 2 x 2 survived-vs-caught pairs and the
+    enumerative baseline 2 x 2 higher-vs-lower pairs; both are held to the budget of 3, and
+    summary.json says so per method and round."""
+    fakes["models"]["gen"] = [{"match": "biography of Albert Einstein", "completions": [GOOD, BAD, GOOD_R, BAD_R]},
+                              FACT_MODELS["gen"][1]]
+    fakes["models"]["crit"] = [*FACT_MODELS["crit"],
+                               {"match": "[3] He was born in Vienna.", "completions": [CAUGHT_3, INVALID]},
+                               {"match": "[3] He was born in Ulm.", "completions": [SURVIVED, INVALID]}]
+    budget = {"k": 4, "max_pairs_per_instruction": 3}
+    rlac = run_rlac(facts_config(**budget), RunStore(tmp_path / "rlac"))
+    enum = run_rlac(facts_config(verification="enumerative", **budget), RunStore(tmp_path / "enum"))
+    assert rlac["pairs"]["rlac-adversarial"]["1"]["generator"] == 3
+    assert enum["pairs"] == {"enumerative": {"1": {"generator": 3, "critic": 0}}}
+    assert rlac["pair_budget"] == enum["pair_budget"] == {"per_instruction": 3, "per_output": 2}
+    enum_pairs = fakes["trained"][-1]["pairs"]
+    assert {(p.chosen, p.rejected) for p in enum_pairs} < {(g, b) for g in (GOOD, GOOD_R) for b in (BAD, BAD_R)}
+    # Without a budget cut both find all four (the baseline used to get one, best vs worst).
+    wide = run_rlac(facts_config(verification="enumerative", k=4), RunStore(tmp_path / "wide"))
+    assert wide["pairs"]["enumerative"]["1"]["generator"] == 4
+
+
+THINK = "<think>Maybe he was born in Paris. Or in Rome?</think>"
+
+
+def test_think_blocks_are_stripped_before_facts_are_split_or_the_critic_reads(tmp_path, fakes):
+    """A reasoning generator's <think> block is not part of its biography: the critic's
+    numbered sentences, the atomic facts (enumerative cost) and FactScore see the answer
+    only, while DPO trains on the text as written."""
+    fakes["models"]["gen"] = [{"match": "biography of Albert Einstein", "completions": [THINK + GOOD, THINK + BAD]},
+                              {"match": "biography of Marie Curie", "completions": [THINK + CURIE]}]
+    store = RunStore(tmp_path)
+    summary = run_rlac(facts_config(), store)
+    gen, crit = fakes["trained"]
+    assert [(p.chosen, p.rejected) for p in gen["pairs"]] == [(THINK + GOOD, THINK + BAD)]
+    assert all("<think>" not in p.prompt and "Paris" not in p.prompt for p in crit["pairs"])
+    # 3 atomic facts per answer, as without the block (it has two more sentences).
+    assert summary["verification_calls"] == {"rlac": 4, "enumerative": 6, "used": 4}
+    assert summary["baseline"]["facts_correct"] == 2.0 and summary["baseline"]["facts_incorrect"] == 0.0
+    assert {r["output"] for _, r in store.get_records("rlac_proposal")} == {GOOD, BAD}
+
+
+def test_think_blocks_are_stripped_for_the_enumerative_scores(tmp_path, fakes):
+    fakes["models"]["gen"] = [{"match": "biography of Albert Einstein", "completions": [THINK + GOOD, THINK + BAD]},
+                              FACT_MODELS["gen"][1]]
+    store = RunStore(tmp_path)
+    run_rlac(facts_config(verification="enumerative"), store)
+    scores = {r["output"]: r["score"] for _, r in store.get_records("rlac_enumerative")}
+    assert scores == {THINK + GOOD: pytest.approx(2 / 3), THINK + BAD: pytest.approx(1 / 3)}
+
+
 def test_runner_writes_the_summary_contract_and_resumes_without_retraining(tmp_path, fakes):
     config = facts_config().model_dump(mode="json")
     summary = run_experiment(None, tmp_path / "run", data=config)
@@ -185,6 +246,10 @@ def test_runner_writes_the_summary_contract_and_resumes_without_retraining(tmp_p
     assert on_disk["base_model"] == "gen"
     assert set(on_disk["rounds"][0]["checkpoints"]) == {"generator", "critic"}
     assert set(on_disk["verification_calls"]) >= {"rlac", "enumerative"}
+    # Replay models and 1 person are not the paper: summary.json says where, with why.
+    departed = {d["setting"] for d in on_disk["departures"]}
+    assert {"models.generator", "k", "data.train", "iterations"} <= departed
+    assert on_disk["pairs"] == {"rlac-adversarial": {"1": {"generator": 1, "critic": 1}}}
     report = (tmp_path / "run" / "report.html").read_text()
     assert "RLAC iterations" in report and "verification calls (Fig. 2b)" in report
     assert summary["table"]["rows"][0]["round"] == 0
@@ -253,7 +318,10 @@ def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
     # (The runner adds its own keys, `algorithm`, `llm_cache`, ..., to what run_rlac returns.)
     summary = run_rlac(facts_config(), RunStore(tmp_path / "run"))
     assert set(summary) == {"base_model", "base_models", "task", "condition", "baseline", "rounds",
-                            "verification_calls", "verification_call_ratio", "table"}
+                            "verification_calls", "verification_call_ratio", "pairs", "pair_budget",
+                            "reward_model", "table"}
+    assert summary["pairs"] == {"rlac-adversarial": {"1": {"generator": 1, "critic": 1}}}
+    assert summary["reward_model"] is None  # only the reward-model baseline has one
     [rnd] = summary["rounds"]
     assert set(rnd) == {"round", "checkpoints", "trained", "eval", "critic", "rollout", "pairs", "training",
                         "counts", "seconds"}

@@ -329,3 +329,138 @@ def test_actor_engine_vllm_generates_from_each_finished_actor_checkpoint(tmp_pat
     # on round 1's checkpoint, round 2's evaluation on round 2's.
     assert all(c.calls for c in copies)
     assert any("Revised Response:" in conv[-1].content for conv in copies[1].calls)
+
+
+class Tagged(FakeLocal):
+    """A fake whose critiques and revisions say which weights wrote them (its model id), and
+    whose gold judge scores a response written by a DPO-trained actor 9 instead of 6."""
+
+    made: list["Tagged"] = []
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.rules = [{"match": ["evaluation criteria", "+dpo"], "completions": [_gold(9, 9)]}, *self.rules]
+        Tagged.made.append(self)
+
+    def _answers(self, conversation):
+        last = conversation[-1].content.rstrip()
+        if last.endswith("Your Critique:"):
+            return [f"CRIT by {self.model_id}"]
+        if last.endswith("Revised Response:"):
+            return [f"GOOD revision by {self.model_id}"]
+        return super()._answers(conversation)
+
+
+def test_refine_delta_is_the_new_critic_on_the_actor_before_its_dpo(tmp_path):
+    """Table 3a: round r's refine_delta is κ_r's critiques of π_{r-1}, revised by π_{r-1}; the
+    same with π_r is refine_delta_after_dpo. A revision by a DPO-trained actor scores 9, any
+    other response 6, so the two differ exactly when the actor revising was updated."""
+    trainers = FakeTrainers()
+    backend = trainers.backend()
+    backend.load_trainable = backend.load_frozen = Tagged
+    store = RunStore(tmp_path / "run")
+    summary = summary_dict(run_taiscore(_config(tmp_path), store, backend))
+    round1, round2 = (rec["metrics"] for rec in summary["rounds"])
+    assert summary["baseline"]["refine_delta"] == 0.0 and "refine_delta_after_dpo" not in summary["baseline"]
+    assert round1["refine_delta"] == 0.0 and round1["refine_S_y1"] == 6.0  # π_0 revised: no DPO yet
+    assert round1["refine_delta_after_dpo"] == 3.0 and round1["refine_S_y1_after_dpo"] == 9.0
+    assert round2["refine_delta"] == 3.0  # π_1 (trained once) revises for κ_2
+    before = store.rollouts("coevolution/round1/eval_before_dpo")
+    round0 = {r.sample_id: r.y0 for r in store.rollouts("coevolution/round0/eval")}
+    assert before and all(r.c == "CRIT by fake:smollm2+grpo" for r in before)  # κ_1, after its GRPO
+    assert all(r.y1 == "GOOD revision by fake:smollm2" for r in before)  # π_0, before its DPO
+    assert {r.sample_id: r.y0 for r in before} == round0  # π_0's held-out responses, scored once
+    assert round1["eval_before_dpo_judgments"] == len(before) and round1["invalid_judgment_rate"] == 0.0
+    rows = {row["metric"]: row for row in summary["table"]["rows"]}
+    assert rows["refine_delta"]["round 1"] == 0.0 and rows["refine_delta_after_dpo"]["round 1"] == 3.0
+    logged = {(m["round"], m["name"]) for m in store.metrics("coevolution")}
+    assert {(1, "refine_delta"), (1, "refine_delta_after_dpo"), (2, "refine_delta")} <= logged
+    # resumed, it is read back, not measured again
+    again = summary_dict(run_taiscore(_config(tmp_path), store, backend))
+    assert [rec["metrics"] for rec in again["rounds"]] == [round1, round2]
+
+
+def test_long_responses_lose_their_middle_wherever_the_critic_reads_them(tmp_path, caplog):
+    """A y0 far over grpo.max_prompt_length: the prompt the critic trains on (GRPO), and the
+    ones it answers for the actor's pairs and the evaluations, keep Table 6's header and the
+    instruction, show y0's start and end around the marker, and fit; the counts are metrics."""
+    from coevo.roles.prompt_budget import approximate_tokens
+
+    y0 = "START " + "and the waves kept rolling " * 100 + "FINISH"
+    trainers = FakeTrainers()
+    Tagged.made = []
+
+    class LongAnswers(Tagged):
+        def __init__(self, spec):
+            super().__init__(spec)
+            self.rules = [*self.rules[:-1], {"completions": [y0]}]  # every first answer is long
+
+    backend = trainers.backend()
+    backend.load_trainable = backend.load_frozen = LongAnswers
+    store = RunStore(tmp_path / "run")
+    budget = 200  # the replay models have no tokenizer: bytes / 3 counts
+    with caplog.at_level("INFO", logger="coevo"):
+        summary = summary_dict(run_taiscore(_config(tmp_path, grpo={"num_generations": 2,
+                                                                   "max_prompt_length": budget}),
+                                            store, backend))
+    assert approximate_tokens(y0) > 2 * budget
+
+    def fits(text, x):
+        assert text.startswith("You are a helpful writing critic.") and f"Prompt:\n{x}\n" in text
+        assert "Response:\nSTART and the waves" in text and "kept rolling FINISH\n\nYour Critique:" in text
+        assert "tokens of the response omitted" in text and approximate_tokens(text) <= budget
+
+    for call in trainers.grpo_calls:  # what GRPO trained the critic on
+        for (message,), x, full in zip(call["prompts"], call["columns"]["x"], call["columns"]["y0"]):
+            fits(message["content"], x)
+            assert full == y0  # the actor and the judge still see the whole y0
+    asked = [conv[-1].content for model in Tagged.made for conv in model.calls
+             if conv[-1].content.rstrip().endswith("Your Critique:")]
+    assert asked  # pair building and both evaluations asked the critic
+    for text in asked:
+        fits(text, text.split("Prompt:\n", 1)[1].split("\n", 1)[0])
+    shards = {int(t): len(ids) for t, ids in store.get_meta("shards").items()}
+    held_out = len(store.get_meta("held_out"))
+    for r, rec in enumerate(summary["rounds"]):
+        metrics = rec["metrics"]
+        assert metrics["grpo_critic_prompts_shortened"] == shards[r] == metrics["pairs_critic_prompts_shortened"]
+        assert metrics["eval_before_dpo_critic_prompts_shortened"] == held_out
+        assert metrics["eval_critic_prompts_shortened"] == held_out
+    assert summary["baseline"]["eval_critic_prompts_shortened"] == held_out
+    assert f"coevolution/round1/critic: {shards[0]} of {shards[0]} critic prompts over {budget} tokens" in caplog.text
+
+
+class SeedMarkedLocal(FakeLocal):
+    """Initial responses carry their sampling seed, so each output set differs."""
+
+    def generate(self, conversations, sampling, n=1):
+        out = super().generate(conversations, sampling, n)
+        return [[c.model_copy(update={"text": f"{c.text} s{sampling.seed}"}) if c.text == "plain initial" else c
+                 for c in group] for group in out]
+
+
+def test_output_sets_score_each_checkpoint_on_several_generated_sets(tmp_path):
+    """Table 1's protocol: N independently generated sets per checkpoint, each scored;
+    gold_score is their mean, gold_score_set_sd their sd, the gain pairs per-prompt means."""
+    global RULES
+    trainers = FakeTrainers()
+    backend = trainers.backend()
+    backend.load_trainable = backend.load_frozen = SeedMarkedLocal
+    saved = list(RULES)
+    RULES[:0] = [{"match": ["evaluation criteria", "initial s7919"], "completion": _gold(8, 8)},
+                 {"match": ["evaluation criteria", "initial s15838"], "completion": _gold(2, 2)}]
+    try:
+        store = RunStore(tmp_path / "run")
+        summary = run_taiscore(_config(tmp_path, rounds=1, evaluation={"holdout": 0.25, "output_sets": 3}),
+                               store, backend)
+    finally:
+        RULES[:] = saved
+    baseline = summary.baseline
+    assert baseline["gold_score_sets"] == 3.0
+    assert math.isclose(baseline["gold_score"], (6 + 8 + 2) / 3)
+    assert math.isclose(baseline["gold_score_set_sd"], math.sqrt(((6 - 16 / 3) ** 2 + (8 - 16 / 3) ** 2
+                                                                   + (2 - 16 / 3) ** 2) / 2))
+    held = len(store.get_meta("held_out"))
+    assert {len(store.rollouts(f"coevolution/round0/eval_set{j}")) for j in (2, 3)} == {held}
+    assert summary.gold_gain_ci["coevolution"]["mean_diff"] == 0.0  # per-prompt means, both rounds alike
+    assert "gold_score_set_sd" in [row["metric"] for row in summary.table["rows"]]

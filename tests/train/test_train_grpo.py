@@ -36,17 +36,19 @@ def test_prompts_become_conversations_with_extra_columns():
     assert ds[1]["prompt"] == [{"role": "user", "content": "second"}] and ds[1]["y0"] == "b"
 
 
-def test_long_prompts_keep_the_end_of_their_last_message():
+def test_long_prompts_are_never_cut_only_counted(caplog):
+    """Cutting from the left would drop the critic's header and instruction: prompts over the
+    limit are kept whole (the Critic builds them within it) and a warning counts them."""
     from transformers import AutoTokenizer
 
     from coevo.llm.embedded import hf_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(hf_dir()))
-    conv = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "pad " * 300 + "Critique it."}]
-    ds = prompts_to_dataset([conv], tokenizer, max_prompt_length=12)
-    system, last = ds[0]["prompt"]
-    assert system == conv[0] and last["content"].endswith("Critique it.")
-    assert len(tokenizer(last["content"], add_special_tokens=False)["input_ids"]) <= 12
+    conv = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Critique it. " + "pad " * 300}]
+    with caplog.at_level("WARNING", logger="coevo"):
+        ds = prompts_to_dataset([conv, "short"], tokenizer, max_prompt_length=64)
+    assert ds[0]["prompt"] == conv and ds[1]["prompt"] == [{"role": "user", "content": "short"}]
+    assert "1 of 2 GRPO prompts are over max_prompt_length=64" in caplog.text
 
 
 def test_bad_inputs_name_the_problem():
@@ -193,3 +195,46 @@ def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path):
     step1 = AutoModelForCausalLM.from_pretrained(tmp_path / "checkpoints" / "checkpoint-1").state_dict()[name]
     final = AutoModelForCausalLM.from_pretrained(result.checkpoint).state_dict()[name]
     assert not torch.equal(step1, final), "the resumed step did not train"
+
+
+@pytest.mark.slow
+def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_long(tmp_path, monkeypatch):
+    """A y0 far over grpo.max_prompt_length, through the real GRPO stage: the prompt tokens
+    TRL computed the loss on hold Table 6's header, the instruction and both ends of y0
+    around the marker, within the limit. (TRL 1.16 cuts no prompt; nor does coevo.)"""
+    from trl import GRPOTrainer
+
+    from coevo.llm.specs import load_model
+    from coevo.roles.critic import Critic
+    from coevo.types import Sampling
+
+    if not hasattr(GRPOTrainer, "_generate_and_score_completions"):
+        pytest.skip("TRL no longer has _generate_and_score_completions")
+    trained_on: list[tuple[torch.Tensor, torch.Tensor]] = []
+    original = GRPOTrainer._generate_and_score_completions
+
+    def recording(self, inputs):
+        output = original(self, inputs)
+        trained_on.append((output["prompt_ids"].cpu(), output["prompt_mask"].cpu()))
+        return output
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", recording)
+    policy = load_model("smollm2", trainable=True)
+    settings = GRPOSettings(num_generations=2, batch_size=1, max_steps=1, max_completion_length=8,
+                            max_prompt_length=160, temperature=1.0, save_steps=100)
+    critic = Critic(policy, Sampling(), max_prompt_tokens=settings.max_prompt_length)
+    x = "Write a short story about a lighthouse keeper."
+    y0 = "OPENING LINE. " + "The lamp turned and the sea was grey. " * 120 + "CLOSING LINE."
+    prompt = critic.critique_prompt(x, y0)
+    train_grpo(policy, [prompt], lambda prompts, completions, **kw: [float(len(c[-1]["content"]))
+                                                                     for c in completions],
+               settings, tmp_path, extra_columns={"y0": [y0]})
+
+    (ids, mask), = trained_on
+    for row, keep in zip(ids, mask):
+        tokens = row[keep.bool()].tolist()
+        text = policy.tokenizer.decode(tokens)
+        assert len(tokens) <= settings.max_prompt_length
+        assert "You are a helpful writing critic." in text and x in text  # Table 6's header, the instruction
+        assert "OPENING LINE." in text and "CLOSING LINE." in text and "tokens of the response omitted" in text
+        assert text.rstrip().endswith("assistant")  # the chat turn is whole, the generation prompt last

@@ -259,3 +259,54 @@ def test_judge_scores_of_pairwise_verdicts_and_grpo_groups(tmp_path):
         scores.update(pair.judges["taiscore"])
     # The reward the critic trained on, an unreadable answer's invalid_reward included.
     assert scores == {f"c{ids[0]}": 7.0, f"c{ids[1]}": 3.0, f"c{ids[2]}": 0.0}
+
+
+def test_several_annotators_label_under_their_names_and_the_export_merges_them(tmp_path):
+    run = build_controls(tmp_path / "runs" / "three", tmp_path / "inputs")
+    client, run_id = _client(run)
+    url = f"/runs/{run_id}/annotate/label"
+    pairs = queue(stage_pairs(_rows(run), STAGE)["revision"])[:3]
+    # The first annotator's labels as saved before the viewer recorded names: no annotator field.
+    store = RunStore(run)
+    for pair in pairs:
+        store.put_record(KIND, pair.key, {"pair": pair.key, "stage": STAGE, "kind": "revision",
+                                          "candidates": ["y0", "y1"], "rollout_ids": list(pair.rollout_ids),
+                                          "left": "y0", "right": "y1", "label": "B", "winner": "y1", "seed": 0})
+    store.close()
+    # bob: y1, y1, y0; carol: y0, tie, y0 -> majorities y1, y1, y0 (none is "no majority")
+    for name, winners in (("bob", ("y1", "y1", "y0")), ("carol", ("y0", "tie", "y0"))):
+        page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&annotator={name}").text
+        assert _shown(page)["labelled"] == 0 and _shown(page)["annotator"] == name  # each their own progress
+        for pair, winner in zip(pairs, winners):
+            label = {"y0": "A", "y1": "B", "tie": "tie"}[winner]
+            form = {"stage": STAGE, "kind": "revision", "pair": pair.key, "left": "y0", "seed": "0",
+                    "label": label, "annotator": name}
+            answer = client.post(url, data=form, follow_redirects=False)
+            assert answer.status_code == 303 and f"annotator={name}" in answer.headers["location"]
+        page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&annotator={name}").text
+        assert _shown(page)["labelled"] == 3
+    assert _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text)["labelled"] == 3
+    overview = client.get(f"/runs/{run_id}/annotate").text
+    assert 'id="annotator-form"' in overview and "annotator1 (3), bob (3), carol (3)" in overview
+    bad = {"stage": STAGE, "kind": "revision", "pair": pairs[0].key, "left": "y0", "label": "A", "annotator": "a b"}
+    assert client.post(url, data=bad).status_code == 400
+
+    result = export_annotations(run, tmp_path / "out", stage=STAGE)
+    assert set(result["annotators"]) == {"annotator1", "bob", "carol"}
+    merge = result["merge"]
+    assert merge["n_items"] == 3 and merge["counts"]["no_majority"] == 0
+    # By hand: (y0, y1, tie) counts (1,2,0) (0,2,1) (2,1,0): P-bar 1/3, P_e 35/81, kappa -4/23.
+    assert merge["agreement"]["kappa"] == pytest.approx(-4 / 23, abs=1e-12)
+    majority = {m["group"]: m["winner"] for m in map(json.loads, Path(result["majority"]).read_text().splitlines())}
+    assert majority == {pairs[0].key: "y1", pairs[1].key: "y1", pairs[2].key: "y0"}
+    human = [json.loads(line) for line in Path(result["human"]).read_text().splitlines()]
+    assert {(h["group"], h["candidate"]): h["score"] for h in human if h["score"] == 1.0} == {
+        (pairs[0].key, "y1"): 1.0, (pairs[1].key, "y1"): 1.0, (pairs[2].key, "y0"): 1.0}
+    one = export_annotations(run, tmp_path / "bob", stage=STAGE, annotator="bob")
+    assert one["merge"] is None and len(Path(one["human"]).read_text().splitlines()) == 6
+    export = client.get(f"/runs/{run_id}/annotate/export?stage={STAGE}&file=human&annotator=carol")
+    assert export.status_code == 200 and "human_carol.jsonl" in export.headers["content-disposition"]
+    proc = _coevo("eval", "annotations", str(run), "--out", str(tmp_path / "cli"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Fleiss' kappa" in proc.stdout and "n = 3 pairs x 3 annotators" in proc.stdout
+    assert (tmp_path / "cli" / "majority.jsonl").is_file() and (tmp_path / "cli" / "human_bob.jsonl").is_file()

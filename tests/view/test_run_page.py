@@ -99,6 +99,9 @@ def make_taiscore_run(run_dir: Path, *, status: str = "finished", provenance: bo
     store.set_meta("distributions", {"critic training reward (GRPO)": {"coevolution": {"1": [7.0, 7.0],
                                                                                        "2": [7.0, 7.0]}}})
     store.set_meta("warnings", ["coevolution/round1: the critic's weights did not change (a run's own warning)"])
+    if provenance:  # (the old run without provenance predates departures too)
+        store.set_meta("departures", [{"setting": "sampling.judge.scoring", "paper": "sampled", "here": "expected",
+                                       "why": "the reward is the judge's expected score"}])
     store.close()
     return run_dir
 
@@ -159,6 +162,14 @@ def test_run_page_warns_in_plain_words(client):
     assert "ceiling" in kinds and "gold_score is at its ceiling (10) in every round (3) on only 2 held-out items" in text
     assert "length-inflation" in kinds
     assert "run" in kinds and "a run&#39;s own warning" in text
+
+
+def test_run_page_lists_departures_from_the_paper(client):
+    section = re.search(r'<section id="departures">(.*?)</section>', client.get("/runs/tai").text, re.S)
+    assert section and "not its paper in 1 setting" in section.group(1)
+    assert "<code>sampling.judge.scoring</code></td><td>sampled</td><td>expected</td>" in section.group(1)
+    assert "Not recorded" in client.get("/runs/group~stale").text  # made before departures were kept
+    assert 'id="departures"' not in client.get("/runs/controls").text  # controls reproduce no paper
 
 
 def test_clean_run_has_no_false_alarms(tmp_path):

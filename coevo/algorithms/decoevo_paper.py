@@ -1,0 +1,191 @@
+"""DecoEvo as its paper gives it: the settings table, the departures of a config, the plan.
+
+The paper (Decoupled Co-Evolution, `shared/seeds/002_*`) states its setup in words: the
+backbones (GPT-4o, Qwen3-4B, Qwen3-8B, one frozen model behind every optimisation role),
+the four methods on the same splits and budgets, seven disjoint partitions of each source
+benchmark, five matched seeds, binary criterion-level verdicts, stochastic rollouts for the
+near-tie audit, and each benchmark's own grader for the final score. Its numeric schedule
+(k, s, m, P, delta, eta, tau, gamma, epsilon, inner steps, batch size) is "provided in the
+supplementary material", which the copy this project reproduces from does not hold, and
+the paper selects those on its pilot partition: they are therefore not rows here (a
+setting the paper is silent on is not a departure), and `examples/decoevo_full.yaml`
+says so beside each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coevo.departures import Departure, PaperSetting, find_departures, model_named
+from coevo.planning import PlanStage, RunPlan, role
+
+#: The paper's backbones (Setup: "We test GPT-4o and Qwen3-4B/8B").
+BACKBONES = ("gpt-4o", "qwen3-4b", "qwen3-8b")
+ALL_METHODS = ["zero_shot", "skillopt", "sc_coevo", "decoevo"]
+#: Benchmark prefixes a DecoEvo run may use as its paper's data: WritingBench is one of the
+#: paper's three source benchmarks; HelloBench is not (it is the TAIScore paper's).
+_NOT_PAPER_SOURCES = ("bundled:", "hellobench:")
+
+
+def _five_distinct(seeds: Any) -> bool:
+    return isinstance(seeds, list) and len(seeds) == 5 and len(set(seeds)) == 5
+
+
+def _all_methods(methods: Any) -> bool:
+    return isinstance(methods, list) and sorted(methods) == sorted(ALL_METHODS)
+
+
+def _paper_source(source: Any) -> bool:
+    # A user's own file is taken as the benchmark it claims to be (coevo cannot tell
+    # HealthBench from ResearchQA by looking); the bundled set and HelloBench are not.
+    return isinstance(source, str) and not source.startswith(_NOT_PAPER_SOURCES)
+
+
+#: Every setting the paper gives that a config can change, in the paper's order.
+PAPER: list[PaperSetting] = [
+    PaperSetting("models.backbone", "GPT-4o | Qwen3-4B | Qwen3-8B",
+                 "another backbone: the paper's numbers (Table 1) are for these three only",
+                 matches=model_named(*BACKBONES)),
+    PaperSetting("data.source", "HealthBench | WritingBench | ResearchQA (writingbench:PATH or your file)",
+                 "not one of the paper's source benchmarks: results are not comparable to Table 1",
+                 matches=_paper_source),
+    PaperSetting("data.filter_queries", False,
+                 "the paper uses each benchmark as published; query filtering drops questions",),
+    PaperSetting("data.limit", None, "only the first rows of the benchmark are used"),
+    PaperSetting("partitions.sizes", {},
+                 "partitions capped below their share of the benchmark: fewer test and gate "
+                 "questions, a noisier final score and noisier gates",
+                 matches=lambda sizes: not sizes),
+    PaperSetting("methods", ALL_METHODS,
+                 "the paper compares all four methods on the same splits and budgets",
+                 matches=_all_methods),
+    PaperSetting("seeds", "5 matched seeds",
+                 "the paper reports mean ± sd and a 95% CI over five matched end-to-end runs",
+                 matches=_five_distinct),
+    PaperSetting("sampling.judge.scoring", "sampled",
+                 "the paper's criterion-level judge returns satisfied / not satisfied per criterion; "
+                 "`expected` weights each verdict by its token probability (a fractional score)"),
+    PaperSetting("sampling.auditor.scoring", "sampled",
+                 "the paper's structural auditor returns an adequacy score; `expected` replaces it "
+                 "with a probability-weighted mean"),
+    PaperSetting("sampling.grader.scoring", "sampled",
+                 "each benchmark's official scalar metric is the grade written; `expected` is not "
+                 "the official metric"),
+    PaperSetting("sampling.rollout.temperature", "> 0 (stochastic rollouts)",
+                 "greedy rollouts give m identical answers: the near-tie audit finds no pair",
+                 matches=lambda t: isinstance(t, (int, float)) and t > 0),
+]
+
+GRADER_WHY = ("the backbone grades its own test answers: the paper scores them with each benchmark's "
+              "official grader, separate from the training-time judge")
+
+
+def _model_id(spec: str) -> str:
+    """The model a spec names, whatever the engine: `vllm:Qwen/Qwen3-8B` -> `qwen/qwen3-8b`."""
+    model = spec.split(":", 1)[1] if ":" in spec.split("/", 1)[0] else spec
+    return model.split("@", 1)[0].rstrip("/").lower()
+
+
+def grades_itself(config: Any) -> bool:
+    """Whether the backbone grades its own answers: `models.grader` unset, or the same model
+    on any engine (`hf:Qwen/Qwen3-8B` grading for `vllm:Qwen/Qwen3-8B` is still the backbone)."""
+    grader = config.models.grader
+    return grader is None or _model_id(grader) == _model_id(config.models.backbone)
+
+
+def grader_departure(config: Any) -> Departure | None:
+    """The grader row: the paper's final grader is each benchmark's own, never the backbone
+    that fills the optimisation roles (unset `models.grader` means the backbone grades)."""
+    grader = config.models.grader
+    if not grades_itself(config):
+        return None
+    return Departure(setting="models.grader", paper="the benchmark's own grader",
+                     here=grader if grader is not None else f"{config.models.backbone} (the backbone)",
+                     why=GRADER_WHY)
+
+
+def departures(config: Any) -> list[Departure]:
+    """Every setting where `config` (a DecoEvoConfig) is not the paper, the grader included."""
+    found = find_departures(config, PAPER)
+    grader = grader_departure(config)
+    return found + ([grader] if grader is not None else [])
+
+
+def plan(config: Any) -> RunPlan:
+    """What a DecoEvo run will do, without loading a model.
+
+    `data` holds `total` (samples read), `partitions` (ids per partition, in the run's
+    order), `sizes`, `held_out` (the test ids, the only ones the final score uses) and
+    `lacking_gold_rubric` (test / diagnostic ids without one: the run refuses them).
+    """
+    from coevo.algorithms.decoevo import PARTITIONS, make_partitions
+    from coevo.tasks.loaders import load_samples
+
+    samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
+    parts = make_partitions(samples, config.partitions)
+    lacking = [s.id for name in ("test", "diagnostic") for s in parts[name]
+               if s.rubric is None or not s.rubric.criteria]
+    data = {"total": len(samples),
+            "partitions": {name: [s.id for s in parts[name]] for name in PARTITIONS},
+            "sizes": {name: len(parts[name]) for name in PARTITIONS},
+            "held_out": [s.id for s in parts["test"]],
+            "lacking_gold_rubric": lacking}
+    grader_spec = config.models.grader or config.models.backbone
+    roles = [role("backbone", config.models.backbone, trained=False,
+                  options=config.models.options_for("backbone")),
+             role("grader", grader_spec, trained=False, options=config.models.options_for("grader"))]
+    notes = _notes(config, parts, lacking)
+    return RunPlan(algorithm="decoevo", data=data, stages=_stages(config, parts), roles=roles,
+                   departures=departures(config), notes=notes)
+
+
+def _stages(config: Any, parts: dict[str, list]) -> list[PlanStage]:
+    """Per seed, per method: the inner steps, the outer steps, the diagnostic points, the test."""
+    from coevo.algorithms.decoevo import METHOD_POLICIES
+
+    steps, gate, diag = config.inner_steps, len(parts["solver_gate"]), len(parts["diagnostic"])
+    scheduled = sum(1 for t in range(1, steps) if t % config.k == 0)  # without stalls
+    stages = []
+    for seed in config.seeds:
+        for method in config.methods:
+            policy, prefix = METHOD_POLICIES[method], f"seed{seed}/{method}"
+            if policy.inner:
+                stages.append(PlanStage(
+                    name=f"{prefix}/inner", kind="edit", role="backbone", items=steps,
+                    note=f"{steps} solver steps: {min(config.batch_size, len(parts['train']))} train "
+                         f"questions each, solver gate on {gate} questions (margin delta={config.delta:g})"))
+            if policy.outer and steps > 1:
+                stages.append(PlanStage(
+                    name=f"{prefix}/outer", kind="edit", role="backbone", items=None,
+                    note=f"generator audits on {len(parts['probe'])} probe questions (m={config.m} rollouts, "
+                         f"P<={config.max_pairs} near-ties), verified on {len(parts['generator_gate'])} gate "
+                         f"questions; every k={config.k} steps ({scheduled} if no stall) or after "
+                         f"s={config.s} rejections (decided at run time)"))
+            if diag:
+                stages.append(PlanStage(name=f"{prefix}/diagnostic", kind="evaluate", role="grader",
+                                        items=diag * (steps + 1),
+                                        note=f"{diag} questions at steps 0..{steps}, proxy vs gold (post hoc)"))
+            stages.append(PlanStage(name=f"{prefix}/test", kind="evaluate", role="grader",
+                                    items=len(parts["test"]), note="final solver skill, gold rubrics"))
+    return stages
+
+
+def _notes(config: Any, parts: dict[str, list], lacking: list[str]) -> list[str]:
+    notes = []
+    if config.data.filter_queries:
+        notes.append("data.filter_queries is on: the query filter grades every row before partitioning "
+                     "(one backbone call per row); the partitions above are before that filter")
+    if lacking:
+        notes.append(f"{len(lacking)} test/diagnostic sample(s) have no gold rubric (e.g. {lacking[:3]}): "
+                     "the run will refuse them; map a rubric column or use writingbench:PATH")
+    if config.models.grader is None:
+        notes.append("models.grader is unset: the backbone grades its own test answers (a departure)")
+    notes.append("bring: the benchmark file (e.g. WritingBench's JSONL as writingbench:PATH) and its official "
+                 "grader model as models.grader; the paper's transfer benchmarks (LLMEval-Med, EQ-Bench "
+                 "Creative Writing v3) are scored afterwards with `coevo eval skill` on the final solver skill (no updates)")
+    notes.append("the paper picks its schedule (k, s, m, P, margins) on the pilot partition; coevo leaves "
+                 f"the {len(parts['pilot'])} pilot questions unused by the run, for the user's own tuning")
+    return notes
+
+
+__all__ = ["BACKBONES", "GRADER_WHY", "PAPER", "departures", "grader_departure", "grades_itself", "plan"]

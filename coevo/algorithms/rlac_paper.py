@@ -1,0 +1,196 @@
+"""The RLAC paper's settings, the departures of a config from them, and `coevo plan` for RLAC.
+
+`PAPER_FACTS` (§4.1: biographies, FactScore) and `PAPER_CODE` (§4.2: AceCode-87K-hard,
+HumanEval) hold every setting the paper gives, each as a dotted `RlacConfig` path.
+`examples/rlac_bio_full.yaml` and `examples/rlac_code_full.yaml` are those settings, so
+`departures` of either is empty; the tiny configs list theirs. What the paper leaves open
+(learning rate, β, batch sizes, token limits, temperatures, pairs per instruction) is in no
+table: the full configs say so in a comment.
+
+The paper's conditions are switches, not departures: `verification: enumerative`
+(FactTune-FS / AceCoder-Rule), `verification: reward_model` (ArmoRM / AceCoder-RM),
+`critic_training: static` and `validator: random` (Table 2's ablations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coevo.departures import Departure, PaperSetting, find_departures, model_named
+from coevo.planning import PlanStage, RunPlan, role
+
+_BUNDLED = ("bundled:bios", "humaneval", "bundled:humaneval")
+
+
+def _brought(source: Any) -> bool:
+    """A data source the user brought (a file), not one bundled with coevo."""
+    return isinstance(source, str) and bool(source.strip()) and source.strip() not in _BUNDLED
+
+
+def _reward_model_runs(config: Any) -> bool:
+    return config.verification == "reward_model"
+
+
+#: §4.1 and Table 1 (factual biographies). Table 1 runs Qwen3-4B and Qwen3-8B at 4 and 8
+#: sentences; the headline (Fig. 2) is Qwen3-8B at 8 sentences, so either model and either
+#: length is the paper.
+PAPER_FACTS: list[PaperSetting] = [
+    PaperSetting("models.generator", "Qwen3-8B (or Qwen3-4B)",
+                 "§4.1: the generator starts from Qwen3-4B / Qwen3-8B; another model is another experiment",
+                 matches=model_named("Qwen3-8B", "Qwen3-4B")),
+    PaperSetting("models.critic", "Qwen3-8B (or Qwen3-4B), the generator's backbone",
+                 "§4.1: generator and critic start from the same backbone 'to ensure fairness'",
+                 matches=model_named("Qwen3-8B", "Qwen3-4B")),
+    PaperSetting("k", 10, "§4.1: 10 outputs per prompt; fewer outputs give fewer and less diverse pairs"),
+    PaperSetting("n", 4, "§4.1: 4 critic proposals per output; fewer give the critic fewer pairs"),
+    PaperSetting("iterations", 16, "Fig. 3 trains 16 rounds (the paper gives no other count); fewer rounds "
+                 "stop before the critic's two-phase dynamics (Fig. 2a)"),
+    PaperSetting("data.source", "Wikipedia pages of the 170 WikiBio people (FactScore's knowledge source)",
+                 "§4.1 / App. B.1: facts are checked against Wikipedia; the bundled corpus is a few pages",
+                 matches=_brought),
+    PaperSetting("data.train", 120, "§4.1: 120 training people of 170"),
+    PaperSetting("data.heldout", 50, "§4.1: 50 test people; fewer make FactScore a noisier estimate"),
+    PaperSetting("data.sentences", 8, "§4.1 / Table 1: 'exactly four' or 'eight' sentences; other lengths "
+                 "are not in the paper", matches=lambda n: n in (4, 8)),
+    PaperSetting("critic_form", "paper", "App. A.2: the critic answers the paper's free-text prompt "
+                 "(reason / sentence / error_fact); `schema` fixes the form by a grammar instead"),
+    PaperSetting("facts.judge", "llm", "App. B.1: FactScore's model-based verification; `hybrid`/`lexical` "
+                 "gate or replace it by word overlap"),
+    PaperSetting("facts.atomic_facts", "llm", "§4.1: FactScore's atomic facts (model-split); `sentences` "
+                 "counts sentences as facts, which changes FactScore and the enumerative cost"),
+    PaperSetting("reward_model", "hf:RLHFlow/ArmoRM-Llama3-8B-v0.1",
+                 "§4.1: the reward-model baseline is ArmoRM; another scorer is another baseline",
+                 matches=model_named("ArmoRM-Llama3-8B-v0.1"), applies=_reward_model_runs),
+]
+
+#: §4.2 and Table 3 (code). The paper evaluates on HumanEval(+), MBPP(+), BigCodeBench and
+#: LiveCodeBench; coevo's held-out metric is pass@1 on HumanEval (docs/rlac.md).
+PAPER_CODE: list[PaperSetting] = [
+    PaperSetting("models.generator", "Qwen2.5-Coder-7B (Base or Instruct)",
+                 "§4.2 / Table 3: the generator starts from Qwen2.5-Coder-7B-Base or -Instruct",
+                 matches=model_named("Qwen2.5-Coder-7B", "Qwen2.5-Coder-7B-Instruct")),
+    PaperSetting("k", 8, "§4.2: k=8 outputs per prompt (AceCoder's setting)"),
+    PaperSetting("n", 2, "§4.2: n=2 critic proposals per output"),
+    PaperSetting("iterations", 3, "§4.2 / Fig. 4: three rounds"),
+    PaperSetting("data.source", "AceCode-87K-hard with reference solutions (App. B.2)",
+                 "§4.2: training problems come from AceCode-87K-hard, with references written by "
+                 "Qwen2.5-Coder-7B-Instruct and kept when they pass the tests", matches=_brought),
+    PaperSetting("data.train", 2000, "§4.2: 2k problems sampled at random from AceCode-87K-hard"),
+    PaperSetting("data.heldout_source", "humaneval",
+                 "§4.2 / Table 3: evaluation is on benchmarks, never on training problems",
+                 matches=lambda s: s in ("humaneval", "bundled:humaneval")),
+    PaperSetting("data.heldout", 164, "Table 3: the whole HumanEval (164 problems)"),
+    PaperSetting("critic_form", "paper", "App. A.2: the critic answers the paper's <think>/<testcase> "
+                 "prompt; `schema` fixes the form (one call's arguments) by a grammar instead"),
+    PaperSetting("reward_model", "hf:TIGER-Lab/AceCodeRM-7B",
+                 "§4.2: the reward-model baseline is AceCodeRM-7B; another scorer is another baseline",
+                 matches=model_named("AceCodeRM-7B"), applies=_reward_model_runs),
+]
+
+PAPER: dict[str, list[PaperSetting]] = {"facts": PAPER_FACTS, "code": PAPER_CODE}
+
+
+def departures(config: Any) -> list[Departure]:
+    """Every way `config` is not the RLAC paper: the table of its task, then what no setting
+    expresses (the code baselines' training data and method) where that baseline runs."""
+    found = find_departures(config, PAPER[config.task])
+    if config.task == "code" and config.verification != "critic":
+        name = "AceCoder-Rule" if config.verification == "enumerative" else "AceCoder-RM"
+        found.append(Departure(
+            setting="verification", paper=f"{name}: RL over all ~22K AceCode-87K-hard problems",
+            here=f"DPO on the same {config.data.train} problems as RLAC, with its pair budget",
+            why="§4.2 trains the AceCoder baselines on 11x RLAC's data; here every method gets the same "
+                "problems and pairs, so the comparison is of methods, not data"))
+    return found
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def plan(config: Any) -> RunPlan:
+    """What an RLAC run will do, told without loading a model.
+
+    `data`: `source` / `heldout_source`, `train` and `held_out` (sample ids after the split),
+    `train_size` / `held_out_size`; when the source is not on this machine the id lists are
+    empty and a note says what to bring. `stages`: round 0's baseline evaluation, then per
+    iteration generate → (critic proposals → validate | check every fact/test | reward-model
+    scores) → generator DPO → critic DPO (adversarial only) → evaluate.
+    """
+    from coevo.algorithms.rlac import split_data
+    from coevo.tasks.loaders import DataError
+
+    notes: list[str] = []
+    data: dict[str, Any] = {"source": config.data.source, "heldout_source": config.data.heldout_source}
+    try:
+        train, heldout = split_data(config)
+    except (DataError, OSError, ImportError) as exc:
+        train, heldout = [], []
+        notes.append(f"data not available here ({exc}); {_bring(config)}")
+    data.update(train=[s.id for s in train], held_out=[s.id for s in heldout],
+                train_size=len(train), held_out_size=len(heldout))
+    n_train, n_heldout = len(train) or config.data.train, len(heldout) or config.data.heldout
+    critic_trains = config.critic_training == "adversarial" and config.verification == "critic"
+    stages = [PlanStage(name="rlac/round0/evaluate", kind="evaluate", round=0, role="generator",
+                        items=n_heldout, note=_metric_note(config))]
+    for r in range(1, config.iterations + 1):
+        stages += _iteration(config, r, n_train, n_heldout, critic_trains)
+    roles = [role("generator", config.models.generator, trained=True,
+                  options=config.models.options_for("generator"))]
+    if config.verification == "critic":
+        roles.append(role("critic", config.models.critic, trained=critic_trains,
+                          options=config.models.options_for("critic")))
+    if config.task == "facts" and not (config.facts.judge == "lexical" and config.facts.atomic_facts == "sentences"):
+        roles.append(role("judge", config.models.judge, trained=False, options=config.models.options_for("judge")))
+    if config.verification == "reward_model":
+        roles.append(role("reward_model", config.reward_model, trained=False))
+    if config.task == "code":
+        notes.append("held-out metric: pass@1 on data.heldout_source with its reference tests; the paper's "
+                     "HumanEval+, MBPP(+), BigCodeBench and LiveCodeBench are not run (docs/rlac.md)")
+    return RunPlan(algorithm="rlac", data=data, stages=stages, roles=roles, departures=departures(config),
+                   notes=notes)
+
+
+def _iteration(config: Any, r: int, n_train: int, n_heldout: int, critic_trains: bool) -> list[PlanStage]:
+    outputs = n_train * config.k
+    budget = f"at most {n_train * config.max_pairs_per_instruction} pairs ({config.max_pairs_per_instruction} " \
+             "per instruction, the same budget for every method)"
+    stages = [PlanStage(name=f"rlac/round{r}/generate", kind="generate", round=r, role="generator",
+                        items=outputs, note=f"K={config.k} outputs for each of {n_train} instructions")]
+    if config.verification == "critic":
+        n = config.n if critic_trains else 1
+        stages += [
+            PlanStage(name=f"rlac/round{r}/critic", kind="generate", round=r, role="critic", items=outputs * n,
+                      note=f"{n} proposal(s) per output"),
+            PlanStage(name=f"rlac/round{r}/validate", kind="validate", round=r, items=outputs * n,
+                      note="validator: random labels (ablation)" if config.validator == "random"
+                      else f"{config.task} validator, one call per proposal"),
+        ]
+    elif config.verification == "enumerative":
+        unit = "atomic fact" if config.task == "facts" else "reference test"
+        stages.append(PlanStage(name=f"rlac/round{r}/enumerate", kind="validate", round=r, items=None,
+                                note=f"every {unit} of every output (count known at run time)"))
+    else:
+        stages.append(PlanStage(name=f"rlac/round{r}/reward_model", kind="judge", round=r, role="reward_model",
+                                items=outputs, note="one scalar reward per output"))
+    stages.append(PlanStage(name=f"rlac/round{r}/generator", kind="dpo", round=r, role="generator", note=budget))
+    if critic_trains:
+        stages.append(PlanStage(name=f"rlac/round{r}/critic_dpo", kind="dpo", round=r, role="critic",
+                                note=f"at most {config.max_pairs_per_output} pairs per output"))
+    stages.append(PlanStage(name=f"rlac/round{r}/evaluate", kind="evaluate", round=r, role="generator",
+                            items=n_heldout, note=_metric_note(config)))
+    return stages
+
+
+def _metric_note(config: Any) -> str:
+    return "FactScore precision of greedy outputs" if config.task == "facts" else "pass@1 of greedy outputs"
+
+
+def _bring(config: Any) -> str:
+    if config.task == "facts":
+        return ("bring a JSONL of {title, text} rows: the Wikipedia pages of the 170 WikiBio people "
+                "(FactScore's knowledge source), as data.source")
+    return ("bring AceCode-87K-hard as JSONL {id, prompt, entry_point, reference, tests} rows (references "
+            "written by Qwen2.5-Coder-7B-Instruct and kept when they pass the tests, App. B.2), as data.source")
+
+
+__all__ = ["PAPER", "PAPER_CODE", "PAPER_FACTS", "departures", "plan"]

@@ -1,0 +1,170 @@
+"""The TAIScore paper's settings, where a config departs from them, and `coevo plan`.
+
+The table cites the paper (`../shared/seeds/000_*`): §5.1 (models, training), Table 12
+(hyper-parameters), Appendix C (query pools), §5.4 / Table 4 (actor–critic matching),
+Appendix D.3 (pairs). `examples/taiscore_full.yaml` departs from none of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coevo.departures import Departure, PaperSetting, find_departures, model_named
+from coevo.planning import PlanStage, RunPlan, role
+
+#: Table 1's conditions and Table 4's critics tailored to other actors (§5.4); the third of
+#: Table 4, tailored to the target Qwen3-8B itself, is the `taiscore` condition.
+PAPER_CONDITIONS = ("off_the_shelf", "outcome_gain", "critique_quality", "taiscore", "coevolution")
+PAPER_TAILORED = ("Llama-3.2-3B", "Qwen3-4B")
+
+
+def _conditions_are_the_papers(conditions: list[Any]) -> bool:
+    names = {c if isinstance(c, str) else (c.get("preset") or c.get("name")) for c in conditions}
+    tailored = [c.get("tailored_to") for c in conditions if isinstance(c, dict) and c.get("tailored_to")]
+    return set(PAPER_CONDITIONS) <= names and all(
+        any(model_named(name, name + "-Instruct")(spec) for spec in tailored) for name in PAPER_TAILORED)
+
+
+PAPER: list[PaperSetting] = [
+    PaperSetting("models.actor", "Qwen3-8B", "another actor: the paper's numbers are Qwen3-8B's (§5.1)",
+                 matches=model_named("Qwen3-8B")),
+    PaperSetting("models.critic", "Qwen3-8B", "another critic to start from (§5.1: Qwen3-8B)",
+                 matches=model_named("Qwen3-8B")),
+    PaperSetting("models.judge", "gpt-oss-120b", "another judge scores every reward and pair (§5.1: gpt-oss-120B)",
+                 matches=model_named("gpt-oss-120b")),
+    PaperSetting("data.filter_queries", True, "queries are not rated by the Table 11 grader (App. C), so pools "
+                 "are not the top-rated queries"),
+    PaperSetting("data.pool_total", 9000, "another number of pooled queries (App. C: 9,000)"),
+    PaperSetting("data.pool_size", 3000, "another pool size (App. C: K = 3,000 per round)"),
+    PaperSetting("rounds", 3, "another number of co-evolution rounds (§5.1: three)"),
+    PaperSetting("critic_queries", 2000, "the critic trains on another number of queries per pool (§5.1: 2K)"),
+    PaperSetting("pairs_per_round", 2000, "the actor trains on another number of DPO pairs per pool (§5.1: 2K)"),
+    PaperSetting("templates.critic", "critic", "not Table 6's critic prompt"),
+    PaperSetting("templates.reviser", "reviser", "not the paper's revision prompt"),
+    PaperSetting("sampling.rollout.temperature", 0.8, "another rollout temperature (Table 12)"),
+    PaperSetting("sampling.rollout.top_p", 0.95, "another rollout top-p (Table 12)"),
+    PaperSetting("sampling.rollout.max_tokens", 4096, "shorter responses and critiques (Table 12: 4,096 tokens)"),
+    PaperSetting("sampling.revision.temperature", 0.2, "another refiner temperature (Table 12)"),
+    PaperSetting("sampling.revision.top_p", 0.95, "another refiner top-p (Table 12)"),
+    PaperSetting("sampling.revision.max_tokens", 4096, "shorter revisions (Table 12: 4,096 tokens)"),
+    PaperSetting("sampling.judge.temperature", 0.2, "another judge temperature (Table 12)"),
+    PaperSetting("sampling.judge.top_p", 1.0, "another judge top-p (Table 12)"),
+    PaperSetting("sampling.judge.scoring", "sampled", "the reward is the judge's expected score (G-Eval "
+                 "mean over its score tokens), not the integer final score it writes"),
+    PaperSetting("grpo.num_generations", 4, "another number of critiques per response (Table 12: N = 4)"),
+    PaperSetting("grpo.learning_rate", 1e-6, "another critic learning rate (Table 12)"),
+    PaperSetting("grpo.beta", 0.02, "another KL coefficient (Table 12)"),
+    PaperSetting("grpo.batch_size", 8, "another critic batch (Table 12: 8 prompts, mini-batch 8)"),
+    PaperSetting("grpo.loss_type", "grpo", "not the GRPO objective of Shao et al. (2024)"),
+    PaperSetting("grpo.max_prompt_length", 2048, "another prompt budget (Table 12: 2,048 tokens)"),
+    PaperSetting("grpo.max_completion_length", 4096, "shorter critiques in training (Table 12: 4,096 tokens)"),
+    PaperSetting("grpo.max_steps", None, "training stops after a fixed number of steps, not one pass"),
+    PaperSetting("dpo.beta", 0.1, "another DPO beta (§5.1, Table 12)"),
+    PaperSetting("dpo.learning_rate", 1e-6, "another actor learning rate (Table 12)"),
+    PaperSetting("dpo.epochs", 1, "another number of DPO epochs (Table 12)"),
+    PaperSetting("dpo.max_length", 4096, "another DPO length limit (Table 12)"),
+    PaperSetting("dpo.max_prompt_length", 2048, "another DPO prompt limit (Table 12)"),
+    PaperSetting("dpo.max_steps", None, "training stops after a fixed number of steps, not one epoch"),
+    PaperSetting("evaluation.data", "WritingBench / HelloBench (the user's file)", "held-out prompts are a "
+                 "share of the training data, not a benchmark (§5.1 evaluates on WritingBench, HelloBench)",
+                 matches=lambda here: here is not None),
+    PaperSetting("evaluation.output_sets", 3, "each checkpoint is scored on another number of generated "
+                 "output sets (§5.1: three, mean ± sd)"),
+    PaperSetting("conditions", [*PAPER_CONDITIONS, *(f"matching: tailored to {m}" for m in PAPER_TAILORED)],
+                 "a comparison without all of Table 1's conditions and Table 4's three tailored critics",
+                 matches=_conditions_are_the_papers, applies=lambda config: bool(config.conditions)),
+]
+
+
+def departures(config: Any) -> list[Departure]:
+    """Every setting of `config` that is not the paper's (empty for taiscore_full.yaml)."""
+    return find_departures(config, PAPER)
+
+
+def plan(config: Any) -> RunPlan:
+    """What `config` will do: pools (sample ids), critic queries, held-out prompts, stages,
+    roles and departures, without loading a model. With `data.filter_queries` and no quality
+    column the pools are known only after the judge grades every query: the plan says how
+    many calls that is and shows no pool ids."""
+    from coevo.algorithms.taiscore import held_out_split, query_ratings, resolve_conditions, stages_for
+    from coevo.tasks.loaders import DataError, load_data, load_samples
+    from coevo.tasks.pools import quality_pools, sample_critic_queries
+
+    notes: list[str] = []
+    try:
+        samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
+    except DataError as exc:
+        raise DataError(f"{exc} (point the plan at your queries: --set data.source=FILE)") from None
+    eval_samples = None
+    if config.evaluation.data is not None:
+        try:
+            eval_samples = load_data(config.evaluation.data.model_copy(update={"filter_queries": False}))
+        except DataError as exc:
+            notes.append(f"evaluation data: {exc} (bring it before the run: the plan shows no held-out ids)")
+            eval_samples = []
+    train, held_out = held_out_split(config, samples, eval_samples)
+    ratings = query_ratings(config, train)
+    data: dict[str, Any] = {"source": config.data.source, "rows": len(samples), "train_candidates": len(train)}
+    if ratings is None and config.data.filter_queries:
+        notes.append(f"the run first grades {len(train)} queries with the judge (Table 11 prompt): "
+                     f"{len(train)} filter calls; pools are known only after (or add a "
+                     f"{config.data.quality_column!r} column with the scores)")
+        data.update(pools=None, critic_queries=None, filter_calls=len(train))
+    else:
+        pools, report = quality_pools(train, ratings, config.rounds, pool_total=config.data.pool_total,
+                                      pool_size=config.data.pool_size, seed=config.seed)
+        notes += report.notes
+        data.update(
+            pools=[[s.id for s in pool] for pool in pools],
+            critic_queries=[[s.id for s in sample_critic_queries(pool, config.critic_queries, config.seed, t)]
+                            for t, pool in enumerate(pools)],
+            pool_sizes=report.sizes, quality_histogram=report.histogram, rated_high=report.rated_high,
+            rated_three=report.rated_three, topped_up=report.topped_up, dropped=report.dropped, filter_calls=0)
+    data["held_out"] = [s.id for s in held_out]
+    stages = _stages(config, resolve_conditions(config), stages_for, data)
+    roles = [role("actor", config.models.actor, trained=True),
+             role("judge", config.models.judge, trained=False, options=config.models.options_for("judge"))]
+    for p in resolve_conditions(config):
+        roles.append(role(f"critic[{p.name}]", p.critic, trained=p.critic_training == "grpo",
+                          options=config.models.options_for("critic")))
+        if p.tailored_to:
+            roles.append(role(f"actor[{p.name}]", p.tailored_to, trained=False,
+                              options=config.models.options_for("actor")))
+    return RunPlan(algorithm="taiscore", data=data, stages=stages, roles=roles, departures=departures(config),
+                   notes=notes)
+
+
+def _stages(config: Any, plans: list[Any], stages_for: Any, data: dict[str, Any]) -> list[PlanStage]:
+    sizes = [len(p) for p in data["pools"]] if data.get("pools") else [None] * config.rounds
+    critic_sizes = [len(q) for q in data["critic_queries"]] if data.get("critic_queries") else sizes
+    held = len(data["held_out"])
+    out = []
+    for p in plans:
+        for seed in range(config.seeds):
+            tag = p.name if config.seeds == 1 else f"{p.name}/seed{config.seed + seed}"
+            out.append(PlanStage(name=f"{tag}/round0/eval", kind="evaluate", round=0, items=held,
+                                 note="the base models on the held-out prompts"))
+            for r, pool_ids in enumerate(stages_for(p.schedule, config.rounds), start=1):
+                n = _total([sizes[t] for t in pool_ids])
+                pre = f"{tag}/round{r}"
+                out.append(PlanStage(name=f"{pre}/y0", kind="generate", round=r, role="actor", items=n,
+                                     note=f"initial responses of pool(s) {pool_ids}"))
+                if p.critic_training == "grpo":
+                    out.append(PlanStage(name=f"{pre}/critic", kind="grpo", round=r, role="critic",
+                                         items=_total([critic_sizes[t] for t in pool_ids]),
+                                         note=f"reward {p.reward}, {config.grpo.num_generations} critiques each"
+                                              + (f", against {p.tailored_to}" if p.tailored_to else "")))
+                out.append(PlanStage(name=f"{pre}/pairs", kind="judge", round=r, role="judge", items=n,
+                                     note="one revision per query, critique-blind pairwise judge"))
+                out.append(PlanStage(name=f"{pre}/actor", kind="dpo", round=r, role="actor",
+                                     items=config.pairs_per_round * len(pool_ids),
+                                     note=f"at most {config.pairs_per_round} pairs per pool"))
+                out.append(PlanStage(name=f"{pre}/eval", kind="evaluate", round=r, items=held))
+    return out
+
+
+def _total(sizes: list[int | None]) -> int | None:
+    return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
+
+
+__all__ = ["PAPER", "departures", "plan"]

@@ -1,0 +1,151 @@
+"""WritingBench and HelloBench rows, read from the user's local copy, as Samples whose
+per-query criteria are the gold rubric.
+
+Both benchmarks publish JSONL with a checklist per query; the papers score answers
+against exactly those criteria, so they are the `Sample.rubric` (gold: the final grader
+and the diagnostic trajectory read it, no optimisation role does). A data source names
+the format and the file: `writingbench:PATH` or `hellobench:PATH`. Nothing is downloaded:
+the user brings the file (WritingBench: `benchmark_all.jsonl` of X-PLUG/WritingBench;
+HelloBench: one of `HelloBench/*.jsonl` of Quehry/HelloBench).
+
+Row formats:
+- WritingBench: `index`, `domain1`, `domain2`, `lang`, `query`, and `checklist` (the
+  authors' release; OpenCompass's copy calls it `criteria`): a list of
+  `{name, criteria_description, "1-2": ..., "3-4": ..., ..., "9-10": ...}`. The official
+  critic scores each criterion 1-10 with those band descriptions and averages them, so
+  the bands stay in the criterion's description and every weight is 1.
+- HelloBench: `id`, `instruction`, `checklists` (a list of yes/no questions), `category`
+  (the subcategory), `num_checklist`. Its official score weights the checklist items by
+  per-subcategory regression weights kept outside the rows (the repository's
+  `Checklists/*.json`); here every item weighs 1, which the loader's docs say.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from coevo.jsonl import iter_jsonl
+from coevo.tasks.loaders import DataError
+from coevo.types import Criterion, Rubric, Sample
+
+#: WritingBench's score bands, in the order the official critic prompt lists them.
+_BANDS = ("1-2", "3-4", "5-6", "7-8", "9-10")
+
+
+def _writingbench(row: dict[str, Any], where: str) -> Sample:
+    query = _text(row, "query", where)
+    if row.get("index") in (None, ""):
+        raise DataError(f"{where}: no 'index' (WritingBench rows carry a numeric index as their id)")
+    items = row.get("checklist", row.get("criteria"))
+    if not isinstance(items, list) or not items:
+        raise DataError(f"{where}: 'checklist' must be a non-empty list of criteria "
+                        "({name, criteria_description, '1-2': ..., ...}); "
+                        f"got {type(items).__name__ if items is not None else 'nothing'}")
+    criteria = []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise DataError(f"{where}: checklist item {number} is a {type(item).__name__}, not an object "
+                            "{name, criteria_description, '1-2': ..., ...}")
+        name = item.get("name")
+        description = item.get("criteria_description", item.get("description"))
+        if not isinstance(name, str) or not name.strip() or not isinstance(description, str):
+            raise DataError(f"{where}: checklist item {number} needs a 'name' and a 'criteria_description' "
+                            f"(strings); it has keys {sorted(item)}")
+        bands = [f"{band}: {item[band]}" for band in _BANDS if item.get(band)]
+        text = description.strip() + ("\nScore bands: " + " | ".join(bands) if bands else "")
+        criteria.append(Criterion(name=name.strip(), description=text, weight=1.0))
+    _unique_names(criteria, where)
+    meta = {key: row[key] for key in ("domain1", "domain2", "lang") if key in row}
+    return Sample(id=f"writingbench-{row['index']}", prompt=query, genre=_optional(row.get("domain2")),
+                  rubric=Rubric(criteria=criteria), meta={"benchmark": "writingbench", **meta})
+
+
+def _hellobench(row: dict[str, Any], where: str) -> Sample:
+    instruction = _text(row, "instruction", where)
+    if row.get("id") in (None, ""):
+        raise DataError(f"{where}: no 'id' (HelloBench rows carry a string id)")
+    items = row.get("checklists")
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) and i.strip() for i in items):
+        raise DataError(f"{where}: 'checklists' must be a non-empty list of non-empty strings "
+                        f"(yes/no questions); got {items!r:.120}")
+    expected = row.get("num_checklist")
+    if expected is not None and expected != len(items):
+        raise DataError(f"{where}: num_checklist is {expected} but 'checklists' holds {len(items)} items: "
+                        "the row is cut or edited; restore it from the benchmark's file")
+    criteria = [Criterion(name=f"checklist_{n}", description=text.strip(), weight=1.0)
+                for n, text in enumerate(items, start=1)]
+    meta = {key: row[key] for key in ("category", "num_checklist") if key in row}
+    return Sample(id=f"hellobench-{row['id']}", prompt=instruction, genre=_optional(row.get("category")),
+                  rubric=Rubric(criteria=criteria), meta={"benchmark": "hellobench", **meta})
+
+
+#: Source prefix -> row reader. A plain dict: a third benchmark is one function and one line.
+BENCHMARKS: dict[str, Callable[[dict[str, Any], str], Sample]] = {
+    "writingbench": _writingbench,
+    "hellobench": _hellobench,
+}
+
+
+def benchmark_of(source: str | os.PathLike[str]) -> str | None:
+    """The benchmark a data source names (`writingbench:PATH` -> "writingbench"), or None."""
+    prefix, sep, _ = os.fspath(source).partition(":")
+    return prefix if sep and prefix in BENCHMARKS else None
+
+
+def load_benchmark(source: str | os.PathLike[str], *, limit: int | None = None) -> list[Sample]:
+    """Samples of a `writingbench:PATH` / `hellobench:PATH` source, gold rubrics included.
+
+    Raises DataError naming the line and the fix for a missing file, a line that is not
+    JSON, a row without its query or checklist, or a duplicate id.
+    """
+    text = os.fspath(source)
+    name = benchmark_of(text)
+    if name is None:
+        raise DataError(f"{text}: not a benchmark source; give " + " or ".join(f"{b}:PATH" for b in BENCHMARKS))
+    path = Path(text.split(":", 1)[1]).expanduser()
+    if not path.is_file():
+        raise DataError(f"{text}: no such file {path}. Download the benchmark's JSONL yourself (coevo never "
+                        f"downloads it) and give its path, e.g. {name}:/data/{name}.jsonl")
+    if limit is not None and limit < 0:
+        raise DataError(f"limit must be >= 0 or None, got {limit}.")
+    samples: list[Sample] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, row in iter_jsonl(handle, text, DataError):
+            if limit is not None and len(samples) >= limit:
+                break
+            sample = BENCHMARKS[name](row, f"{text}: line {number}")
+            if sample.id in seen:
+                raise DataError(f"{text}: line {number}: duplicate id {sample.id!r} (first at line "
+                                f"{seen[sample.id]}); the file holds a row twice: remove one")
+            seen[sample.id] = number
+            samples.append(sample)
+    if not samples:
+        raise DataError(f"{text} holds no rows{' (limit is 0)' if limit == 0 else ''}")
+    return samples
+
+
+def _text(row: dict[str, Any], key: str, where: str) -> str:
+    value = row.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(f"{where}: {key!r} must be a non-empty string (the task the model answers); "
+                        f"the row has keys {sorted(row)}")
+    return value
+
+
+def _unique_names(criteria: list[Criterion], where: str) -> None:
+    # The gold grader reports a grade per criterion name: two of one name would merge.
+    names = [c.name for c in criteria]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DataError(f"{where}: checklist names {repeated} repeat; each criterion needs its own name")
+
+
+def _optional(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+__all__ = ["BENCHMARKS", "benchmark_of", "load_benchmark"]

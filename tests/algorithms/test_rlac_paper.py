@@ -1,0 +1,148 @@
+"""The RLAC paper's settings: the full configs are the paper, the tiny ones list how they are
+not, and `plan` tells a run's data split and stages without loading a model."""
+
+import json
+
+import pytest
+
+import coevo.llm.specs as specs
+from coevo.algorithms.rlac_paper import PAPER_CODE, PAPER_FACTS, departures, plan
+from coevo.config import read_yaml
+from coevo.departures import config_value
+from coevo.runner import resolve_config
+
+EXAMPLES = "examples"
+
+
+def load(name, **changes):
+    data = read_yaml(f"{EXAMPLES}/{name}")
+    for key, value in changes.items():
+        node = data
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return resolve_config(data, name)[1]
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    """Any model load (or vLLM/transformers import by a load) fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("plan loaded a model")
+
+    monkeypatch.setattr(specs, "load_model", refuse)
+    monkeypatch.setattr(specs, "_build", refuse)
+
+
+@pytest.mark.parametrize("name", ["rlac_bio_full.yaml", "rlac_code_full.yaml"])
+def test_the_full_configs_are_the_paper(name):
+    assert departures(load(name)) == []
+
+
+@pytest.mark.parametrize("name", ["rlac_bio_full.yaml", "rlac_code_full.yaml"])
+def test_every_paper_setting_is_a_config_path(name):
+    config = load(name)
+    for row in PAPER_FACTS if config.task == "facts" else PAPER_CODE:
+        config_value(config, row.setting)  # a KeyError/AttributeError names a row with no setting
+
+
+def test_the_tiny_configs_list_their_departures():
+    bio = {d.setting for d in departures(load("rlac_bio_tiny.yaml"))}
+    assert {"models.generator", "models.critic", "k", "n", "data.source", "data.train", "data.heldout",
+            "critic_form", "facts.judge", "iterations"} <= bio
+    code = {d.setting for d in departures(load("rlac_code_tiny.yaml"))}
+    assert {"models.generator", "k", "data.source", "data.train", "data.heldout_source", "critic_form"} <= code
+    assert all(d.why for d in departures(load("rlac_bio_tiny.yaml")))
+
+
+def test_the_tiny_yaml_comments_name_every_departure():
+    for name in ("rlac_bio_tiny.yaml", "rlac_code_tiny.yaml"):
+        text = open(f"{EXAMPLES}/{name}", encoding="utf-8").read()
+        comments = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
+        missing = [d.setting for d in departures(load(name)) if d.setting not in comments]
+        assert missing == [], f"{name}: departures not named in its comment block: {missing}"
+
+
+def test_a_baseline_switch_is_no_departure_but_another_reward_model_is():
+    assert departures(load("rlac_bio_full.yaml", verification="enumerative")) == []
+    assert departures(load("rlac_bio_full.yaml", verification="reward_model")) == []
+    [other] = departures(load("rlac_bio_full.yaml", verification="reward_model", reward_model="hf:/models/my-rm"))
+    assert other.setting == "reward_model" and other.here == "hf:/models/my-rm"
+    # The paper's Table 1 grid (Qwen3-4B, four sentences) is the paper too.
+    assert departures(load("rlac_bio_full.yaml", **{"models.generator": "vllm:/m/Qwen3-4B",
+                                                    "models.critic": "hf:Qwen/Qwen3-4B",
+                                                    "data.sentences": 4})) == []
+
+
+def test_the_code_baselines_say_how_they_differ_from_acecoder():
+    [d] = departures(load("rlac_code_full.yaml", verification="enumerative"))
+    assert d.setting == "verification" and "AceCoder-Rule" in d.paper and "2000" in d.here
+
+
+def write_people(path, n):
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"title": f"Person {i}", "text": f"Person {i} was born in Town {i}."}) + "\n")
+
+
+def write_problems(path, n, prefix="p"):
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"{prefix}{i}", "prompt": f"def f{i}(x):\n    \"\"\"Return x.\"\"\"\n",
+                                 "entry_point": f"f{i}", "reference": f"def f{i}(x):\n    return x\n",
+                                 "tests": [f"assert f{i}(1) == 1"]}) + "\n")
+
+
+def test_plan_of_the_full_bio_config_splits_120_and_50_people(tmp_path, no_model_loads):
+    write_people(tmp_path / "people.jsonl", 170)
+    config = load("rlac_bio_full.yaml", **{"data.source": str(tmp_path / "people.jsonl")})
+    got = plan(config)
+    assert got.departures == [] and got.algorithm == "rlac"
+    assert got.data["train_size"] == 120 and got.data["held_out_size"] == 50
+    assert len(set(got.data["train"]) | set(got.data["held_out"])) == 170  # disjoint, every person
+    assert got.data["train"] != [f"bio:person-{i}" for i in range(120)]    # a seeded draw, not file order
+    kinds = [s.name.rsplit("/", 1)[1] for s in got.stages if s.round == 1]
+    assert kinds == ["generate", "critic", "validate", "generator", "critic_dpo", "evaluate"]
+    assert len([s for s in got.stages if s.name.endswith("/generate")]) == 16
+    assert [s.items for s in got.stages if s.name == "rlac/round1/critic"] == [120 * 10 * 4]
+    roles = {r.role: (r.engine, r.trained) for r in got.roles}
+    assert roles == {"generator": ("transformers", True), "critic": ("transformers", True),
+                     "judge": ("vllm", False)}
+
+
+def test_plan_without_the_data_says_what_to_bring(no_model_loads):
+    got = plan(load("rlac_bio_full.yaml"))  # data/wikibio_170.jsonl is the user's to bring
+    assert got.data["train"] == [] and got.data["train_size"] == 0
+    assert any("bring" in note and "WikiBio" in note for note in got.notes)
+    assert got.stages[1].items == 120 * 10  # sizes still come from the config
+
+
+def test_plan_of_the_full_code_config_draws_2000_problems_and_holds_out_humaneval(tmp_path, no_model_loads):
+    write_problems(tmp_path / "acecode.jsonl", 2500)
+    write_problems(tmp_path / "bench.jsonl", 164, prefix="bench/")
+    config = load("rlac_code_full.yaml", **{"data.source": str(tmp_path / "acecode.jsonl"),
+                                            "data.heldout_source": str(tmp_path / "bench.jsonl")})
+    got = plan(config)
+    assert got.data["train_size"] == 2000 and got.data["held_out_size"] == 164
+    assert all(i.startswith("bench/") for i in got.data["held_out"])
+    assert [d.setting for d in got.departures] == ["data.heldout_source"]  # not HumanEval: said
+    assert any("MBPP" in note for note in got.notes)
+
+
+def test_plan_of_the_tiny_configs_names_their_ids_and_embedded_models(no_model_loads):
+    code = plan(load("rlac_code_tiny.yaml"))
+    assert code.data["train"] == ["HumanEval/45", "HumanEval/2", "HumanEval/30"]
+    assert code.data["held_out"] == ["HumanEval/53", "HumanEval/23"]
+    bio = plan(load("rlac_bio_tiny.yaml"))
+    assert bio.data["train_size"] == 3 and bio.data["held_out_size"] == 2
+    assert {r.role for r in bio.roles} == {"generator", "critic", "judge"}
+    assert bio.departures and len([s for s in bio.stages if s.kind == "dpo"]) == 4  # 2 rounds x 2 roles
+
+
+def test_plan_of_the_reward_model_baseline_scores_instead_of_critiquing(no_model_loads):
+    got = plan(load("rlac_bio_tiny.yaml", verification="reward_model", reward_model="hf:/models/rm"))
+    assert [s.name for s in got.stages if s.round == 1] == [
+        "rlac/round1/generate", "rlac/round1/reward_model", "rlac/round1/generator", "rlac/round1/evaluate"]
+    assert ("reward_model", "transformers", False) in {(r.role, r.engine, r.trained) for r in got.roles}
+    assert "critic" not in {r.role for r in got.roles}
