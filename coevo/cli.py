@@ -773,8 +773,13 @@ def models(prepare: bool = typer.Option(False, "--prepare", help="Convert the em
         from coevo.llm.embedded import hf_dir
 
         out.print(f"embedded model ready for transformers at {hf_dir()}")
+    from coevo.llm.python_functions import SIGNATURES
+
     rows = describe_specs()
     _print_table({"columns": list(rows[0]), "rows": rows}, title="model specs")
+    out.rule("python: scorers (a function where a judge goes), one signature per judge kind")
+    for kind, signature in SIGNATURES.items():
+        out.print(f"{kind:9} {signature}", markup=False, highlight=False)
 
 
 def _print_skills(store) -> None:

@@ -15,7 +15,7 @@ from coevo.jsonl import iter_jsonl
 from coevo.llm.base import ChatModel
 from coevo.roles.parsing import strip_reasoning
 from coevo.roles.base import Scorer
-from coevo.roles.judges import JUDGES
+from coevo.roles.python_scorers import KIND_OF_JUDGE, judge_for
 from coevo.tasks.loaders import DataError
 from coevo.types import JudgeSampling, Judgment, Rollout, Sampling
 
@@ -35,8 +35,9 @@ def judge_name(name: str) -> str:
 
 
 def rollout_judge(name: str, model: ChatModel, sampling: Sampling, template: str | None = None) -> Scorer:
-    """A judge by config name (every judge is a `Scorer` over rollouts)."""
-    return JUDGES[judge_name(name)](model, sampling, template)
+    """A judge by config name (every judge is a `Scorer` over rollouts); on a `python:`
+    scorer (a `PythonFunction` from `load_model`), the function standing for it."""
+    return judge_for(judge_name(name), model, sampling, template)
 
 
 #: Judges whose score serves as a GRPO reward (TAIScore §5: the reward ablations).
@@ -91,12 +92,18 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
     rewards also write `judgment.reward` under the training rules of `judge_as_reward`.
     """
     from coevo.config import SamplingConfig
+    from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.llm.specs import load_model
 
     kind = judge_name(kind)
     if kind == "gold_rubric":
         raise ConfigError("the gold_rubric judge needs samples with rubrics, which a rollouts file does not "
                           "carry: use `coevo run` with a controls or refine config instead")
+    if is_python_spec(judge_spec):  # probed before any file is read or written
+        if kind not in KIND_OF_JUDGE:
+            raise ConfigError(f"--judge {judge_spec}: a Python function cannot stand for the {kind!r} judge; "
+                              f"it can for {', '.join(KIND_OF_JUDGE)}")
+        check_python_spec(judge_spec, [KIND_OF_JUDGE[kind]], "--judge")
     rollouts = read_rollouts(input_path)
     sampling = sampling or SamplingConfig().judge
     if scoring is not None:

@@ -8,11 +8,14 @@ model or calls one: a plan of a run on a GPU cluster is made on a laptop.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from coevo.departures import Departure, departure_lines
+
+T = TypeVar("T")
 
 
 class PlanStage(BaseModel):
@@ -74,6 +77,28 @@ def role(name: str, spec: str, *, trained: bool, options: dict[str, Any] | None 
     return PlanRole(role=name, spec=spec, engine=engine_of(spec, trained=trained, options=options), trained=trained)
 
 
+def source_missing(source: str) -> bool:
+    """Whether a data source names a file or folder that is not on this machine (the data a
+    user brings to a full config): a plan then shows the stages without sizes."""
+    from pathlib import Path
+
+    if source.startswith("bundled:") or source in ("humaneval",):
+        return False
+    kind, _, rest = source.partition(":")
+    path = rest if kind in ("writingbench", "hellobench") else source
+    return not Path(path).expanduser().exists()
+
+
+def read_data(load: Callable[[], T], source: str, notes: list[str]) -> T | None:
+    """`load()`, or None with a note when `source` is not on this machine. Data that is there
+    but unreadable still raises: the run would fail on it, so the plan must too."""
+    if source_missing(source):
+        notes.append(f"data {source!r} is not on this machine: the plan shows the stages without the "
+                     "split's ids and sizes; bring it (docs/papers.md) or point at it with --set data.source=FILE")
+        return None
+    return load()
+
+
 def plan_lines(plan: RunPlan) -> list[str]:
     """The plan as text for the terminal (`coevo plan` without --json)."""
     lines = [f"algorithm: {plan.algorithm}", "", "data:"]
@@ -104,4 +129,4 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["PlanRole", "PlanStage", "RunPlan", "engine_of", "plan_lines", "role"]
+__all__ = ["PlanRole", "PlanStage", "RunPlan", "engine_of", "plan_lines", "read_data", "role", "source_missing"]

@@ -150,16 +150,58 @@ def preflight(config: BaseModel) -> None:
     from coevo.train.grpo import GRPOSettings
     from coevo.train.reporting import require_reporters
 
+    _check_python_scorers(config)
     for node in _walk(config):
         if isinstance(node, (ModelRoles, ConditionSpec)):
             names = node.role_names() if isinstance(node, ModelRoles) else ("critic", "tailored_to")
             for spec in (getattr(node, name) for name in names):
+                if isinstance(spec, str) and isinstance(node, ConditionSpec) and spec.startswith("python:"):
+                    raise ConfigError(f"condition {node.name!r}: {spec!r} is a Python scorer, not a model; "
+                                      "a condition's critic and tailored_to name models")
                 if isinstance(spec, str):
                     check_spec(spec)
         elif isinstance(node, DataConfig):
             load_samples(node.source, columns=node.columns or None, limit=node.limit)
         elif isinstance(node, (DPOSettings, GRPOSettings)):  # tensorboard / wandb installed?
             require_reporters(node.report_to, "dpo" if isinstance(node, DPOSettings) else "grpo")
+
+
+def _check_python_scorers(config: BaseModel) -> None:
+    """Probe every `python:` scorer a config names with the signature of each judge kind its
+    place serves (`check_python_spec`), so a bad function ends the run before it starts. A
+    `python:` spec is refused where no judge goes (an actor, a critic, a backbone)."""
+    from coevo.algorithms.decoevo import DecoEvoConfig
+    from coevo.algorithms.refine import RefineRunConfig
+    from coevo.algorithms.taiscore import TaiScoreConfig, check_python_judge
+    from coevo.config import ModelRoles
+    from coevo.llm.python_functions import check_python_spec, is_python_spec
+    from coevo.roles.python_scorers import KIND_OF_JUDGE
+
+    models = getattr(config, "models", None)
+    if not isinstance(models, ModelRoles):
+        return
+    for role in models.role_names():
+        spec = getattr(models, role)
+        if not is_python_spec(spec):
+            continue
+        where = f"models.{role}"
+        if isinstance(config, TaiScoreConfig) and role == "judge":
+            check_python_judge(config)
+        elif isinstance(config, DecoEvoConfig) and role == "grader":
+            check_python_spec(spec, ["grader"], where)
+        elif isinstance(config, RefineRunConfig) and role == "judge":
+            if config.data.filter_queries:
+                raise ConfigError(f"{where} {spec!r} is a Python function, but data.filter_queries asks the "
+                                  "judge model to grade queries; turn it off")
+            unknown = [name for name in config.judges if name not in KIND_OF_JUDGE]
+            if unknown:
+                raise ConfigError(f"{where} {spec!r} is a Python function, which cannot stand for the "
+                                  f"{', '.join(unknown)} judge(s); it can for {', '.join(KIND_OF_JUDGE)}")
+            check_python_spec(spec, sorted({KIND_OF_JUDGE[name] for name in config.judges}), where)
+        else:
+            raise ConfigError(f"{where} {spec!r}: a Python scorer stands only where a judge goes (taiscore and "
+                              "refine models.judge, decoevo models.grader); give a model spec here "
+                              "(`coevo models`)")
 
 
 def _walk(node: Any):

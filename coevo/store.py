@@ -299,6 +299,11 @@ class RunStore:
                 (kind, key, _dump(record), time.time()),
             )
 
+    def get_record(self, kind: str, key: str) -> Any | None:
+        """The record of `kind` stored under `key`, or None."""
+        rows = self._query("SELECT record FROM records WHERE kind = ? AND key = ?", (kind, key))
+        return json.loads(rows[0][0]) if rows else None
+
     def get_records(self, kind: str) -> list[tuple[str, Any]]:
         rows = self._query(
             "SELECT key, record FROM records WHERE kind = ? ORDER BY created, rowid", (kind,)

@@ -116,6 +116,8 @@ class Judgment(Record):
     reward: float | None = None
     #: How many times the judge was asked for this answer (2: the first was unreadable).
     asked: int = 1
+    #: What gave it: "model" (a judge model's answer) or "python" (a `python:` scorer function).
+    source: str = "model"
 
 
 class Rollout(Record):
@@ -131,11 +133,34 @@ class Rollout(Record):
 
 
 class PreferencePair(Record):
+    """Two answers to one prompt, the chosen one preferred (a DPO row).
+
+    `prompt` is the user message; `system` the system message the answers were sampled with,
+    if any (RLAC's paper prompts have one): DPO must train on the conversation as it was asked.
+    """
+
     prompt: str
     chosen: str
     rejected: str
     sample_id: str | None = None
     source: str = ""
+    system: str | None = None
+
+    @classmethod
+    def asked(cls, conversation: Conversation, chosen: str, rejected: str, **fields: Any) -> PreferencePair:
+        """A pair on the conversation its answers were sampled from: [user] or [system, user]."""
+        roles = [m.role for m in conversation]
+        if roles not in (["user"], ["system", "user"]):
+            raise ValueError(f"a preference pair's prompt is [user] or [system, user], not {roles}")
+        system = conversation[0].content if len(conversation) == 2 else None
+        return cls(prompt=conversation[-1].content, chosen=chosen, rejected=rejected, system=system, **fields)
+
+    def conversation(self) -> Conversation:
+        """The prompt as the model was asked it: [system, user], or [user]."""
+        asked = [Message(role="user", content=self.prompt)]
+        if self.system is not None:
+            asked.insert(0, Message(role="system", content=self.system))
+        return asked
 
 
 class Proposal(Record):

@@ -81,7 +81,9 @@ from coevo.algorithms.decoevo_summary import (
 )
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, versions
 from coevo.config import ConfigError, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
+from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.stats import mean_of_known
+from coevo.llm.python_functions import PythonFunction
 from coevo.progress import progress_bar
 from coevo.store import RunStore
 from coevo.tasks.loaders import DataError
@@ -373,7 +375,7 @@ class DecoEvoRoles:
 def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int) -> DecoEvoRoles:
     """Every DecoEvo role on `model` (the grader on `grader_model`), decoding seeded by `seed`."""
     from coevo.prompts import load_template
-    from coevo.roles.judges import GoldRubricJudge
+    from coevo.roles.python_scorers import grader_for
 
     sp = config.sampling
     spec = load_template(config.audit_spec).text.strip()
@@ -389,7 +391,7 @@ def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, se
         contrastive=ContrastiveAuditor(model, seeded(sp.auditor, seed), seed=seed, text_chars=chars),
         generator_rewriter=GeneratorRewriter(model, seeded(sp.rewriter, seed),
                                                max_words=config.max_skill_words, text_chars=chars),
-        grader=GoldRubricJudge(grader_model, seeded(sp.grader, seed)),
+        grader=grader_for(grader_model, seeded(sp.grader, seed)),
         rollout_sampling=seeded(sp.rollout, seed),
     )
 
@@ -404,9 +406,10 @@ def make_partitions(samples: list[Sample], config: Partitions) -> dict[str, list
 
 
 def gold_scores(grader: Any, samples: list[Sample], responses: list[str]) -> list[tuple[float | None, Any]]:
-    """Gold-rubric grade of each response, mapped from 1-10 to 0-1, with its Judgment."""
+    """Gold-rubric grade of each response, mapped from 1-10 to 0-1 (a Python grader's is
+    already in [0, 1]), with its Judgment."""
     judged = grader.judge(samples, responses) if samples else []
-    return [(_unit(j.score) if j.valid else None, j) for j in judged]
+    return [((j.score if j.source == "python" else _unit(j.score)) if j.valid else None, j) for j in judged]
 
 
 def _unit(grade: float | None) -> float | None:
@@ -665,6 +668,7 @@ class MethodRun:
         self.trajectory: list[TrajectoryPoint] = []
         self.costs: list[StepCost] = []
         self.test_sampled: list[float | None] = []  # the grader's written grades, beside `test`'s
+        self.test_constraints: list[list[bool]] = []  # per constrained test answer, each check's outcome
         self._rubrics: dict[tuple[str, str], GeneratedRubric] = {}
 
     @property
@@ -833,11 +837,15 @@ class MethodRun:
         responses = self.solve(test, self.skills[SOLVER])
         graded = gold_scores(self.roles.grader, self.gold["test"], responses)
         self.count_invalid("grader", sum(1 for g, _ in graded if g is None))
+        # The checkable gold beside the grader's: each answer against its prompt's constraints.
+        checks = [constraint_judgment(response, constraints_of(sample)) if constraints_of(sample) else None
+                  for sample, response in zip(self.gold["test"], responses)]
+        self.test_constraints = [passed(c) for c in checks if c is not None]
         if self.store is not None:
-            for sample, response, (_, judgment) in zip(self.gold["test"], responses, graded):
+            for sample, response, (_, judgment), check in zip(self.gold["test"], responses, graded, checks):
+                judgments = {"gold_rubric": judgment} | ({CONSTRAINTS: check} if check is not None else {})
                 self.store.save_rollout("test", Rollout(sample_id=sample.id, x=sample.prompt, y0=response,
-                                                        condition=self.stage,
-                                                        judgments={"gold_rubric": judgment}))
+                                                        condition=self.stage, judgments=judgments))
         self.test_sampled = [None if g is None else _unit(j.sampled) for g, j in graded]
         return [g for g, _ in graded]
 
@@ -863,7 +871,8 @@ class MethodRun:
             scoring=ScoringModes(judge=self.roles.judge.scoring, auditor=self.roles.structural.scoring,
                                  grader=getattr(self.roles.grader, "scoring", "sampled")),
             solver=self.solver_skill, rubric_generator=self.generator_skill,
-            trajectory=self.trajectory, costs=self.costs, invalid=self.invalid)
+            trajectory=self.trajectory, costs=self.costs, invalid=self.invalid,
+            constraint_outcomes=self.test_constraints)
 
 
 def pick_failures(questions: list[Sample], rubrics: list[Rubric | None],
@@ -894,7 +903,9 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     check_partitions(parts)
     store.set_meta("partitions", {name: [s.id for s in group] for name, group in parts.items()})
     meter = Meter(config.models.load("backbone", store=store))
-    grader = Meter(config.models.load("grader", store=store)) if config.models.grader else meter
+    grader = config.models.load("grader", store=store) if config.models.grader else meter
+    if not isinstance(grader, (Meter, PythonFunction)):  # a Python grader caches its own calls, uncounted
+        grader = Meter(grader)
     warn(store, grader_warnings(config))
     results: dict[str, MethodResult] = {}
     jobs = [(seed, method) for seed in config.seeds for method in config.methods]
@@ -957,13 +968,16 @@ def evaluate_skill(skill: str, samples: list[Sample], model: Any, grader: Any | 
     if lacking:
         raise DataError(f"every sample needs a gold rubric to be graded; {lacking[:3]} have none")
     sampling = sampling or DecoEvoSampling()
-    from coevo.roles.judges import GoldRubricJudge
+    from coevo.roles.python_scorers import grader_for
 
     solver = Solver(model, seeded(sampling.solver, seed))
     responses = [group[0] for group in solver.solve([blind(s) for s in samples], skill)]
-    graded = gold_scores(GoldRubricJudge(grader or model, seeded(sampling.grader, seed)), samples, responses)
+    graded = gold_scores(grader_for(grader or model, seeded(sampling.grader, seed)), samples, responses)
     scores = [g for g, _ in graded]
     valid = [g for g in scores if g is not None]
+    outcomes = [passed(constraint_judgment(r, constraints_of(s))) for s, r in zip(samples, responses)
+                if constraints_of(s)]
     return {"n_samples": len(samples), "n_valid": len(valid), "n_invalid": len(scores) - len(valid),
             "gold_mean": sum(valid) / len(valid) if valid else None,
+            **pass_rate_metrics(outcomes),
             "scores": {s.id: g for s, g in zip(samples, scores)}}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from coevo.departures import Departure, PaperSetting, find_departures, model_named
-from coevo.planning import PlanStage, RunPlan, role
+from coevo.planning import PlanStage, RunPlan, read_data, role
 
 #: The paper's backbones (Setup: "We test GPT-4o and Qwen3-4B/8B").
 BACKBONES = ("gpt-4o", "qwen3-4b", "qwen3-8b")
@@ -121,20 +121,28 @@ def plan(config: Any) -> RunPlan:
     from coevo.algorithms.decoevo import PARTITIONS, make_partitions
     from coevo.tasks.loaders import load_samples
 
-    samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
-    parts = make_partitions(samples, config.partitions)
-    lacking = [s.id for name in ("test", "diagnostic") for s in parts[name]
-               if s.rubric is None or not s.rubric.criteria]
-    data = {"total": len(samples),
-            "partitions": {name: [s.id for s in parts[name]] for name in PARTITIONS},
-            "sizes": {name: len(parts[name]) for name in PARTITIONS},
-            "held_out": [s.id for s in parts["test"]],
-            "lacking_gold_rubric": lacking}
+    missing: list[str] = []
+    samples = read_data(lambda: load_samples(config.data.source, columns=config.data.columns or None,
+                                             limit=config.data.limit), config.data.source, missing)
+    if samples is None:  # the benchmark the user brings is not here: stages without sizes
+        parts: dict[str, list] = {name: [] for name in PARTITIONS}
+        data: dict[str, Any] = {"source": config.data.source, "total": None, "partitions": None,
+                                "sizes": None, "held_out": None}
+        lacking: list[str] = []
+    else:
+        parts = make_partitions(samples, config.partitions)
+        lacking = [s.id for name in ("test", "diagnostic") for s in parts[name]
+                   if s.rubric is None or not s.rubric.criteria]
+        data = {"total": len(samples),
+                "partitions": {name: [s.id for s in parts[name]] for name in PARTITIONS},
+                "sizes": {name: len(parts[name]) for name in PARTITIONS},
+                "held_out": [s.id for s in parts["test"]],
+                "lacking_gold_rubric": lacking}
     grader_spec = config.models.grader or config.models.backbone
     roles = [role("backbone", config.models.backbone, trained=False,
                   options=config.models.options_for("backbone")),
              role("grader", grader_spec, trained=False, options=config.models.options_for("grader"))]
-    notes = _notes(config, parts, lacking)
+    notes = missing + _notes(config, parts, lacking)
     return RunPlan(algorithm="decoevo", data=data, stages=_stages(config, parts), roles=roles,
                    departures=departures(config), notes=notes)
 

@@ -1,4 +1,5 @@
-"""DecoEvo's result records and summary.json: per-method test score over seeds, the CIs of
+"""DecoEvo's result records and summary.json: per-method test score over seeds (and the test
+answers' constraint pass rate with its Wilson CI, where prompts state constraints), the CIs of
 DecoEvo - SkillOpt (over matched runs, as the paper reports it, and pooled over (seed,
 question) pairs), skill versions, solver-gate ties, cost per inner / outer step,
 the diagnostic trajectory, and the report's table and plot (set in the run store's meta).
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillVersion
+from coevo.eval.constraints import pass_rate_metrics
 from coevo.eval.paired import PairedCI, RunCI, paired_difference, run_difference
 from coevo.eval.stats import mean_of_known, mean_sd
 from coevo.store import RunStore
@@ -67,6 +69,9 @@ class MethodResult(Record):
     trajectory: list[TrajectoryPoint]
     costs: list[StepCost]
     invalid: dict[str, int]                  # unreadable role outputs, by role
+    #: Per test answer whose prompt states constraints, each check's outcome (in the
+    #: prompt's order); defaults empty so results saved before constraints existed still load.
+    constraint_outcomes: list[list[bool]] = Field(default_factory=list)
 
 
 # ====================================================================== summary.json
@@ -94,6 +99,13 @@ class MethodSummary(Record):
     gate_ties: int
     gate_ties_sampled: int
     invalid_outputs: dict[str, int]
+    #: Share of test answers meeting every constraint their prompt states, pooled over the
+    #: seeds' answers (`constraint_count` = n), with its Wilson 95 % interval [lo, hi];
+    #: `constraint_check_rate`: share of single checks met. None where no test prompt has any.
+    constraint_pass_rate: float | None = None
+    constraint_pass_rate_ci: list[float] | None = None
+    constraint_count: int = 0
+    constraint_check_rate: float | None = None
 
 
 class StepCostSummary(Record):
@@ -122,8 +134,8 @@ class DecoEvoSummary(Record):
     table: Table
 
 
-_TABLE_COLUMNS = ["method", "test_mean", "test_sd", "seeds", "solver_acc", "gate_ties",
-                  "generator_acc", "invalid"]
+_TABLE_COLUMNS = ["method", "test_mean", "test_sd", "constraint_pass_rate", "seeds", "solver_acc",
+                  "gate_ties", "generator_acc", "invalid"]
 _VERSION_KEYS = ("method", "seed", "version", "parent", "decision", "why", "step")
 
 
@@ -170,18 +182,28 @@ def method_summary(runs: list[MethodResult], mine: list[SkillVersion]) -> Method
     mean, sd = mean_sd(means) if means else (None, None)
     solver = [r for r in mine if r.name == SOLVER and r.is_candidate]
     generator = [r for r in mine if r.name == GENERATOR and r.is_candidate]
+    found = pass_rate_metrics([o for r in runs for o in r.constraint_outcomes])
+    constraints = {"constraint_pass_rate": found["constraint_pass_rate"],
+                   "constraint_count": int(found["constraint_count"]),
+                   "constraint_check_rate": found.get("constraint_check_rate"),
+                   "constraint_pass_rate_ci": ([found["constraint_pass_rate_lo"], found["constraint_pass_rate_hi"]]
+                                               if "constraint_pass_rate_lo" in found else None)}
     return MethodSummary(
         test_mean=mean, test_sd=sd, per_seed=[r.test_mean for r in runs],
         test_mean_sampled=mean_of_known([r.test_mean_sampled for r in runs]),
         solver_accepted=sum(r.accepted for r in solver), solver_candidates=len(solver),
         generator_accepted=sum(r.accepted for r in generator), generator_candidates=len(generator),
         **gate_ties(solver),
-        invalid_outputs=_sum_dicts([r.invalid for r in runs]))
+        invalid_outputs=_sum_dicts([r.invalid for r in runs]), **constraints)
 
 
 def table_row(method: str, entry: MethodSummary, seeds: int) -> dict[str, Any]:
     """The report table's row of one method (acceptances and ties as 'k/n')."""
-    return {"method": method, "test_mean": entry.test_mean, "test_sd": entry.test_sd, "seeds": seeds,
+    rate = entry.constraint_pass_rate
+    constraint = (None if rate is None else f"{rate:.3f} [{entry.constraint_pass_rate_ci[0]:.3f}, "
+                  f"{entry.constraint_pass_rate_ci[1]:.3f}] (n={entry.constraint_count})")
+    return {"method": method, "test_mean": entry.test_mean, "test_sd": entry.test_sd,
+            "constraint_pass_rate": constraint, "seeds": seeds,
             "solver_acc": f"{entry.solver_accepted}/{entry.solver_candidates}",
             "gate_ties": f"{entry.gate_ties}/{entry.gate_comparisons}",
             "generator_acc": f"{entry.generator_accepted}/{entry.generator_candidates}",

@@ -39,14 +39,14 @@ from coevo.algorithms.rlac_records import (BaselineRecord, Critiques, CriticStat
                                            RlacSummary, RolloutStats, RoundPair, RoundRecord,
                                            TrainingInfo, VerdictCounts, VerificationCounts)
 from coevo.config import ModelRoles, StrictModel, refuse_moved_keys
-from coevo.llm.base import ChatModel, user
+from coevo.llm.base import ChatModel
 from coevo.llm.specs import base_model_path
 from coevo.prompts import load_template
 from coevo.roles.parsing import strip_reasoning
 from coevo.store import RunStore
 from coevo.train.dpo import DPOSettings
-from coevo.types import (Completion, PreferencePair, Proposal, Rollout, Sample, Sampling, Table,
-                         Verdict)
+from coevo.types import (Completion, Conversation, PreferencePair, Proposal, Rollout, Sample, Sampling,
+                         Table, Verdict)
 from coevo.validators.base import Validator
 
 if TYPE_CHECKING:
@@ -149,6 +149,28 @@ class RewardModelSettings(StrictModel):
     trust_remote_code: bool = False
 
 
+class RlacTemplates(StrictModel):
+    """The prompt templates of the two trained roles: a bundled name or a path to your own
+    file (coevo/prompts: a `<<system>>` / `<<user>>` split gives a system message). Left
+    out, each is the paper's for the task and critic form (App. A): `generator_bio` /
+    `generator_code` and `critic_fact` / `critic_code` (`critic_*_schema` for the schema form).
+    """
+
+    generator: str | None = None
+    critic: str | None = None
+
+
+#: The paper's generator template of each task (App. A.1): a system message with the bio
+#: instructions and the user's request; for code the problem statement alone, unmodified.
+PAPER_GENERATOR_TEMPLATE = {"facts": "generator_bio", "code": "generator_code"}
+#: The task of each bundled generator template (its fields are that task's).
+GENERATOR_TASK = {"generator_bio": "facts", "generator_code": "code", "generator_code_instructed": "code"}
+#: The critic's template of each (task, critic_form): App. A.2's prompts, or ours for the
+#: schema form (the same system/user split, the answer form asked for as JSON).
+CRITIC_TEMPLATE = {("facts", "paper"): "critic_fact", ("facts", "schema"): "critic_fact_schema",
+                   ("code", "paper"): "critic_code", ("code", "schema"): "critic_code_schema"}
+
+
 class RlacConfig(StrictModel):
     """`algorithm: rlac` — the paper's defaults: K=10 outputs, N=4 proposals (facts)."""
 
@@ -194,7 +216,29 @@ class RlacConfig(StrictModel):
     dpo: DPOSettings = DPOSettings(max_length=1024, max_prompt_length=768)
     facts: FactsSettings = FactsSettings()
     code: CodeSettings = CodeSettings()
+    templates: RlacTemplates = RlacTemplates()
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _paper_templates_by_default(self) -> RlacConfig:
+        # Filled in here, not left None, so summary.json, the plan and the departures name
+        # the template a run actually uses.
+        critic = CRITIC_TEMPLATE[(self.task, self.critic_form)]
+        self.templates.generator = self.templates.generator or PAPER_GENERATOR_TEMPLATE[self.task]
+        self.templates.critic = self.templates.critic or critic
+        # A bundled template of another task or critic form asks for fields this run does
+        # not fill, or for an answer form the critic is not decoded in: refused here, not
+        # mid-run.
+        task = GENERATOR_TASK.get(self.templates.generator, self.task)
+        if task != self.task:
+            raise ValueError(f"templates.generator {self.templates.generator!r} is a {task} template; "
+                             f"task {self.task} uses {PAPER_GENERATOR_TEMPLATE[self.task]!r} (the paper's) or "
+                             "your own file")
+        if self.templates.critic in CRITIC_TEMPLATE.values() and self.templates.critic != critic:
+            raise ValueError(f"templates.critic {self.templates.critic!r} does not fit task {self.task} with "
+                             f"critic_form {self.critic_form}, which uses {critic!r}; leave templates.critic out "
+                             "or give your own file")
+        return self
 
     @model_validator(mode="after")
     def _heldout_source_for_code(self) -> RlacConfig:
@@ -223,33 +267,32 @@ def reward(verdict: Verdict) -> int:
     return 0 if verdict.verdict == "caught" else 1
 
 
-def generator_pairs(sample: Sample, prompt: str, outputs: list[str], rewards: list[int],
+def generator_pairs(sample: Sample, prompt: Conversation, outputs: list[str], rewards: list[int],
                     limit: int) -> list[PreferencePair]:
-    """a+ (r=1) vs a- (r=0) of the same instruction, at most `limit`, distinct texts.
+    """a+ (r=1) vs a- (r=0) of the same instruction, at most `limit`, distinct texts; on
+    `prompt`, the conversation the outputs were sampled from.
 
     Pairs are taken round-robin over the positives so a few outputs do not fill every slot.
     """
     pos = [o for o, r in zip(outputs, rewards) if r == 1]
     neg = [o for o, r in zip(outputs, rewards) if r == 0]
     combos = sorted(itertools.product(range(len(pos)), range(len(neg))), key=lambda ij: (ij[1], ij[0]))
-    pairs = [PreferencePair(prompt=prompt, chosen=pos[i], rejected=neg[j], sample_id=sample.id,
-                            source="rlac:generator")
+    pairs = [PreferencePair.asked(prompt, pos[i], neg[j], sample_id=sample.id, source="rlac:generator")
              for i, j in combos if pos[i] != neg[j]]
     return pairs[:limit]
 
 
-def critic_pairs(sample: Sample, prompt: str, proposals: list[str], verdicts: list[Verdict],
+def critic_pairs(sample: Sample, prompt: Conversation, proposals: list[str], verdicts: list[Verdict],
                  limit: int) -> list[PreferencePair]:
     """c+ (the validator confirmed a failure) vs c- (invalid, or the output satisfies it)."""
     pos = [p for p, v in zip(proposals, verdicts) if v.verdict == "caught"]
     neg = [p for p, v in zip(proposals, verdicts) if v.verdict != "caught"]
-    pairs = [PreferencePair(prompt=prompt, chosen=c, rejected=r, sample_id=sample.id,
-                            source="rlac:critic")
+    pairs = [PreferencePair.asked(prompt, c, r, sample_id=sample.id, source="rlac:critic")
              for c, r in itertools.product(pos, neg) if c != r]
     return pairs[:limit]
 
 
-def ranked_pairs(sample: Sample, prompt: str, outputs: list[str], scores: list[float],
+def ranked_pairs(sample: Sample, prompt: Conversation, outputs: list[str], scores: list[float],
                  limit: int, source: str) -> list[PreferencePair]:
     """The baselines' pairs (enumerative, reward model): higher- over lower-scoring outputs
     of the same instruction, widest score gap first (so the first is best vs worst), at most
@@ -269,8 +312,7 @@ def ranked_pairs(sample: Sample, prompt: str, outputs: list[str], scores: list[f
         if (outputs[i], outputs[j]) in seen:  # the same text sampled twice is one pair
             continue
         seen.add((outputs[i], outputs[j]))
-        pairs.append(PreferencePair(prompt=prompt, chosen=outputs[i], rejected=outputs[j],
-                                    sample_id=sample.id, source=source))
+        pairs.append(PreferencePair.asked(prompt, outputs[i], outputs[j], sample_id=sample.id, source=source))
     return pairs
 
 
@@ -286,9 +328,13 @@ class RlacDomain(Protocol):
     #: The domain's real validator (the `validator: random` ablation replaces it).
     validator: Validator
 
-    def generator_prompt(self, sample: Sample) -> str: ...
+    def generator_prompt(self, sample: Sample) -> Conversation:
+        """The messages the generator is asked for this instruction."""
+        ...
 
-    def critic_prompt(self, sample: Sample, output: str) -> str: ...
+    def critic_prompt(self, sample: Sample, output: str) -> Conversation:
+        """The messages the critic is asked about one output."""
+        ...
 
     def critic_schema(self, sample: Sample, output: str) -> dict[str, Any] | None:
         """The JSON schema the critic decodes under for this output (None: free text)."""
@@ -329,21 +375,21 @@ class FactsDomain:
             KnowledgeSource.load(self.corpus),
             EntailmentJudge(judge_model, config.sampling.judge, mode=config.facts.judge),
             k=config.facts.passages, min_overlap=config.facts.min_overlap)
-        self.generator_template = load_template("generator_bio")
-        self.critic_template = load_template("critic_fact" if config.critic_form == "paper" else "critic_fact_schema")
+        self.generator_template = load_template(config.templates.generator)
+        self.critic_template = load_template(config.templates.critic)
         self._facts_cache: dict[tuple[str, str], list[str]] = {}
 
-    def generator_prompt(self, sample: Sample) -> str:
+    def generator_prompt(self, sample: Sample) -> Conversation:
         from coevo.tasks.bios import number_word
 
-        return self.generator_template.render(n=number_word(int(sample.meta["sentences"])),
-                                              topic=sample.meta["entity"])
+        return self.generator_template.messages(n=number_word(int(sample.meta["sentences"])),
+                                                topic=sample.meta["entity"])
 
-    def critic_prompt(self, sample: Sample, output: str) -> str:
+    def critic_prompt(self, sample: Sample, output: str) -> Conversation:
         from coevo.tasks.bios import numbered, split_sentences
 
-        return self.critic_template.render(topic=sample.meta["entity"],
-                                           numbered_paragraph=numbered(split_sentences(output)))
+        return self.critic_template.messages(topic=sample.meta["entity"],
+                                             numbered_paragraph=numbered(split_sentences(output)))
 
     def critic_schema(self, sample: Sample, output: str) -> dict[str, Any] | None:
         """{"sentence": N, "error_fact": 3-8 words quoted from sentence N, "reason"}, one
@@ -405,21 +451,23 @@ class CodeDomain:
         sandbox = Sandbox(unsafe_exec=config.code.unsafe_exec)
         self.validator = CodeValidator(sandbox, timeout_s=config.code.timeout_s)
         self.tests = ReferenceTests(sandbox, timeout_s=max(10.0, config.code.timeout_s))
-        self.generator_template = load_template("generator_code")
-        self.critic_template = load_template("critic_code" if config.critic_form == "paper" else "critic_code_schema")
+        self.generator_template = load_template(config.templates.generator)
+        self.critic_template = load_template(config.templates.critic)
 
-    def generator_prompt(self, sample: Sample) -> str:
-        return self.generator_template.render(problem=sample.prompt)
+    def generator_prompt(self, sample: Sample) -> Conversation:
+        """The paper's form (App. A.1) is the problem statement alone, as the user message;
+        `generator_code_instructed` wraps it in an instruction to answer in a code block."""
+        return self.generator_template.messages(problem=sample.prompt)
 
-    def critic_prompt(self, sample: Sample, output: str) -> str:
+    def critic_prompt(self, sample: Sample, output: str) -> Conversation:
         from coevo.tasks.code import extract_code
         from coevo.validators.code import answer_format
 
         code = extract_code(output, sample.meta.get("entry_point"))
         if self.config.critic_form == "paper":
-            return self.critic_template.render(question=sample.prompt, code=code,
-                                               optional_examples_block=self._examples(sample))
-        return self.critic_template.render(question=sample.prompt, code=code, answer_format=answer_format(sample))
+            return self.critic_template.messages(question=sample.prompt, code=code,
+                                                 optional_examples_block=self._examples(sample))
+        return self.critic_template.messages(question=sample.prompt, code=code, answer_format=answer_format(sample))
 
     def _examples(self, sample: Sample) -> str:
         import re
@@ -504,12 +552,13 @@ DOMAINS: dict[str, type[FactsDomain] | type[CodeDomain]] = {"facts": FactsDomain
 # --------------------------------------------------------------------------- KL
 
 
-def _next_token_logprobs(model: Any, tokenizer: Any, prompt: str, completion: str) -> Any:
+def _next_token_logprobs(model: Any, tokenizer: Any, prompt: Conversation, completion: str) -> Any:
     """log pi(. | x, y_<t) over the vocabulary at each position of y, a [T, V] tensor (None for
-    an empty y). The prompt gets the chat template, as the generator saw it."""
+    an empty y). x is the conversation the generator was asked (system message included),
+    under the chat template, as the generator saw it."""
     import torch
 
-    head = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+    head = tokenizer.apply_chat_template([m.model_dump() for m in prompt], tokenize=False,
                                          add_generation_prompt=True)
     p_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
     c_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
@@ -520,10 +569,11 @@ def _next_token_logprobs(model: Any, tokenizer: Any, prompt: str, completion: st
     return torch.log_softmax(logits, dim=-1)
 
 
-def kl_estimate(policy: LocalModel, base: LocalModel, prompts: list[str], samples: list[str]) -> float:
+def kl_estimate(policy: LocalModel, base: LocalModel, prompts: list[Conversation], samples: list[str]) -> float:
     """KL(pi || pi_base) per sequence, y sampled from pi (the paper's Fig. 2c reward-hacking
     sign): at each position of y the exact KL between the two next-token distributions,
-    summed over y, averaged over samples.
+    summed over y, averaged over samples. `prompts` are the conversations y was sampled
+    from, system message included: the KL is of the policy as it is asked.
 
     Why not the plain Monte-Carlo mean of log pi(y|x) - log pi_base(y|x): with the one or two
     samples a held-out prompt gets, it is often negative (measured: -0.49 nats after two RLAC
@@ -765,8 +815,8 @@ class RlacRun:
         count of every output (the rollout length metric)."""
         prompts = [self.domain.generator_prompt(s) for s in self.train]
         sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed * 1000 + r})
-        completions = self.generator.generate([user(p) for p in prompts], sampling, n=self.config.k)
-        instructions = [Instruction(sample=s, prompt=p, outputs=outs)
+        completions = self.generator.generate(prompts, sampling, n=self.config.k)
+        instructions = [Instruction(sample=s, messages=p, outputs=outs)
                         for s, p, outs in zip(self.train, prompts, _texts(completions))]
         return instructions, [c.completion_tokens for row in completions for c in row]
 
@@ -796,7 +846,7 @@ class RlacRun:
     def generator_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
         """Line 7: D^g_s from R(s, a_i, c_i), c_i the first proposal on a_i; as DPO pairs."""
         rewards = [reward(row[0]) for row in critiques.verdicts]
-        return generator_pairs(instruction.sample, instruction.prompt, instruction.outputs, rewards,
+        return generator_pairs(instruction.sample, instruction.messages, instruction.outputs, rewards,
                                self.config.max_pairs_per_instruction)
 
     def critic_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
@@ -826,7 +876,7 @@ class RlacRun:
         for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
             self.store.put_record("rlac_enumerative", f"r{r}:{sample.id}:{i}", EnumerativeScore(
                 round=r, sample_id=sample.id, output=output, score=score))
-        return ranked_pairs(sample, instruction.prompt, instruction.outputs, scores,
+        return ranked_pairs(sample, instruction.messages, instruction.outputs, scores,
                             self.config.max_pairs_per_instruction, f"enumerative:{self.domain.name}")
 
     def reward_model_pairs(self, r: int, instructions: list[Instruction]) -> list[PreferencePair]:
@@ -834,7 +884,7 @@ class RlacRun:
         scalar reward for each output, no validator, then pairs as the enumerative baseline
         makes them, under the same budget. Scores are stored as `rlac_reward` records."""
         assert self.reward_scorer is not None
-        items = [(i.prompt, answer) for i in instructions for answer in i.answers]
+        items = [(i.messages, answer) for i in instructions for answer in i.answers]
         flat = iter(self.reward_scorer.score(items))
         self.reward_scored += len(items)
         pairs: list[PreferencePair] = []
@@ -844,7 +894,7 @@ class RlacRun:
             for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
                 self.store.put_record("rlac_reward", f"r{r}:{instruction.sample.id}:{i}", EnumerativeScore(
                     round=r, sample_id=instruction.sample.id, output=output, score=score))
-            pairs += ranked_pairs(instruction.sample, instruction.prompt, instruction.outputs, scores,
+            pairs += ranked_pairs(instruction.sample, instruction.messages, instruction.outputs, scores,
                                   self.config.max_pairs_per_instruction, f"reward_model:{self.domain.name}")
         return pairs
 
@@ -866,7 +916,8 @@ class RlacRun:
     def record_pairs(self, r: int, pairs: list[PreferencePair]) -> None:
         """The iteration's DPO pairs into the store, keyed by content (a pair built twice is one)."""
         for p in pairs:
-            digest = hashlib.sha256(f"{p.prompt}\0{p.chosen}\0{p.rejected}".encode()).hexdigest()[:16]
+            asked = p.prompt if p.system is None else f"{p.system}\0{p.prompt}"
+            digest = hashlib.sha256(f"{asked}\0{p.chosen}\0{p.rejected}".encode()).hexdigest()[:16]
             self.store.put_record("rlac_pair", f"r{r}:{p.source}:{digest}", RoundPair(round=r, **p.model_dump()))
 
     # -- policy improvement (lines 12-21) -------------------------------------------------
@@ -905,12 +956,11 @@ class RlacRun:
         """The held-out metric of the generator's greedy outputs (its mode), and the KL from
         the base generator on sampled ones (what the policy actually does)."""
         prompts = [self.domain.generator_prompt(s) for s in self.heldout]
-        asked = [user(p) for p in prompts]
-        greedy = [row[0] for row in _texts(self.generator.generate(asked, self.config.sampling.eval))]
+        greedy = [row[0] for row in _texts(self.generator.generate(prompts, self.config.sampling.eval))]
         evaluation = self.domain.evaluate(self.heldout, [strip_reasoning(text) for text in greedy])
         if self.base is not None:
             sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
-            sampled = [row[0] for row in _texts(self.generator.generate(asked, sampling, n=1))]
+            sampled = [row[0] for row in _texts(self.generator.generate(prompts, sampling, n=1))]
             evaluation.kl_from_base = kl_estimate(self.generator_policy, self.base, prompts, sampled)
         evaluation.heldout_output_chars = sum(map(len, greedy)) / max(1, len(greedy))
         return evaluation
@@ -931,7 +981,7 @@ class RlacRun:
             table=_table(baseline, rounds, self.config))
 
 
-def _propose(critic: ChatModel, domain: RlacDomain, outputs: list[tuple[Sample, str, str]],
+def _propose(critic: ChatModel, domain: RlacDomain, outputs: list[tuple[Sample, str, Conversation]],
              sampling: Sampling, n: int) -> list[list[str]]:
     """n critic answers per (sample, output, prompt), each decoded under its domain's answer
     schema (the validator reads them; see roles/schemas.py): the whole stage in one call
@@ -941,7 +991,7 @@ def _propose(critic: ChatModel, domain: RlacDomain, outputs: list[tuple[Sample, 
 
     samplings = [sampling.model_copy(update={"json_schema": as_text(domain.critic_schema(sample, output))})
                  for sample, output, _ in outputs]
-    return _texts(generate_each(critic, [user(prompt) for _, _, prompt in outputs], samplings, n=n))
+    return _texts(generate_each(critic, [prompt for _, _, prompt in outputs], samplings, n=n))
 
 
 def _check(validator: Validator, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from coevo.departures import Departure, PaperSetting, find_departures, model_named
-from coevo.planning import PlanStage, RunPlan, role
+from coevo.planning import PlanStage, RunPlan, role, source_missing
 
 _BUNDLED = ("bundled:bios", "humaneval", "bundled:humaneval")
 
@@ -29,6 +29,12 @@ def _brought(source: Any) -> bool:
 
 def _reward_model_runs(config: Any) -> bool:
     return config.verification == "reward_model"
+
+
+def _paper_critic_form(config: Any) -> bool:
+    # The schema form has its own prompt (critic_*_schema); `critic_form` is then the listed
+    # departure, and its template is not listed again.
+    return config.critic_form == "paper"
 
 
 #: §4.1 and Table 1 (factual biographies). Table 1 runs Qwen3-4B and Qwen3-8B at 4 and 8
@@ -54,6 +60,12 @@ PAPER_FACTS: list[PaperSetting] = [
                  "are not in the paper", matches=lambda n: n in (4, 8)),
     PaperSetting("critic_form", "paper", "App. A.2: the critic answers the paper's free-text prompt "
                  "(reason / sentence / error_fact); `schema` fixes the form by a grammar instead"),
+    PaperSetting("templates.generator", "generator_bio",
+                 "App. A.1: the instructions in a system message, 'Write a biography of {topic}.' as the "
+                 "user message; another prompt asks the generator something else"),
+    PaperSetting("templates.critic", "critic_fact",
+                 "App. A.2: the answer format in a system message, the example and the paragraph in the user "
+                 "message; another prompt asks the critic something else", applies=_paper_critic_form),
     PaperSetting("facts.judge", "llm", "App. B.1: FactScore's model-based verification; `hybrid`/`lexical` "
                  "gate or replace it by word overlap"),
     PaperSetting("facts.atomic_facts", "llm", "§4.1: FactScore's atomic facts (model-split); `sentences` "
@@ -82,6 +94,14 @@ PAPER_CODE: list[PaperSetting] = [
     PaperSetting("data.heldout", 164, "Table 3: the whole HumanEval (164 problems)"),
     PaperSetting("critic_form", "paper", "App. A.2: the critic answers the paper's <think>/<testcase> "
                  "prompt; `schema` fixes the form (one call's arguments) by a grammar instead"),
+    PaperSetting("templates.generator", "generator_code",
+                 "App. A.1: the AceCode-87K-hard problem statement unmodified, as the only (user) message; "
+                 "generator_code_instructed adds an instruction to answer in one ```python block (a 135M "
+                 "model needs telling), so the generator is asked more than the problem"),
+    PaperSetting("templates.critic", "critic_code",
+                 "App. A.2: the role and <think>/<testcase> rule in a system message, the problem and code "
+                 "in the user message; another prompt asks the critic something else",
+                 applies=_paper_critic_form),
     PaperSetting("reward_model", "hf:TIGER-Lab/AceCodeRM-7B",
                  "§4.2: the reward-model baseline is AceCodeRM-7B; another scorer is another baseline",
                  matches=model_named("AceCodeRM-7B"), applies=_reward_model_runs),
@@ -124,6 +144,8 @@ def plan(config: Any) -> RunPlan:
     try:
         train, heldout = split_data(config)
     except (DataError, OSError, ImportError) as exc:
+        if not (source_missing(config.data.source) or source_missing(config.data.heldout_source or "humaneval")):
+            raise  # the data is here but unreadable: the run would fail on it, so the plan does
         train, heldout = [], []
         notes.append(f"data not available here ({exc}); {_bring(config)}")
     data.update(train=[s.id for s in train], held_out=[s.id for s in heldout],

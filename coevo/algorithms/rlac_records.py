@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field, model_serializer
 
 from coevo.roles.parsing import strip_reasoning
-from coevo.types import PreferencePair, Record, Sample, Table, Verdict
+from coevo.types import Conversation, PreferencePair, Record, Sample, Table, Verdict
 
 
 class HeldoutEval(Record):
@@ -107,24 +107,30 @@ class Instruction(Record):
     `outputs` are the texts as the generator wrote them (DPO trains on those); `answers` are
     the same with reasoning models' `<think>` blocks stripped, which is what the critic reads,
     facts are split from, code is extracted from and scorers score: a fact stated inside the
-    reasoning is not a claim of the biography.
+    reasoning is not a claim of the biography. `messages` is the conversation the outputs
+    were sampled from ([system, user] for the paper's bio prompt): DPO trains on it.
     """
 
     sample: Sample
-    prompt: str
+    messages: Conversation
     outputs: list[str]
 
     @property
     def answers(self) -> list[str]:
         return [strip_reasoning(output) for output in self.outputs]
 
+    @property
+    def prompt(self) -> str:
+        """The user message: the instruction itself (the rollouts' x, the reward model's input)."""
+        return self.messages[-1].content
+
 
 class Critiques(Record):
     """The critic's proposals on one instruction's outputs and the validator's verdicts on
     them (lines 6 and 10): `texts[i][j]` is proposal j on output i, `verdicts[i][j]` its
-    verdict, `prompts[i]` the critic's prompt for output i (the critic's DPO prompt)."""
+    verdict, `prompts[i]` the critic's conversation for output i (the critic's DPO prompt)."""
 
-    prompts: list[str]
+    prompts: list[Conversation]
     texts: list[list[str]]
     verdicts: list[list[Verdict]]
 

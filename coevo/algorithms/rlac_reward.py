@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from coevo.llm.base import ModelError
+from coevo.types import Conversation
 
 if TYPE_CHECKING:
     from coevo.algorithms.rlac import RewardModelSettings
@@ -52,16 +53,18 @@ class RewardModelScorer:
         # The classification head reads the last non-pad token: it must know which id pads.
         self.model.config.pad_token_id = self.tokenizer.pad_token_id
 
-    def text(self, prompt: str, output: str) -> str:
+    def text(self, prompt: Conversation, output: str) -> str:
         """The conversation as the reward model was trained to read it: its chat template
-        when it has one (ArmoRM's and AceCodeRM's do), else instruction and output in turn."""
+        when it has one (ArmoRM's and AceCodeRM's do), else the messages and output in turn.
+        `prompt` is what the generator was asked, system message included: the bio
+        prompt's length rule ("exactly four sentences") is in it."""
+        messages = [m.model_dump() for m in prompt] + [{"role": "assistant", "content": output}]
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}, {"role": "assistant", "content": output}], tokenize=False)
-        return f"{prompt}\n\n{output}"
+            return self.tokenizer.apply_chat_template(messages, tokenize=False)
+        return "\n\n".join(m["content"] for m in messages)
 
-    def score(self, items: list[tuple[str, str]]) -> list[float]:
-        """One reward per (prompt, output), in order."""
+    def score(self, items: list[tuple[Conversation, str]]) -> list[float]:
+        """One reward per (conversation asked, output), in order."""
         import torch
 
         scores: list[float] = []

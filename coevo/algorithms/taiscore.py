@@ -59,7 +59,8 @@ from coevo.tasks.loaders import load_data, load_samples
 from coevo.tasks.pools import PoolReport, quality_pools, sample_critic_queries
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
-from coevo.roles.judges import PairwiseJudge
+from coevo.llm.python_functions import PythonFunction, is_python_spec, load_python_function
+from coevo.roles.python_scorers import judge_for
 from coevo.roles.parsing import strip_reasoning
 from coevo.store import RunStore
 from coevo.train.common import LoRASettings, TrainResult
@@ -397,9 +398,12 @@ class Context:
     _frozen: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     def cached(self, model: Any) -> Any:
-        """A fresh cache wrapper: it reads the model's id once, so re-wrap after training."""
+        """A fresh cache wrapper: it reads the model's id once, so re-wrap after training.
+        A Python scorer caches its own calls, keyed by its source (see python_functions)."""
         from coevo.llm.cache import CachedModel
 
+        if isinstance(model, PythonFunction):
+            return model.bound(self.store)
         return CachedModel(model, self.store)
 
     def frozen(self, spec: str, role: str) -> Any:
@@ -493,7 +497,8 @@ class ConditionRun:
         self.actor_local = ctx.backend.load_trainable(models.actor, **models.options_for("actor"))
         self.critic_local = (ctx.backend.load_trainable(plan.critic, **models.options_for("critic"))
                              if plan.critic_training == "grpo" else None)
-        self.pairwise = PairwiseJudge(ctx.cached(ctx.judge_model), config.sampling.judge, order_seed=self.seed)
+        self.pairwise = judge_for("pairwise", ctx.cached(ctx.judge_model), config.sampling.judge,
+                                  order_seed=self.seed)
         self.evaluator = RoundEvaluator(ctx, self.tag, self.seed)
         self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
         self._actor_engine: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
@@ -813,6 +818,26 @@ def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any =
     return DataSplit(shards=shards, held_out=held_out, report=report)
 
 
+def python_judge_kinds(config: TaiScoreConfig) -> list[str]:
+    """The kinds of Python function a `python:` `models.judge` must define for this run: the
+    critic's GRPO reward where a condition trains the critic, the pairwise judge (DPO pairs,
+    win rates) and the gold judge (held-out scores)."""
+    grpo = any(plan.critic_training == "grpo" for plan in resolve_conditions(config))
+    return (["reward"] if grpo else []) + ["pairwise", "gold"]
+
+
+def check_python_judge(config: TaiScoreConfig) -> None:
+    """Refuse, before the run starts, a `python:` judge the run cannot use: a missing or
+    failing function of a needed kind, or query filtering (a Table 11 grade needs a model)."""
+    from coevo.llm.python_functions import check_python_spec
+
+    if config.data.filter_queries or (config.evaluation.data is not None and config.evaluation.data.filter_queries):
+        raise ConfigError(f"models.judge {config.models.judge!r} is a Python function, but data.filter_queries "
+                          "asks the judge model to grade queries (Table 11); turn it off (a quality column in "
+                          "the data still rates them)")
+    check_python_spec(config.models.judge, python_judge_kinds(config), "models.judge")
+
+
 def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | None = None) -> TaiScoreSummary:
     """`coevo run` entry for `algorithm: taiscore`: every condition × seed, one table."""
     from coevo.llm.specs import load_model
@@ -825,12 +850,17 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
 
         backend.load_copy = vllm_copy
     plans = resolve_conditions(config)
-    judge_model = backend.load_frozen(config.models.judge, **config.models.options_for("judge"))
+    if is_python_spec(config.models.judge):  # a Python scorer: no backend, its own call cache
+        check_python_judge(config)
+        judge_model = load_python_function(config.models.judge)
+    else:
+        judge_model = backend.load_frozen(config.models.judge, **config.models.options_for("judge"))
     from coevo.llm.cache import CachedModel
 
     samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
     eval_data = config.evaluation.data
-    split = split_data(config, samples, CachedModel(judge_model, store),  # a resumed run re-grades nothing
+    split = split_data(config, samples, None if isinstance(judge_model, PythonFunction)
+                       else CachedModel(judge_model, store),  # a resumed run re-grades nothing
                        load_data(eval_data, judge_model, config.sampling) if eval_data is not None else None)
     shards, held_out = split.shards, split.held_out
     log.info("data: %d queries -> pools of %s (quality scores %s), %d held out", len(samples),

@@ -12,6 +12,14 @@ and, after the round's DPO, for the models after round r (π_r, κ_r) (`evaluate
   gold_score          S(π_r): the gold-rubric judge's mean score of π_r's responses y0
                       (with `evaluation.output_sets` N > 1, Table 1's protocol: the mean over
                       N independently generated sets, `gold_score_set_sd` their sd);
+  constraint_pass_rate
+                      the checkable gold beside the judge's: the share of π_r's responses y0
+                      meeting every constraint their prompt states (`meta.constraints`,
+                      coevo.eval.constraints), with `_lo`/`_hi` (Wilson 95 %) and
+                      `constraint_count` (n); `constraint_check_rate` per single check. The
+                      refinements' y1 get `refine_constraint_*` (before DPO, and round 0) and
+                      `refine_after_dpo_constraint_*`. Per rollout: judgments "constraints_y0"
+                      and "constraints" (y1);
   win_rate_vs_round0  pairwise judge, π_r's response vs π_0's for the same prompt (ties ½),
                       order randomised per item; π_0 itself is not compared (round 0);
   refine_S_y1_after_dpo, refine_delta_after_dpo
@@ -36,12 +44,13 @@ from collections.abc import Sequence
 import copy
 from typing import TYPE_CHECKING, Any
 
+from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.paired import paired_difference
 from coevo.eval.stats import mean_sd, win_rate
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
-from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
+from coevo.roles.python_scorers import judge_for
 from coevo.types import Rollout
 
 if TYPE_CHECKING:
@@ -51,8 +60,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Metrics shown in the summary tables, in this order (others stay in the store and report).
-TABLE_METRICS = ("gold_score", "gold_score_set_sd", "win_rate_vs_round0", "refine_S_y1", "refine_delta",
-                 "refine_delta_after_dpo", "reward_mean", "pairs_selected", "invalid_judgment_rate")
+TABLE_METRICS = ("gold_score", "constraint_pass_rate", "gold_score_set_sd", "win_rate_vs_round0", "refine_S_y1",
+                 "refine_delta", "refine_delta_after_dpo", "reward_mean", "pairs_selected", "invalid_judgment_rate")
 #: The tables' column (comparison) or row (rounds) of the paired gold gain and its CI.
 GAIN = "gold_gain vs round 0 (95% CI)"
 
@@ -64,8 +73,8 @@ class RoundEvaluator:
         self.ctx, self.tag, self.seed = ctx, tag, seed
         judge_model = ctx.cached(ctx.judge_model)
         sampling = ctx.config.sampling.judge
-        self.gold = GoldRubricJudge(judge_model, sampling)
-        self.pairwise = PairwiseJudge(judge_model, sampling)
+        self.gold = judge_for("gold_rubric", judge_model, sampling)  # a model's, or a python: scorer's
+        self.pairwise = judge_for("pairwise", judge_model, sampling)
         self.baseline: dict[str, float | None] = {}
         self.samples = ctx.held_out
         self.base_responses: dict[str, str] = {}
@@ -104,6 +113,7 @@ class RoundEvaluator:
                                 judgments={k: v for k, v in before[s.id].judgments.items() if k == "gold_rubric_y0"})
                         for s in samples]
             found = self._refine(f"round {r} before DPO", samples, rollouts, actor, critic)
+            metrics |= check_constraints(samples, rollouts, "y1", "constraints", "refine_constraint")
             if "S_y1" in found:
                 metrics["refine_S_y1"], metrics["refine_delta"] = found["S_y1"], found["delta"]
             metrics |= {"eval_before_dpo_critic_prompts_shortened": found["critic_prompts_shortened"],
@@ -126,6 +136,7 @@ class RoundEvaluator:
             self.base_responses = {r_.sample_id: r_.y0 for r_ in store.rollouts(f"{self.tag}/round0/eval")}
         rollouts = [Rollout(sample_id=s.id, x=s.prompt, y0=y, condition=self.tag) for s, y in zip(samples, y0)]
         metrics: dict[str, float | None] = {"eval_prompts": float(len(samples))}
+        metrics |= check_constraints(samples, rollouts, "y0", "constraints_y0", "constraint")
         rubric = [i for i, s in enumerate(samples) if s.rubric is not None and s.rubric.criteria]
 
         if config.gold_rubric and rubric:
@@ -147,12 +158,15 @@ class RoundEvaluator:
             found = self._refine(f"eval round {r}", samples, rollouts, actor, critic)
             # Round 0 has had no DPO: κ_0 on π_0 is the before-DPO quantity itself.
             suffix = "" if r == 0 else "_after_dpo"
+            metrics |= check_constraints(samples, rollouts, "y1", "constraints",
+                                         "refine_constraint" if r == 0 else "refine_after_dpo_constraint")
             if "S_y1" in found:
                 metrics[f"refine_S_y1{suffix}"], metrics[f"refine_delta{suffix}"] = found["S_y1"], found["delta"]
             metrics["eval_critic_prompts_shortened"] = found["critic_prompts_shortened"]
         for rollout in rollouts:
             store.save_rollout(f"{self.tag}/round{r}/eval", rollout, round=r)
-        judgments = [j for rollout in rollouts for j in rollout.judgments.values()]
+        # Constraint checks are code, not judge calls: they cannot be unreadable.
+        judgments = [j for rollout in rollouts for j in rollout.judgments.values() if j.judge != CONSTRAINTS]
         metrics["eval_judgments"] = float(len(judgments))
         metrics["eval_invalid"] = float(sum(not j.valid for j in judgments))
         return metrics
@@ -242,6 +256,21 @@ def shortened_prompts(critic: Critic, stage: str, prompts: Sequence[str], respon
     return float(count)
 
 
+def check_constraints(samples: Sequence[Any], rollouts: Sequence[Rollout], field: str, name: str,
+                      prefix: str) -> dict[str, float | None]:
+    """Check each rollout's `field` ("y0" or "y1") against its sample's constraints, store the
+    outcome as the rollout's judgment `name`, and return `<prefix>_pass_rate` with its Wilson
+    95 % CI and n (`coevo.eval.constraints.pass_rate_metrics`); the rate is None when no
+    sample has any."""
+    outcomes = []
+    for sample, rollout in zip(samples, rollouts):
+        found = constraints_of(sample)
+        if found and getattr(rollout, field) is not None:
+            rollout.judgments[name] = constraint_judgment(getattr(rollout, field), found)
+            outcomes.append(passed(rollout.judgments[name]))
+    return pass_rate_metrics(outcomes, prefix)
+
+
 def _mean(judgments: list[Any]) -> float | None:
     scores = [j.score for j in judgments if j.valid and j.score is not None]
     return sum(scores) / len(scores) if scores else None
@@ -261,6 +290,16 @@ def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[
     total += training.get("eval_before_dpo_judgments") or 0.0
     invalid += training.get("eval_before_dpo_invalid") or 0.0
     return {"invalid_judgment_rate": invalid / total if total else None}
+
+
+def _cell(metrics: dict[str, Any], metric: str) -> float | str | None:
+    """A rounds-table cell: the value, or ``"0.417 [0.193, 0.680] (n=12)"`` where the metric
+    carries a 95 % CI (`<metric>_lo`, `_hi`) and its n (`constraint_pass_rate`)."""
+    value, lo, hi = metrics.get(metric), metrics.get(f"{metric}_lo"), metrics.get(f"{metric}_hi")
+    if value is None or lo is None or hi is None:
+        return value
+    n = metrics.get(metric.removesuffix("_pass_rate") + "_count")
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]" + (f" (n={n:.0f})" if n is not None else "")
 
 
 def _fmt(values: list[float | None], seeds: int) -> float | str | None:
@@ -296,9 +335,9 @@ def rounds_table(run: ConditionResult, gains: dict[str, dict[str, Any]]) -> dict
     columns = ["metric", "round 0"] + [f"round {rec.round}" for rec in run.rounds]
     rows = []
     for metric in TABLE_METRICS:
-        row = {"metric": metric, "round 0": run.baseline.get(metric)}
+        row = {"metric": metric, "round 0": _cell(run.baseline, metric)}
         for rec in run.rounds:
-            row[f"round {rec.round}"] = rec.metrics.get(metric)
+            row[f"round {rec.round}"] = _cell(rec.metrics, metric)
         if any(v is not None for k, v in row.items() if k != "metric"):
             rows.append(row)
     gain = format_gain(gains.get(run.condition))

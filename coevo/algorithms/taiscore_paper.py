@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from coevo.departures import Departure, PaperSetting, find_departures, model_named
-from coevo.planning import PlanStage, RunPlan, role
+from coevo.planning import PlanRole, PlanStage, RunPlan, read_data, role
 
 #: Table 1's conditions and Table 4's critics tailored to other actors (§5.4); the third of
 #: Table 4, tailored to the target Qwen3-8B itself, is the `taiscore` condition.
@@ -87,21 +87,22 @@ def plan(config: Any) -> RunPlan:
     column the pools are known only after the judge grades every query: the plan says how
     many calls that is and shows no pool ids."""
     from coevo.algorithms.taiscore import held_out_split, query_ratings, resolve_conditions, stages_for
-    from coevo.tasks.loaders import DataError, load_data, load_samples
+    from coevo.tasks.loaders import load_data, load_samples
     from coevo.tasks.pools import quality_pools, sample_critic_queries
 
     notes: list[str] = []
-    try:
-        samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
-    except DataError as exc:
-        raise DataError(f"{exc} (point the plan at your queries: --set data.source=FILE)") from None
+    samples = read_data(lambda: load_samples(config.data.source, columns=config.data.columns or None,
+                                             limit=config.data.limit), config.data.source, notes)
+    if samples is None:
+        return RunPlan(algorithm="taiscore", data={"source": config.data.source, "pools": None,
+                                                  "critic_queries": None, "held_out": None},
+                       stages=_stages(config, resolve_conditions(config), stages_for, {"held_out": None}),
+                       roles=_roles(config, resolve_conditions(config)), departures=departures(config), notes=notes)
     eval_samples = None
-    if config.evaluation.data is not None:
-        try:
-            eval_samples = load_data(config.evaluation.data.model_copy(update={"filter_queries": False}))
-        except DataError as exc:
-            notes.append(f"evaluation data: {exc} (bring it before the run: the plan shows no held-out ids)")
-            eval_samples = []
+    if (ev := config.evaluation.data) is not None:
+        # Its own query filter (if any) needs the judge: the plan shows the held-out set unfiltered.
+        eval_samples = read_data(lambda: load_data(ev.model_copy(update={"filter_queries": False})),
+                                 ev.source, notes) or []
     train, held_out = held_out_split(config, samples, eval_samples)
     ratings = query_ratings(config, train)
     data: dict[str, Any] = {"source": config.data.source, "rows": len(samples), "train_candidates": len(train)}
@@ -122,22 +123,26 @@ def plan(config: Any) -> RunPlan:
             rated_three=report.rated_three, topped_up=report.topped_up, dropped=report.dropped, filter_calls=0)
     data["held_out"] = [s.id for s in held_out]
     stages = _stages(config, resolve_conditions(config), stages_for, data)
+    return RunPlan(algorithm="taiscore", data=data, stages=stages, roles=_roles(config, resolve_conditions(config)),
+                   departures=departures(config), notes=notes)
+
+
+def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
     roles = [role("actor", config.models.actor, trained=True),
              role("judge", config.models.judge, trained=False, options=config.models.options_for("judge"))]
-    for p in resolve_conditions(config):
+    for p in plans:
         roles.append(role(f"critic[{p.name}]", p.critic, trained=p.critic_training == "grpo",
                           options=config.models.options_for("critic")))
         if p.tailored_to:
             roles.append(role(f"actor[{p.name}]", p.tailored_to, trained=False,
                               options=config.models.options_for("actor")))
-    return RunPlan(algorithm="taiscore", data=data, stages=stages, roles=roles, departures=departures(config),
-                   notes=notes)
+    return roles
 
 
 def _stages(config: Any, plans: list[Any], stages_for: Any, data: dict[str, Any]) -> list[PlanStage]:
     sizes = [len(p) for p in data["pools"]] if data.get("pools") else [None] * config.rounds
     critic_sizes = [len(q) for q in data["critic_queries"]] if data.get("critic_queries") else sizes
-    held = len(data["held_out"])
+    held = len(data["held_out"]) if data.get("held_out") is not None else None
     out = []
     for p in plans:
         for seed in range(config.seeds):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterable, Sequence
+from statistics import NormalDist
 
 import numpy as np
 
@@ -132,6 +133,28 @@ def t_interval(values: Sequence[float], alpha: float = 0.05) -> tuple[float, flo
     mean = float(array.mean())
     half = t_quantile(1 - alpha / 2, array.size - 1) * float(array.std(ddof=1)) / math.sqrt(array.size)
     return mean, mean - half, mean + half
+
+
+def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float, float]:
+    """Share ``successes / n`` and its Wilson score ``1 - alpha`` interval.
+
+    Wilson rather than the normal (Wald) interval because pass rates near 0 or 1 over a few
+    dozen prompts are common here, where Wald collapses to a zero-width or out-of-[0, 1] range.
+    """
+    if n < 1:
+        raise ValueError(f"wilson_interval needs n >= 1, got {n}.")
+    if not 0 <= successes <= n:
+        raise ValueError(f"wilson_interval needs 0 <= successes <= n, got {successes} of {n}.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # At 0 or n the bound is exactly 0 or 1; the formula leaves rounding dust there.
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return p, lo, hi
 
 
 _OUTCOMES = {

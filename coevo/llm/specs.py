@@ -6,6 +6,7 @@
     gguf:PATH                   llama.cpp, in process
     openai:MODEL@URL[,URL...]   an OpenAI-compatible server (several URLs: round-robin)
     replay:FILE                 answers from a JSONL file
+    python:FILE.py[:FUNCTION]   a Python function in a judge's place (coevo/llm/python_functions.py)
 
 Frozen models are loaded once per process and shared: roles that name the same spec
 (a judge and a critic on one model, say) share one copy of the weights. Trainable models
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.llm.base import ChatModel, ModelError
+from coevo.llm.python_functions import SIGNATURES, is_python_spec, load_python_function
 from coevo.store import RunStore
 
 FORMS = [
@@ -34,6 +36,8 @@ FORMS = [
     ("gguf:PATH", "GGUF file through llama-cpp-python, in process; frozen roles only"),
     ("openai:MODEL@URL[,URL...]", "OpenAI-compatible server(s): vLLM, SGLang, llama.cpp server, OpenAI"),
     ("replay:FILE", "answers read from a JSONL file (tests, re-scoring recorded runs)"),
+    ("python:FILE.py[:FUNCTION]", "a Python function where a judge goes (also python:package.module[:FUNCTION]; "
+                                  "no FUNCTION: the module's reward / pairwise / gold / grader, by kind)"),
 ]
 
 _loaded: dict[tuple[str, tuple], ChatModel] = {}
@@ -52,6 +56,11 @@ def load_model(
     `.tokenizer`); specs that cannot train (gguf, openai, replay) are refused.
     """
     spec = spec.strip()
+    if is_python_spec(spec):
+        if trainable:
+            raise ModelError(f"{spec!r} is a Python function: it stands where a judge goes, it cannot be trained")
+        function = load_python_function(spec)
+        return function.bound(store) if store is not None else function  # caches its own calls
     if trainable:
         model = _build(spec, trainable=True, options=options)
         from coevo.train import distributed
@@ -77,6 +86,9 @@ def check_spec(spec: str) -> None:
     down) is still found when the role first loads."""
     from coevo.llm import embedded
 
+    if is_python_spec(spec):  # its kinds are probed by the run's preflight (check_python_spec)
+        load_python_function(spec)
+        return
     kind, sep, rest = spec.strip().partition(":")
     rest = rest.strip()
     if kind == "smollm2":
@@ -335,6 +347,7 @@ def describe_specs() -> list[dict[str, Any]]:
                       else "pip install 'llama-cpp-python[server]==0.3.36'"),
         "openai:MODEL@URL[,URL...]": (openai, "openai client installed" if openai else "pip install openai"),
         "replay:FILE": (True, "always available"),
+        "python:FILE.py[:FUNCTION]": (True, "signatures: " + "; ".join(SIGNATURES.values())),
     }
     from coevo.llm.llamacpp import LlamaCppModel
     from coevo.llm.local import LocalModel
@@ -345,7 +358,8 @@ def describe_specs() -> list[dict[str, Any]]:
     engine_class = {"vllm": VLLMModel, "llamacpp": LlamaCppModel, "hf": LocalModel}[frozen_engine()]
     options = {"smollm2[:ENGINE]": ["engine", *backend_options(engine_class)], "hf:PATH_OR_ID": backend_options(LocalModel),
                "vllm:PATH_OR_ID": backend_options(VLLMModel), "gguf:PATH": backend_options(LlamaCppModel),
-               "openai:MODEL@URL[,URL...]": backend_options(OpenAIModel), "replay:FILE": backend_options(ReplayModel)}
+               "openai:MODEL@URL[,URL...]": backend_options(OpenAIModel), "replay:FILE": backend_options(ReplayModel),
+               "python:FILE.py[:FUNCTION]": []}
     return [
         {"spec": form, "description": text, "available": rows[form][0], "detail": rows[form][1],
          "options (models.options)": ", ".join(options[form]) or "-"}

@@ -94,12 +94,15 @@ class DPOSettings(StrictModel):
 def pairs_to_dataset(
     pairs: list[PreferencePair], tokenizer: Any = None, *, max_prompt_length: int | None = None
 ) -> datasets.Dataset:
-    """Conversational preference rows: prompt = [user message], chosen/rejected = [assistant message].
+    """Conversational preference rows: prompt = [system message, user message] (the system
+    message only where the pair has one), chosen/rejected = [assistant message].
 
     TRL applies the tokenizer's chat template to conversational rows, so the policy is trained
-    on exactly the format it is sampled in. With `tokenizer` and `max_prompt_length`, prompts
-    longer than that many tokens keep their *end* (the instruction nearest the answer), as
-    TRL's former `max_prompt_length` did; TRL 1.16 only truncates the whole sequence.
+    on exactly the messages it was sampled with. With `tokenizer` and `max_prompt_length`,
+    prompts longer than that many tokens keep their *end* (the instruction nearest the
+    answer), as TRL's former `max_prompt_length` did; TRL 1.16 only truncates the whole
+    sequence. A system message is kept whole and counts against the limit: the user
+    message is what gets shortened.
     """
     import datasets
 
@@ -110,8 +113,10 @@ def pairs_to_dataset(
     for pair in pairs:
         prompt = pair.prompt
         if tokenizer is not None and max_prompt_length is not None:
-            prompt = _keep_end(prompt, tokenizer, max_prompt_length)
-        rows["prompt"].append([{"role": "user", "content": prompt}])
+            system_tokens = len(tokenizer(pair.system, add_special_tokens=False)["input_ids"]) if pair.system else 0
+            prompt = _keep_end(prompt, tokenizer, max(1, max_prompt_length - system_tokens))
+        asked = pair.model_copy(update={"prompt": prompt}).conversation()
+        rows["prompt"].append([m.model_dump() for m in asked])
         rows["chosen"].append([{"role": "assistant", "content": pair.chosen}])
         rows["rejected"].append([{"role": "assistant", "content": pair.rejected}])
     return datasets.Dataset.from_dict(rows)

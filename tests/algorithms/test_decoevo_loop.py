@@ -245,3 +245,41 @@ def test_each_step_draws_a_fresh_rewrite(data):
     run.inner_step(1)
     run.inner_step(2)
     assert len(seeds) == 2 and seeds[0] != seeds[1]
+
+
+# -- the checkable gold beside the grader's ---------------------------------------------------
+def test_test_answers_report_constraint_pass_rate_pooled_over_seeds(tmp_path):
+    """Every replay answer is two words ("answer one", ...): `max_words: 2` passes, `max_words: 1`
+    fails; prompts without constraints are left out of n."""
+    from coevo.algorithms.decoevo_summary import method_summary, table_row
+
+    path = tmp_path / "data.jsonl"
+    limit = {i: (2 if i % 2 else 1) for i in range(28) if i % 3}
+    with open(path, "w") as f:
+        for i in range(28):
+            meta = {"constraints": [{"kind": "max_words", "value": limit[i]}]} if i in limit else {}
+            f.write(json.dumps({"id": f"q{i:02d}", "prompt": f"Write poem number {i} about the sea.",
+                                "rubric": {"criteria": [{"name": "quality", "description": "a gold criterion",
+                                                         "weight": 1}]}, "meta": meta}) + "\n")
+    store = RunStore(tmp_path / "run")
+    run = method_run(config(path, partitions={"sizes": {"test": 8, "diagnostic": 2}}), replay(), store=store)
+    result = run.run()
+    test_ids = [int(s.id[1:]) for s in run.gold["test"]]
+    constrained = [i for i in test_ids if i in limit]
+    assert 0 < sum(limit[i] == 2 for i in constrained) < len(constrained) < len(test_ids), test_ids
+    assert result.constraint_outcomes == [[limit[i] == 2] for i in constrained]
+    saved = {ro.sample_id: ro.judgments for ro in store.rollouts("test")}
+    assert all(("constraints" in saved[f"q{i:02d}"]) == (i in limit) for i in test_ids)
+    # Two seeds' results pool into one rate over their answers, with a Wilson interval and n.
+    entry = method_summary([result, result.model_copy(update={"seed": 1})], [])
+    share = sum(limit[i] == 2 for i in constrained) / len(constrained)
+    assert entry.constraint_pass_rate == pytest.approx(share) and entry.constraint_count == 2 * len(constrained)
+    low, high = entry.constraint_pass_rate_ci
+    assert low < share < high
+    assert table_row("decoevo", entry, 2)["constraint_pass_rate"] == (
+        f"{share:.3f} [{low:.3f}, {high:.3f}] (n={2 * len(constrained)})")
+    # A result saved before constraints existed still loads, and reports no rate.
+    old = result.model_dump()
+    del old["constraint_outcomes"]
+    legacy = method_summary([type(result).model_validate(old)], [])
+    assert legacy.constraint_pass_rate is None and legacy.constraint_pass_rate_ci is None

@@ -10,6 +10,7 @@ from coevo.llm.replay import ReplayModel
 from coevo.store import RunStore
 from coevo.tasks.code import count_test_cases, load_humaneval
 from coevo.train.common import TrainResult
+from coevo.types import Message
 
 GOOD = """```python
 from typing import List
@@ -100,10 +101,10 @@ def test_critic_examples_block_uses_a_call_from_the_docstring():
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
     hinted = CodeDomain(config(critic_form="paper", code={"critic_examples": True}), None)
-    assert "<testcase> CALL: truncate_number(3.5) </testcase>" in hinted.critic_prompt(sample, TRUNCATE)
+    assert "<testcase> CALL: truncate_number(3.5) </testcase>" in hinted.critic_prompt(sample, TRUNCATE)[-1].content
     assert hinted.critic_schema(sample, TRUNCATE) is None  # the paper's form is free text
     plain = CodeDomain(config(critic_form="paper"), None)
-    assert "truncate_number(3.5) </testcase>" not in plain.critic_prompt(sample, TRUNCATE)
+    assert "truncate_number(3.5) </testcase>" not in plain.critic_prompt(sample, TRUNCATE)[-1].content
 
 
 def test_schema_form_asks_for_the_arguments_of_one_call():
@@ -111,10 +112,72 @@ def test_schema_form_asks_for_the_arguments_of_one_call():
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
     domain = CodeDomain(config(), None)
-    prompt = domain.critic_prompt(sample, TRUNCATE)
-    assert "<testcase>" not in prompt and '"number": ...' in prompt
+    system, asked = domain.critic_prompt(sample, TRUNCATE)
+    prompt = system.content + asked.content
+    assert "<testcase>" not in prompt and '"number": ...' in asked.content
     schema = domain.critic_schema(sample, TRUNCATE)
     assert schema["required"] == ["number"] and schema["additionalProperties"] is False
+
+
+PAPER_CODE_CRITIC_SYSTEM = ("You are a code critic. Analyze code for bugs and generate failing test\ncases.\n"
+                            "Strictly follow the format with <think> and <testcase> tags.")  # App. A.2
+
+
+def test_the_paper_prompts_are_the_problem_alone_and_a_system_and_user_critic_message():
+    from coevo.algorithms.rlac import CodeDomain
+
+    [sample] = load_humaneval(ids=["HumanEval/2"])
+    paper = CodeDomain(config(critic_form="paper"), None)
+    # App. A.1: the problem statement exactly as the data has it, the only message.
+    assert paper.generator_prompt(sample) == [Message(role="user", content=sample.prompt)]
+    system, asked = paper.critic_prompt(sample, TRUNCATE)
+    assert (system.role, system.content) == ("system", PAPER_CODE_CRITIC_SYSTEM)
+    assert asked.role == "user" and asked.content.startswith("Analyze the given problem and the generated code")
+    assert f"Problem: {sample.prompt}" in asked.content and "return number % 1.0" in asked.content
+    # The tiny config's named departure: the instruction wrapper around the same statement.
+    [wrapped] = CodeDomain(config(templates={"generator": "generator_code_instructed"}), None).generator_prompt(sample)
+    assert wrapped.content.startswith("Complete the following Python problem.")
+    assert wrapped.content.endswith(sample.prompt) and wrapped.content != sample.prompt
+
+
+def test_a_code_run_asks_and_trains_on_the_paper_messages(tmp_path, trained, monkeypatch):
+    loaded = []
+
+    def load_model(spec, store=None, trainable=False, **options):
+        loaded.append((spec, ReplayModel(rules=MODELS[spec])))
+        return loaded[-1][1]
+
+    monkeypatch.setattr(specs, "load_model", load_model)
+    run_rlac(config(critic_form="paper"), RunStore(tmp_path))
+    problems = {s.prompt for s in load_humaneval(ids=["HumanEval/0", "HumanEval/2"])}
+    gen_calls = [c for spec, model in loaded if spec == "gen" for c in model.calls]
+    crit_calls = [c for spec, model in loaded if spec == "crit" for c in model.calls]
+    assert {(c[0].role, c[0].content) for c in gen_calls} == {("user", p) for p in problems}
+    assert all(len(c) == 1 for c in gen_calls)
+    assert crit_calls and all([(m.role, m.content) for m in c][0] == ("system", PAPER_CODE_CRITIC_SYSTEM)
+                              and [m.role for m in c] == ["system", "user"] for c in crit_calls)
+    (_, gen_pairs), (_, crit_pairs) = trained
+    assert [(p.system, p.prompt) for p in gen_pairs] == [(None, load_humaneval(ids=["HumanEval/0"])[0].prompt)]
+    assert crit_pairs and all(p.system == PAPER_CODE_CRITIC_SYSTEM for p in crit_pairs)
+
+
+@pytest.mark.parametrize("answer, passes", [
+    ("    return number % 1.0\n", True),                  # the body alone, as a completion model writes it
+    ("```python\n    return number % 1.0\n```", True),   # the body alone, fenced
+    ("    return 0.0\n", False),                          # a wrong body fails: the tests did run
+])
+def test_a_body_only_answer_runs_after_the_problem_statement(answer, passes):
+    """With the problem statement alone as the prompt, a model may continue the signature
+    and docstring with the body only (HumanEval's completion style): the sandbox then runs
+    problem statement + body."""
+    from coevo.tasks.code import candidate_program
+    from coevo.validators.code import ReferenceTests
+    from coevo.validators.sandbox import Sandbox
+
+    [sample] = load_humaneval(ids=["HumanEval/2"])
+    body = answer.replace("```python\n", "").replace("```", "")
+    assert candidate_program(sample, answer) == sample.prompt + body
+    assert ReferenceTests(Sandbox(unsafe_exec=False)).run(sample, answer).passed is passes
 
 
 @pytest.mark.parametrize("text, call", [

@@ -5,6 +5,8 @@ import copy
 import pytest
 
 from coevo.algorithms.rlac import kl_estimate
+from coevo.llm.base import user
+from coevo.types import Message
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +25,14 @@ def tiny():
 def test_kl_of_a_model_with_itself_is_zero_and_a_changed_copy_differs(tiny):
     import torch
 
-    assert kl_estimate(tiny, tiny, ["Say hi."], ["Hello there!"]) == pytest.approx(0.0, abs=1e-5)
+    assert kl_estimate(tiny, tiny, [user("Say hi.")], ["Hello there!"]) == pytest.approx(0.0, abs=1e-5)
     other = copy.copy(tiny)
     other.model = copy.deepcopy(tiny.model)
     with torch.no_grad():
         for p in other.model.parameters():
             p.add_(torch.randn_like(p) * 0.5)
-    assert kl_estimate(tiny, other, ["Say hi."], ["Hello there!"]) > 1e-3
-    assert kl_estimate(other, tiny, ["Say hi."], ["Hello there!"]) > 1e-3
+    assert kl_estimate(tiny, other, [user("Say hi.")], ["Hello there!"]) > 1e-3
+    assert kl_estimate(other, tiny, [user("Say hi.")], ["Hello there!"]) > 1e-3
 
 
 def test_kl_is_positive_on_every_single_sample_of_a_changed_model(tiny):
@@ -43,7 +45,23 @@ def test_kl_is_positive_on_every_single_sample_of_a_changed_model(tiny):
     with torch.no_grad():
         for p in other.model.parameters():
             p.add_(torch.randn_like(p) * 0.05)
-    prompts = ["Say hi.", "Name a colour.", "Count to three."]
+    prompts = [user("Say hi."), user("Name a colour."), user("Count to three.")]
     samples = ["Hello there!", "Blue", "one two three"]
     for prompt, sample in zip(prompts, samples):
         assert kl_estimate(other, tiny, [prompt], [sample]) > 0.0
+
+
+def test_the_kl_is_of_the_conversation_as_asked_system_message_included(tiny):
+    """RLAC's paper prompts have a system message: the KL must score y after it, as the
+    generator was sampled, not after the user message alone."""
+    import torch
+
+    other = copy.copy(tiny)
+    other.model = copy.deepcopy(tiny.model)
+    with torch.no_grad():
+        for p in other.model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    with_system = [Message(role="system", content="You write biographies of exactly four sentences."),
+                   Message(role="user", content="Say hi.")]
+    assert kl_estimate(other, tiny, [with_system], ["Hello there!"]) != pytest.approx(
+        kl_estimate(other, tiny, [user("Say hi.")], ["Hello there!"]), rel=1e-4)

@@ -14,12 +14,12 @@ import coevo.train.stages as stages
 from coevo.algorithms.rlac import (RlacConfig, critic_pairs, generator_pairs, ranked_pairs, reward,
                                    run_rlac)
 from coevo.config import validate
-from coevo.llm.base import by_sampling
+from coevo.llm.base import by_sampling, user
 from coevo.llm.replay import ReplayModel
 from coevo.runner import run_experiment
 from coevo.store import RunStore
 from coevo.train.common import TrainResult
-from coevo.types import Sample, Verdict
+from coevo.types import Message, Sample, Verdict
 
 GOOD = "Albert Einstein was a physicist. He was born in Ulm. He developed the theory of relativity."
 BAD = "Albert Einstein was a physicist. He was born in Vienna. He developed the theory of relativity."
@@ -47,10 +47,12 @@ def fakes(monkeypatch):
     """Replay models for every role and a recording `train_dpo`."""
     trained = []
     models = dict(FACT_MODELS)
+    loaded = {}  # spec -> the replay models loaded for it (their `calls`: what each was asked)
 
     def load_model(spec, store=None, trainable=False, **options):
         model = ReplayModel(rules=models[spec])
         model.model = None  # a trainable LocalModel's weights; the fake load_final ignores them
+        loaded.setdefault(spec, []).append(model)
         return model
 
     def train_dpo(policy, pairs, settings, output_dir, **kwargs):
@@ -64,7 +66,7 @@ def fakes(monkeypatch):
     # Restoring a finished stage is recorded, not done (no weights here); the slow tests
     # restore real checkpoints, LoRA adapters included (test_rlac_e2e.py).
     monkeypatch.setattr(stages, "restore_checkpoint", lambda policy, path, lora: trained.append({"loaded": str(path)}))
-    return {"trained": trained, "models": models}
+    return {"trained": trained, "models": models, "loaded": loaded}
 
 
 def facts_config(**changes):
@@ -86,26 +88,27 @@ def test_reward_is_zero_only_when_caught():
 
 
 def test_generator_pairs_put_survivors_over_caught_outputs():
-    pairs = generator_pairs(S, "p", ["a", "b", "c", "d"], [1, 0, 1, 0], limit=3)
+    pairs = generator_pairs(S, user("p"), ["a", "b", "c", "d"], [1, 0, 1, 0], limit=3)
     assert [(p.chosen, p.rejected) for p in pairs] == [("a", "b"), ("c", "b"), ("a", "d")]
-    assert generator_pairs(S, "p", ["a", "b"], [1, 1], limit=4) == []  # no negative: no signal
-    assert generator_pairs(S, "p", ["a", "a"], [1, 0], limit=4) == []  # identical texts: no pair
+    assert generator_pairs(S, user("p"), ["a", "b"], [1, 1], limit=4) == []  # no negative: no signal
+    assert generator_pairs(S, user("p"), ["a", "a"], [1, 0], limit=4) == []  # identical texts: no pair
 
 
 def test_critic_pairs_put_confirmed_failures_over_rejected_proposals():
-    pairs = critic_pairs(S, "cp", ["x", "y", "z"], [v("caught"), v("invalid"), v("survived")], limit=5)
+    asked = [Message(role="system", content="sys"), Message(role="user", content="cp")]
+    pairs = critic_pairs(S, asked, ["x", "y", "z"], [v("caught"), v("invalid"), v("survived")], limit=5)
     assert [(p.chosen, p.rejected) for p in pairs] == [("x", "y"), ("x", "z")]
-    assert all(p.source == "rlac:critic" and p.prompt == "cp" for p in pairs)
+    assert all(p.source == "rlac:critic" and (p.system, p.prompt) == ("sys", "cp") for p in pairs)
 
 
 def test_ranked_pairs_start_best_vs_worst_and_fill_the_budget_by_score_gap():
-    [pair] = ranked_pairs(S, "p", ["a", "b", "c"], [0.5, 1.0, 0.0], 1, "enumerative:facts")
+    [pair] = ranked_pairs(S, user("p"), ["a", "b", "c"], [0.5, 1.0, 0.0], 1, "enumerative:facts")
     assert (pair.chosen, pair.rejected) == ("b", "c")
-    pairs = ranked_pairs(S, "p", ["a", "b", "c"], [0.5, 1.0, 0.0], 4, "x")
+    pairs = ranked_pairs(S, user("p"), ["a", "b", "c"], [0.5, 1.0, 0.0], 4, "x")
     assert [(p.chosen, p.rejected) for p in pairs] == [("b", "c"), ("b", "a"), ("a", "c")]
-    assert ranked_pairs(S, "p", ["a", "b"], [1.0, 1.0], 4, "x") == []  # no difference: no pair
+    assert ranked_pairs(S, user("p"), ["a", "b"], [1.0, 1.0], 4, "x") == []  # no difference: no pair
     # The same text sampled twice is one pair, not two.
-    assert len(ranked_pairs(S, "p", ["a", "a", "c"], [1.0, 1.0, 0.0], 4, "x")) == 1
+    assert len(ranked_pairs(S, user("p"), ["a", "a", "c"], [1.0, 1.0, 0.0], 4, "x")) == 1
 
 
 def test_adversarial_round_builds_both_pair_sets_and_counts_calls(tmp_path, fakes):
@@ -116,7 +119,8 @@ def test_adversarial_round_builds_both_pair_sets_and_counts_calls(tmp_path, fake
     assert [(p.chosen, p.rejected) for p in gen["pairs"]] == [(GOOD, BAD)]
     # Bad output: CAUGHT confirmed vs INVALID rejected. Good output: no confirmed proposal.
     assert [(p.chosen, p.rejected) for p in crit["pairs"]] == [(CAUGHT, INVALID)]
-    assert "factual checker" in crit["pairs"][0].prompt
+    # The critic's instructions are its system message, the numbered output its user message.
+    assert "factual checker" in crit["pairs"][0].system and "[2] He was born in Vienna." in crit["pairs"][0].prompt
     # 1 instruction x K=2 outputs x N=2 proposals; enumerative = 3 sentences x 2 outputs.
     assert summary["verification_calls"] == {"rlac": 4, "enumerative": 6, "used": 4}
     assert summary["verification_call_ratio"] == 1.5
@@ -131,6 +135,40 @@ def test_adversarial_round_builds_both_pair_sets_and_counts_calls(tmp_path, fake
     assert {("generator", "factscore_precision", 0), ("generator", "factscore_precision", 1),
             ("critic", "detection_rate", 1), ("verification", "calls_rlac", 1),
             ("rollout", "output_tokens", 1)} <= names
+
+
+#: App. A.1 and A.2 of the RLAC paper, word for word (four sentences, data.sentences' default).
+PAPER_GENERATOR_SYSTEM = ("You are an AI assistant that provides accurate and concise biographies of individuals. "
+                          "Each biography should be exactly four sentences long, highlighting key aspects of the "
+                          "person's life, achievements, and significance.")
+PAPER_CRITIC_SYSTEM = (
+    "You are a factual checker. Based on your existing knowledge, identify exactly one sentence that contains the "
+    "most clearly verifiable factual error in the paragraph.\nReturn your answer in **exactly three lines**:\n"
+    "reason: < briefly explaining what is wrong >\n"
+    "sentence: N N is the number of the most incorrect sentence (positive integer)\n"
+    "error_fact: F a brief clause (no more than 8 words) capturing the wrong claim from that sentence")
+
+
+def test_the_paper_form_asks_both_models_in_a_system_and_a_user_message(tmp_path, fakes):
+    """critic_form: paper with the default templates is App. A: each model gets the paper's
+    system message and the task as the user message, in sampling and in the DPO pairs."""
+    run_rlac(facts_config(critic_form="paper"), RunStore(tmp_path))
+    gen_calls = [c for model in fakes["loaded"]["gen"] for c in model.calls if "biography" in c[-1].content]
+    crit_calls = [c for model in fakes["loaded"]["crit"] for c in model.calls]
+    assert gen_calls and crit_calls
+    # The generator is asked for train outputs and for held-out ones the same way.
+    assert {tuple((m.role, m.content) for m in c) for c in gen_calls} == {
+        (("system", PAPER_GENERATOR_SYSTEM), ("user", f"Write a biography of {name}."))
+        for name in ("Albert Einstein", "Marie Curie")}
+    for call in crit_calls:
+        assert [m.role for m in call] == ["system", "user"] and call[0].content == PAPER_CRITIC_SYSTEM
+        assert call[1].content.startswith("Here is an example to show the task.")
+        assert "about Albert Einstein.\nParagraph:\n[1] Albert Einstein was a physicist." in call[1].content
+    gen, crit = fakes["trained"]
+    [pair] = gen["pairs"]
+    assert (pair.system, pair.prompt) == (PAPER_GENERATOR_SYSTEM, "Write a biography of Albert Einstein.")
+    assert crit["pairs"] and {(p.system, p.prompt) for p in crit["pairs"]} <= {(c[0].content, c[1].content)
+                                                                              for c in crit_calls}
 
 
 def test_static_critic_proposes_once_and_never_trains(tmp_path, fakes):
@@ -334,4 +372,4 @@ def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
     assert summary["table"]["columns"] == ["round", "factscore_precision", "detection_rate", "kl_from_base",
                                            "calls_rlac", "calls_enumerative"]
     [(_, pair), *_] = RunStore(tmp_path / "run").get_records("rlac_pair")
-    assert set(pair) == {"round", "prompt", "chosen", "rejected", "sample_id", "source"}
+    assert set(pair) == {"round", "prompt", "chosen", "rejected", "sample_id", "source", "system"}

@@ -52,8 +52,38 @@ def test_the_tiny_configs_list_their_departures():
     assert {"models.generator", "models.critic", "k", "n", "data.source", "data.train", "data.heldout",
             "critic_form", "facts.judge", "iterations"} <= bio
     code = {d.setting for d in departures(load("rlac_code_tiny.yaml"))}
-    assert {"models.generator", "k", "data.source", "data.train", "data.heldout_source", "critic_form"} <= code
+    assert {"models.generator", "k", "data.source", "data.train", "data.heldout_source", "critic_form",
+            "templates.generator"} <= code
     assert all(d.why for d in departures(load("rlac_bio_tiny.yaml")))
+    # The bio generator's prompt is the paper's; the schema critic's own prompt is `critic_form`'s departure.
+    assert not {"templates.generator", "templates.critic"} & bio
+
+
+def test_the_full_configs_use_the_papers_templates_and_any_other_is_listed(tmp_path):
+    bio, code = load("rlac_bio_full.yaml"), load("rlac_code_full.yaml")
+    assert (bio.templates.generator, bio.templates.critic) == ("generator_bio", "critic_fact")
+    assert (code.templates.generator, code.templates.critic) == ("generator_code", "critic_code")
+    [wrapped] = departures(load("rlac_code_full.yaml", **{"templates.generator": "generator_code_instructed"}))
+    assert (wrapped.setting, wrapped.paper, wrapped.here) == ("templates.generator", "generator_code",
+                                                              "generator_code_instructed")
+    own = tmp_path / "my_critic.md"
+    own.write_text("<<system>>\nBe harsh.\n<<user>>\n{topic}: {numbered_paragraph}\n")
+    [critic] = departures(load("rlac_bio_full.yaml", **{"templates.critic": str(own)}))
+    assert critic.setting == "templates.critic" and critic.paper == "critic_fact"
+    # The schema form brings its own critic prompt: the default follows the form.
+    assert load("rlac_bio_full.yaml", critic_form="schema").templates.critic == "critic_fact_schema"
+
+
+@pytest.mark.parametrize("name, changes, message", [
+    ("rlac_bio_full.yaml", {"templates.generator": "generator_code"}, "is a code template"),
+    ("rlac_code_full.yaml", {"templates.critic": "critic_code_schema"}, "does not fit task code with critic_form paper"),
+    ("rlac_bio_full.yaml", {"templates.critic": "critic_code"}, "does not fit task facts"),
+])
+def test_a_bundled_template_of_another_task_or_form_is_refused(name, changes, message):
+    from coevo.config import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        load(name, **changes)
 
 
 def test_the_tiny_yaml_comments_name_every_departure():

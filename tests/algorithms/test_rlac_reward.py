@@ -9,6 +9,7 @@ import pytest
 
 from coevo.algorithms.rlac import RewardModelSettings, RlacConfig, run_rlac
 from coevo.config import ConfigError, validate
+from coevo.llm.base import user
 from coevo.store import RunStore
 
 from tests.algorithms.test_rlac_loop import BAD, CURIE, FACT_MODELS, GOOD, GOOD_R, fakes, facts_config  # noqa: F401
@@ -52,8 +53,8 @@ def test_scores_are_the_models_logit_and_do_not_depend_on_the_batch(reward_model
 
     from coevo.algorithms.rlac_reward import RewardModelScorer
 
-    items = [("Write a biography of Albert Einstein.", GOOD), ("Write a biography of Albert Einstein.", BAD),
-             ("Write a biography of Marie Curie.", CURIE)]
+    items = [(user("Write a biography of Albert Einstein."), GOOD), (user("Write a biography of Albert Einstein."), BAD),
+             (user("Write a biography of Marie Curie."), CURIE)]
     scorer = RewardModelScorer(reward_model, RewardModelSettings(batch_size=3))
     batched = scorer.score(items)
     one_by_one = RewardModelScorer(reward_model, RewardModelSettings(batch_size=1)).score(items)
@@ -62,7 +63,7 @@ def test_scores_are_the_models_logit_and_do_not_depend_on_the_batch(reward_model
     # The reward is the model's logit on the chat-formatted conversation.
     path = reward_model.removeprefix("hf:")
     tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModelForSequenceClassification.from_pretrained(path)
-    text = tokenizer.apply_chat_template([{"role": "user", "content": items[0][0]},
+    text = tokenizer.apply_chat_template([{"role": "user", "content": items[0][0][0].content},
                                           {"role": "assistant", "content": items[0][1]}], tokenize=False)
     with torch.inference_mode():
         logit = model(**tokenizer(text, return_tensors="pt", add_special_tokens=False)).logits[0, 0]
@@ -87,9 +88,12 @@ def test_the_reward_model_baseline_pairs_higher_over_lower_rewards_under_the_bud
     assert all(scores[p.chosen] > scores[p.rejected] for p in gen["pairs"])
     best, worst = max(outputs, key=scores.get), min(outputs, key=scores.get)
     assert (gen["pairs"][0].chosen, gen["pairs"][0].rejected) == (best, worst)
-    prompt = gen["pairs"][0].prompt
-    assert scores[best] == pytest.approx(RewardModelScorer(reward_model, RewardModelSettings()).score(
-        [(prompt, best)])[0], abs=1e-4)
+    # Scored on the conversation the generator was asked, its system message included.
+    asked = gen["pairs"][0].conversation()
+    assert [m.role for m in asked] == ["system", "user"]
+    scorer = RewardModelScorer(reward_model, RewardModelSettings())
+    assert scores[best] == pytest.approx(scorer.score([(asked, best)])[0], abs=1e-4)
+    assert scores[best] != pytest.approx(scorer.score([(asked[1:], best)])[0], abs=1e-4)
     assert summary["condition"] == "reward_model"
     assert summary["pairs"] == {"reward_model": {"1": {"generator": 2, "critic": 0}}}
     assert summary["reward_model"] == {"spec": reward_model, "outputs_scored": 3}
@@ -119,4 +123,4 @@ def test_a_classifier_with_several_outputs_is_refused(tmp_path):
     LlamaForSequenceClassification(config).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     with pytest.raises(ModelError, match="3 outputs per row"):
-        RewardModelScorer(f"hf:{tmp_path}", RewardModelSettings()).score([("p", "a")])
+        RewardModelScorer(f"hf:{tmp_path}", RewardModelSettings()).score([(user("p"), "a")])

@@ -464,3 +464,52 @@ def test_output_sets_score_each_checkpoint_on_several_generated_sets(tmp_path):
     assert {len(store.rollouts(f"coevolution/round0/eval_set{j}")) for j in (2, 3)} == {held}
     assert summary.gold_gain_ci["coevolution"]["mean_diff"] == 0.0  # per-prompt means, both rounds alike
     assert "gold_score_set_sd" in [row["metric"] for row in summary.table["rows"]]
+
+
+def test_evaluation_reports_constraint_pass_rate_for_y0_and_y1(tmp_path):
+    """Held-out prompts that state constraints get checked: y0 ("plain initial") meets
+    `include_words: [plain]` and fails `[GOOD]`; the revision y1 ("GOOD revision") the reverse.
+    Prompts without constraints are left out of n."""
+    path = tmp_path / "data.jsonl"
+    # Chosen for the seeded held-out split (q1, q5, q10): one of each, the assert below guards it.
+    wanted = {i: ("plain" if i % 8 == 1 else "GOOD") for i in range(12) if i % 4 != 2}
+    path.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Write about topic {i}.", "rubric": RUBRIC,
+                                        "meta": {"constraints": [{"kind": "include_words", "words": [wanted[i]]}]}
+                                        if i in wanted else {}}) + "\n" for i in range(12)))
+    store = RunStore(tmp_path / "run")
+    config = validate(TaiScoreConfig, {"algorithm": "taiscore", "data": {"source": str(path)}, "rounds": 1,
+                                       "pairs_per_round": 2, "grpo": {"num_generations": 2},
+                                       "evaluation": {"holdout": 0.5}})
+    summary = summary_dict(run_taiscore(config, store, FakeTrainers().backend()))
+    held = store.get_meta("held_out")
+    constrained = [int(i[1:]) for i in held if int(i[1:]) in wanted]
+    plain = sum(wanted[i] == "plain" for i in constrained)
+    assert 0 < plain < len(constrained), (held, "the seeded split must hold both kinds for this test to mean anything")
+    for r in (0, 1):
+        metrics = next(m for m in store.metrics("coevolution") if m["round"] == r and m["name"] == "eval_prompts")
+        logged = {m["name"]: m["value"] for m in store.metrics("coevolution") if m["round"] == r}
+        assert logged["constraint_count"] == len(constrained) and metrics["value"] == len(held)
+        assert logged["constraint_pass_rate"] == pytest.approx(plain / len(constrained))
+        assert logged["constraint_pass_rate_lo"] < logged["constraint_pass_rate"] < logged["constraint_pass_rate_hi"]
+        y1 = "refine_constraint" if r == 0 else "refine_after_dpo_constraint"
+        assert logged[f"{y1}_pass_rate"] == pytest.approx(1 - plain / len(constrained))
+    # Per rollout, a "constraints" judgment a viewer can show; not counted as a judge call.
+    rollouts = {ro.sample_id: ro for ro in store.rollouts("coevolution/round0/eval")}
+    for i in constrained:
+        check = rollouts[f"q{i}"].judgments
+        assert check["constraints_y0"].judge == "constraints"
+        assert check["constraints_y0"].score == float(wanted[i] == "plain")
+        assert check["constraints"].score == float(wanted[i] == "GOOD")
+    unconstrained = [i for i in held if int(i[1:]) not in wanted]
+    assert unconstrained and all("constraints_y0" not in rollouts[i].judgments for i in unconstrained)
+    # The rounds table shows the rate with its interval and n beside the gold score.
+    rows = {row["metric"]: row for row in summary["table"]["rows"]}
+    assert rows["constraint_pass_rate"]["round 0"].endswith(f"(n={len(constrained)})")
+    assert "[" in rows["constraint_pass_rate"]["round 0"]
+
+
+def test_no_constraints_no_rate(tmp_path):
+    store = RunStore(tmp_path / "run")
+    run_taiscore(_config(tmp_path, rounds=1), store, FakeTrainers().backend())
+    logged = {m["name"]: m["value"] for m in store.metrics("coevolution") if m["round"] == 0}
+    assert logged["constraint_pass_rate"] is None and logged["constraint_count"] == 0

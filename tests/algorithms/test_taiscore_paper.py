@@ -150,13 +150,17 @@ def test_plan_on_the_terminal_names_sizes_and_departures(tmp_path):
     assert "transformers, trained" in result.stdout
 
 
-def test_plan_names_missing_data_and_configs_without_a_paper():
-    def coevo_plan(config: str) -> subprocess.CompletedProcess:  # through main(): errors are one line
-        return subprocess.run([sys.executable, "-m", "coevo.cli", "plan", str(EXAMPLES / config)],
+def test_plan_says_what_data_to_bring_and_refuses_broken_data_or_no_paper(tmp_path):
+    def coevo_plan(config: Path, *args: str) -> subprocess.CompletedProcess:  # through main(): errors are one line
+        return subprocess.run([sys.executable, "-m", "coevo.cli", "plan", str(config), *args],
                               capture_output=True, text=True, timeout=120)
 
-    result = coevo_plan("taiscore_full.yaml")
-    assert result.returncode == 2 and "my_writing_prompts.jsonl" in result.stderr
-    assert "--set data.source=FILE" in result.stderr and "Traceback" not in result.stderr
-    result = coevo_plan("controls.yaml")
+    result = coevo_plan(EXAMPLES / "taiscore_full.yaml")   # the queries the user brings are not here
+    assert result.returncode == 0 and "'my_writing_prompts.jsonl' is not on this machine" in result.stdout
+    assert "--set data.source=FILE" in result.stdout and "departures from the paper (0)" in result.stdout
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"prompt": "Write."}\n{not json\n', encoding="utf-8")
+    result = coevo_plan(EXAMPLES / "taiscore_full.yaml", "--set", f"data.source={broken}")
+    assert result.returncode == 2 and "broken.jsonl" in result.stderr and "Traceback" not in result.stderr
+    result = coevo_plan(EXAMPLES / "controls.yaml")
     assert result.returncode == 2 and "reproduces no paper" in result.stderr

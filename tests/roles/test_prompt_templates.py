@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from coevo.prompts import PROMPT_DIR, load_template
+from coevo.prompts import PROMPT_DIR, Template, TemplateError, load_template
 
 FIELDS = {
     "critic": {"prompt", "response"},
@@ -31,7 +31,8 @@ FIELDS = {
     "decoevo_audit_spec_writing": set(),
     "critic_code": {"question", "code", "optional_examples_block"},  # RLAC App. A.2
     "critic_code_schema": {"question", "code", "answer_format"},  # ours: the JSON-schema form
-    "generator_code": {"problem"},
+    "generator_code": {"problem"},  # RLAC App. A.1: the problem statement alone
+    "generator_code_instructed": {"problem"},  # ours: asks for one ```python block
     # RLAC facts (issue 4)
     "critic_fact": {"topic", "numbered_paragraph"},
     "critic_fact_schema": {"topic", "numbered_paragraph"},  # ours: the JSON-schema form
@@ -69,7 +70,7 @@ def test_renders_with_no_leftover_placeholders(name):
     template = load_template(name)
     assert template.fields == FIELDS[name]
     values = {field: f"<<{field.upper()}>>" for field in template.fields}
-    text = template.render(**values)
+    text = "\n".join(m.content for m in template.messages(**values))
     assert not re.search(r"\{[a-z_][a-z0-9_]*\}", text)
     for value in values.values():
         assert text.count(value) >= 1
@@ -78,6 +79,55 @@ def test_renders_with_no_leftover_placeholders(name):
     # the inputs, which small models follow better.)
     if values and name in PAPER_TEXT:
         assert max(text.index(v) for v in values.values()) > len(text) // 2
+
+
+#: RLAC App. A prints each prompt as a system message and a user message (the code
+#: generator's as the problem statement alone); the bundled templates split where it does.
+PAPER_SPLIT = {
+    "generator_bio": ("You are an AI assistant that provides accurate and concise biographies",
+                      "Write a biography of {topic}."),
+    "critic_fact": ("You are a factual checker.", "Here is an example to show the task."),
+    "critic_code": ("You are a code critic.", "Analyze the given problem and the generated code"),
+    "generator_code": (None, "{problem}"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_SPLIT))
+def test_the_rlac_paper_prompts_split_where_the_paper_does(name):
+    system, user = load_template(name).parts
+    want_system, want_user = PAPER_SPLIT[name]
+    assert (system is None) == (want_system is None) and user.startswith(want_user)
+    if want_system:
+        assert system.startswith(want_system) and "{" not in system.replace("{n}", "")
+
+
+def test_a_template_with_a_system_part_renders_to_system_then_user():
+    messages = load_template("generator_bio").messages(n="eight", topic="Ada Lovelace")
+    assert [m.role for m in messages] == ["system", "user"]
+    assert "exactly eight sentences long" in messages[0].content
+    assert messages[1].content == "Write a biography of Ada Lovelace."
+    with pytest.raises(TemplateError, match="messages"):  # one string would merge the two messages
+        load_template("generator_bio").render(n="eight", topic="Ada Lovelace")
+
+
+def test_a_one_part_template_is_one_user_message_with_the_values_as_given():
+    problem = 'def f(x):\n    """Return x."""\n'  # a trailing newline is the problem's own
+    assert [(m.role, m.content) for m in load_template("generator_code").messages(problem=problem)] == [
+        ("user", problem)]
+
+
+@pytest.mark.parametrize("text", [
+    "<<user>>\nhi\n<<system>>\nbe brief\n",        # system after user
+    "preamble\n<<system>>\nbe brief\n<<user>>\nhi\n",  # text before the first marker
+    "<<system>>\nbe brief\n",                        # no user part
+    "<<system>>\n<<user>>\nhi\n",                     # an empty section
+])
+def test_a_malformed_section_split_is_refused_at_load(tmp_path, text):
+    path = tmp_path / "mine.md"
+    path.write_text(text)
+    with pytest.raises(TemplateError, match="mine"):
+        load_template(str(path))
+    assert Template(name="ok", text="<<user>>\n{x}\n").messages(x="1")[0].content == "1"
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_TEXT))

@@ -62,3 +62,75 @@ def test_prompts_short_enough_for_a_small_model(writing):
 
 def test_limit(writing):
     assert [s.id for s in load_samples("bundled:writing", limit=5)] == [s.id for s in writing[:5]]
+
+
+# ---------------------------------------------------------------- checkable constraints
+NUMBERS = ("zero one two three four five six seven eight nine ten").split()
+
+
+def _count(n: int) -> str:
+    """`n` as the prompts may write it: a digit string or an English word."""
+    return rf"(?:{n}|{NUMBERS[n]})" if n < len(NUMBERS) else str(n)
+
+
+def _quoted(prompt: str, text: str) -> bool:
+    return f'"{text}"' in prompt
+
+
+def stated(prompt: str, c: dict) -> bool:
+    """Whether the prompt's own words ask for constraint `c` (so a model can follow it)."""
+    kind = c["kind"]
+    if kind == "max_words":
+        return f"at most {c['value']} words" in prompt or f"under {c['value'] + 1} words" in prompt
+    if kind == "min_words":
+        return f"at least {c['value']} words" in prompt
+    if kind == "max_sentences":
+        return f"at most {c['value']} sentences" in prompt
+    if kind == "paragraphs":
+        return re.search(rf"\b(?:exactly )?{_count(c['value'])}[- ]paragraphs?\b", prompt) is not None
+    if kind == "bullets":
+        return re.search(rf"exactly {_count(c['value'])} bullet points", prompt) is not None
+    if kind == "include_words":
+        return all(_quoted(prompt, w) for w in c["words"])
+    if kind == "forbidden_words":
+        return (all(_quoted(prompt, w) for w in c["words"])
+                and re.search(r"do not use the words?", prompt, re.IGNORECASE) is not None)
+    if kind == "no_commas":
+        return "do not use any commas" in prompt.lower()
+    if kind == "title":
+        return "double angular brackets" in prompt and "<<" in prompt
+    if kind == "end_with":
+        return "end with the exact phrase" in prompt and _quoted(prompt, c["phrase"])
+    if kind == "postscript":
+        return 'postscript starting with "P.S."' in prompt
+    raise AssertionError(f"no stated-form rule for kind {kind!r}")
+
+
+def test_every_prompt_has_valid_constraints_stated_in_its_text(writing):
+    from coevo.eval.constraints import constraints_of, validate
+
+    kinds = Counter()
+    for s in writing:
+        constraints = constraints_of(s)
+        assert 1 <= len(constraints) <= 3, s.id
+        for c in constraints:
+            validate(c)
+            assert stated(s.prompt, c), (s.id, c)
+            kinds[c["kind"]] += 1
+    # Varied on purpose: word limits alone would be a length test, not instruction following.
+    assert len(kinds) >= 8, kinds
+
+
+def test_stated_rule_rejects_an_unstated_constraint():
+    prompt = "Write a memo. Use at most 200 words."
+    assert stated(prompt, {"kind": "max_words", "value": 200})
+    assert not stated(prompt, {"kind": "max_words", "value": 150})
+    assert not stated(prompt, {"kind": "include_words", "words": ["memo"]})  # not quoted
+    assert not stated(prompt, {"kind": "no_commas"})
+
+
+def test_prompts_keep_ids_genres_and_rubrics(writing):
+    # The constraints were added to the prompt text; the gold rubrics did not change.
+    first = next(s for s in writing if s.id == "wp-001")
+    assert first.genre == "story"
+    assert [c.name for c in first.rubric.criteria][:2] == ["age_appropriate_language", "fear_to_courage_arc"]

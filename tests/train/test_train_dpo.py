@@ -42,6 +42,22 @@ def test_pairs_to_dataset_is_conversational():
     assert ds[1]["rejected"] == [{"role": "assistant", "content": "I will not."}]
 
 
+def test_a_system_message_goes_first_in_the_prompt_and_is_never_cut(tokenizer):
+    pair = PreferencePair(prompt="Write a biography of Ada Lovelace.", chosen="Ada was...", rejected="No.",
+                          system="You write biographies of exactly four sentences.")
+    ds = pairs_to_dataset([pair, PAIRS[0]], None)
+    assert ds[0]["prompt"] == [{"role": "system", "content": "You write biographies of exactly four sentences."},
+                               {"role": "user", "content": "Write a biography of Ada Lovelace."}]
+    assert ds[1]["prompt"] == [{"role": "user", "content": "Say hello."}]  # no system: none added
+    # Over max_prompt_length the system message stays whole and the user message keeps its end,
+    # the two together within the limit.
+    long = pair.model_copy(update={"prompt": "filler " * 200 + "Write a biography of Ada Lovelace."})
+    system, user = pairs_to_dataset([long], tokenizer, max_prompt_length=20)[0]["prompt"]
+    assert system["content"] == pair.system and user["content"].endswith("Ada Lovelace.")
+    count = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])  # noqa: E731
+    assert count(system["content"]) + count(user["content"]) <= 20 < count(long.prompt)
+
+
 def test_long_prompts_keep_their_end(tokenizer):
     long = PreferencePair(prompt="filler " * 200 + "Final question: what is 2+2?", chosen="4", rejected="5")
     ds = pairs_to_dataset([long], tokenizer, max_prompt_length=16)
