@@ -79,3 +79,10 @@ def test_run_refuses_a_python_spec_where_no_judge_goes(tmp_path, scorers):
     proc = coevo("run", _run_config(tmp_path, f"python:{scorers}", actor=f"python:{scorers}"),
                  "--out", tmp_path / "run")
     assert proc.returncode == 2 and "models.actor" in proc.stderr and "stands only where a judge goes" in proc.stderr
+
+
+def test_refine_probes_a_python_judge_before_any_model_loads(tmp_path, scorers):
+    proc = coevo("refine", "--prompt", "Write a haiku.", "--judge", f"python:{scorers}:raises")
+    assert proc.returncode == 2 and "raises" in proc.stderr and "Traceback" not in proc.stderr
+    proc = coevo("refine", "--prompt", "Write a haiku.", "--critic", f"python:{scorers}:reward")
+    assert proc.returncode == 2 and "--critic" in proc.stderr and "not for the critic" in proc.stderr

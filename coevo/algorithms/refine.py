@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from coevo.config import DataConfig, Field, Models, SamplingConfig, StrictModel
+from coevo.llm.base import ModelError
 from coevo.judging import rollout_judge
 from coevo.prompts import Templates
 from coevo.roles.refinement import build_refinement_roles, refine
@@ -70,7 +71,16 @@ def texts_capped(sampling: SamplingConfig, max_tokens: int) -> SamplingConfig:
 
 def refine_one(prompt: str, response: str | None, *, actor: str, critic: str, judge: str,
                sampling: SamplingConfig | None = None) -> dict[str, Any]:
-    """`coevo refine`: one instruction through the pipeline, with the TAIScore judge."""
+    """`coevo refine`: one instruction through the pipeline, with the TAIScore judge (a model,
+    or a `python:` reward function, probed before any model loads)."""
+    from coevo.llm.python_functions import check_python_spec, is_python_spec
+
+    for role, spec in (("--actor", actor), ("--critic", critic)):
+        if is_python_spec(spec):
+            raise ModelError(f"{role} {spec!r}: a Python scorer stands where a judge goes, not for the {role[2:]}; "
+                             "give a model spec (see `coevo models`)")
+    if is_python_spec(judge):
+        check_python_spec(judge, ["reward"], "--judge")
     sampling = sampling or SamplingConfig()
     roles = build_refinement_roles(Models(actor=actor, critic=critic, judge=judge), sampling, Templates(), None)
     sample = Sample(id="cli", prompt=prompt)

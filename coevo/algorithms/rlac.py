@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 class RlacData(StrictModel):
     """Instructions: biographies of corpus people (facts) or code problems (code)."""
 
-    #: facts: a {title, text} corpus (`bundled:bios` or a JSONL path); code: `humaneval` or a JSONL.
+    #: facts: a {title, text} corpus (`bundled:bios` or a JSONL path); code: `humaneval`,
+    #: `bundled:code_easy` or a JSONL.
     source: str | None = None
     #: Held-out instructions from another source than the train ones (code: the paper trains
     #: on AceCode-87K-hard problems and evaluates on HumanEval); None: both from `source`.

@@ -19,7 +19,7 @@ from typing import Any
 from coevo.departures import Departure, PaperSetting, find_departures, model_named
 from coevo.planning import PlanStage, RunPlan, role, source_missing
 
-_BUNDLED = ("bundled:bios", "humaneval", "bundled:humaneval")
+_BUNDLED = ("bundled:bios", "humaneval", "bundled:humaneval", "bundled:code_easy")
 
 
 def _brought(source: Any) -> bool:

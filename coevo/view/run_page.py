@@ -15,6 +15,7 @@ from typing import Any
 from coevo.store import RunStore, stage_round
 from coevo.view import plots
 from coevo.view.context import RunRef
+from coevo.view.targets import target_section
 
 #: What the store's round column counts, where it is not a round.
 ROUND_LABEL = {"decoevo": "inner step"}
@@ -44,6 +45,8 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         for figure in group:
             figure["json"] = plots.figure_json(figure["figure"])
     summary = read_summary(ref.path)
+    task = (store.get_meta("config", {}) or {}).get("task")
+    targets = target_section(info.algorithm, task, metrics, logs, kinds, summary)
     return {
         "title": f"{info.algorithm} run {ref.id}",
         "info": info,
@@ -61,13 +64,14 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "round_tables": round_tables(metrics),
         "round_label": ROUND_LABEL.get(info.algorithm, "round"),
         "figures": figures,
+        "targets": targets,
         "images": {title: image for title, image in (store.get_meta("figures", {}) or {}).items()
                    if str(image).startswith("data:image/png;base64,")},
         "judgments": _judgment_rows(store),
         "training_stages": _stage_rows(results),
         "examples": examples(store, rows=rows),
         "skills": skill_history(store),
-        "needs_plotly": any(figures.values()),
+        "needs_plotly": any(figures.values()) or bool(targets and targets["figure"]),
     }
 
 

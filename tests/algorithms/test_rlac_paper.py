@@ -54,6 +54,9 @@ def test_the_tiny_configs_list_their_departures():
     code = {d.setting for d in departures(load("rlac_code_tiny.yaml"))}
     assert {"models.generator", "k", "data.source", "data.train", "data.heldout_source", "critic_form",
             "templates.generator"} <= code
+    # The bundled easy set is coevo's, not the paper's AceCode-87K-hard: a departure, not a user's file.
+    easy = {d.setting: d for d in departures(load("rlac_code_easy.yaml"))}
+    assert easy["data.source"].here == "bundled:code_easy" and easy["data.train"].here == 16
     assert all(d.why for d in departures(load("rlac_bio_tiny.yaml")))
     # The bio generator's prompt is the paper's; the schema critic's own prompt is `critic_form`'s departure.
     assert not {"templates.generator", "templates.critic"} & bio
@@ -87,7 +90,7 @@ def test_a_bundled_template_of_another_task_or_form_is_refused(name, changes, me
 
 
 def test_the_tiny_yaml_comments_name_every_departure():
-    for name in ("rlac_bio_tiny.yaml", "rlac_code_tiny.yaml"):
+    for name in ("rlac_bio_tiny.yaml", "rlac_code_tiny.yaml", "rlac_code_easy.yaml"):
         text = open(f"{EXAMPLES}/{name}", encoding="utf-8").read()
         comments = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
         missing = [d.setting for d in departures(load(name)) if d.setting not in comments]

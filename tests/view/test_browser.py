@@ -138,6 +138,14 @@ def test_run_page_draws_its_plots(browser, viewer, run_folders, algorithm):
             assert ticks and all(re.fullmatch(r"\d+", t) for t in ticks), (name, ticks)
             rounds_or_steps += 1
     assert rounds_or_steps, "no plot over rounds or steps"
+    # The loop's targets come first, drawn, their round and step axes on whole numbers.
+    assert plots[0].get_attribute("id") == "plot-what-the-loop-is-trained-for"
+    axes = browser.execute_script(
+        "const l = arguments[0]._fullLayout; return Object.keys(l).filter(k => k.startsWith('xaxis'))"
+        ".map(k => [l[k].title.text || '', l[k].type, (l[k]._vals || []).map(v => v.text)])", plots[0])
+    assert any(kind == "linear" for _, kind, _ in axes), axes
+    for _title, kind, ticks in axes:
+        assert kind == "category" or (ticks and all(re.fullmatch(r"\d+", t) for t in ticks)), axes
 
     # Per-step training curves: each training stage's loss as TRL logged it, step by step.
     store = RunStore(run_folders[algorithm], read_only=True)

@@ -42,6 +42,13 @@ def _dpo_history(steps: int) -> list[dict]:
     return rows + [{"step": steps, "train_loss": 0.6, "train_runtime": 8.0}]
 
 
+#: Per round, the constraint pass rate of y0 with its Wilson interval and n (as
+#: `coevo.eval.constraints.pass_rate_metrics` logs them).
+CONSTRAINTS = {r: {"constraint_pass_rate": rate, "constraint_pass_rate_lo": lo, "constraint_pass_rate_hi": hi,
+                   "constraint_count": 8.0}
+               for r, (rate, lo, hi) in enumerate([(0.25, 0.07, 0.59), (0.5, 0.22, 0.78), (0.75, 0.41, 0.93)])}
+
+
 def make_taiscore_run(run_dir: Path, *, status: str = "finished", provenance: bool = True) -> Path:
     """A two-round TAIScore-shaped run: the critic's GRPO changed nothing (zero loss, grad
     norm, reward sd, weight change), the gold score sits at 10 on 2 held-out prompts, the
@@ -63,7 +70,7 @@ def make_taiscore_run(run_dir: Path, *, status: str = "finished", provenance: bo
     store.set_meta("held_out", ["q1", "q2"])
     for r in (0, 1, 2):
         values = {"gold_score": 10.0, "eval_prompts": 2.0, "eval_judgments": 4.0, "eval_invalid": 0.0,
-                  "refine_delta": 0.5 * r}
+                  "refine_delta": 0.5 * r, **CONSTRAINTS[r]}
         if r:
             values |= {"reward_mean": 7.0, "reward_sd": 0.0, "reward_count": 4.0, "win_rate_vs_round0": 0.5,
                        "grpo_loss": 0.0, "grpo_grad_norm": 0.0, "grpo_zero_std_fraction": 1.0,
@@ -203,8 +210,61 @@ def test_plots_have_integer_rounds_and_are_grouped(client):
                 assert axis["tickmode"] == "array" and all(isinstance(v, int) for v in axis["tickvals"])
         for trace in f["data"]:
             assert all(float(x).is_integer() for x in trace["x"])
-    # results come first, in a figure of their own
-    assert next(iter(figures)) == "plot-scores-by-round"
+    # the loop's targets come first, then the results in a figure of their own
+    assert list(figures)[:2] == ["plot-what-the-loop-is-trained-for", "plot-scores-by-round"]
+
+
+def _panel_traces(figure: dict, panel: str) -> list[dict]:
+    """The traces drawn in the panel titled `panel` of a small-multiples figure."""
+    titles = [a["text"] for a in figure["layout"]["annotations"]]
+    i = titles.index(f"<b>{panel}</b>")
+    return [t for t in figure["data"] if t["xaxis"] == ("x" if i == 0 else f"x{i + 1}")]
+
+
+def test_target_figure_rounds_with_intervals_and_grpo_steps(client):
+    page = client.get("/runs/tai").text
+    target = _plot_figures(page)["plot-what-the-loop-is-trained-for"]
+    panels = [a["text"] for a in target["layout"]["annotations"]]
+    assert panels == ["<b>gold score of π_r (held out)</b>", "<b>constraint pass rate of y0</b>",
+                      "<b>critic's reward mean (GRPO)</b>", "<b>win rate vs round 0</b>",
+                      "<b>critic's reward mean per GRPO step (each round)</b>"]
+    (rate,) = _panel_traces(target, "constraint pass rate of y0")
+    assert rate["name"] == "coevolution" and rate["x"] == [0, 1, 2] and rate["y"] == [0.25, 0.5, 0.75]
+    assert rate["error_y"]["array"] == pytest.approx([0.34, 0.28, 0.18])  # hi - rate
+    assert rate["error_y"]["arrayminus"] == pytest.approx([0.18, 0.28, 0.34])  # rate - lo
+    assert rate["text"][1] == "n = 8, 95% CI [0.22, 0.78]"
+    (reward,) = _panel_traces(target, "critic's reward mean (GRPO)")
+    assert reward["x"] == [1, 2] and reward["text"] == ["n = 4, sd 0", "n = 4, sd 0"]
+    assert "error_y" not in reward  # an sd is a spread, not an interval: hover only
+    steps = _panel_traces(target, "critic's reward mean per GRPO step (each round)")
+    assert {t["name"] for t in steps} == {"coevolution/round1/critic", "coevolution/round2/critic"}
+    assert all(t["x"] == [1, 2, 3] and t["y"] == [6.0, 6.0, 6.0] for t in steps)
+    axes = {k: a for k, a in target["layout"].items() if k.startswith("xaxis")}
+    assert all(a["tickmode"] == "array" and all(isinstance(v, int) for v in a["tickvals"]) for a in axes.values())
+    assert axes["xaxis5"]["title"]["text"] == "GRPO step" and axes["xaxis4"]["title"]["text"] == "round"
+    # refinement's y1 was not checked against constraints in this run: said, not drawn empty
+    missing = re.search(r'<ul id="targets-missing"[^>]*>(.*?)</ul>', page, re.S).group(1)
+    assert "<b>constraint pass rate of refined y1</b>: not measured" in missing
+    assert "constraint pass rate of y0" not in missing
+
+
+def test_target_missing_is_said_in_words(tmp_path):
+    """A run without constraints in its data and without GRPO history: words, no empty panel."""
+    store = RunStore(tmp_path / "plain")
+    store.set_meta("algorithm", "taiscore")
+    store.set_meta("status", "finished")
+    for r in (0, 1):
+        store.log_metrics("c", {"gold_score": 5.0 + r, "eval_prompts": 4.0, "constraint_pass_rate": None,
+                                "constraint_count": 0.0}, round=r)
+    store.close()
+    page = TestClient(create_app([tmp_path / "plain"])).get("/runs/plain").text
+    target = _plot_figures(page)["plot-what-the-loop-is-trained-for"]
+    assert [a["text"] for a in target["layout"]["annotations"]] == ["<b>gold score of π_r (held out)</b>"]
+    assert _panel_traces(target, "gold score of π_r (held out)")[0]["text"] == ["n = 4", "n = 4"]
+    missing = re.search(r'<ul id="targets-missing"[^>]*>(.*?)</ul>', page, re.S).group(1)
+    assert ("<b>constraint pass rate of y0</b>: not measured — no held-out prompt states a checkable "
+            "constraint") in missing
+    assert "<b>critic&#39;s reward per GRPO step</b>: not measured — no GRPO stage" in missing
 
 
 def test_training_curves_from_trl_history(client):
@@ -270,6 +330,14 @@ def test_replay_runs(runs, client, tmp_path):
     page = TestClient(create_app([tmp_path / "deco"])).get("/runs/deco").text
     assert 'id="table-skills"' in page and 'id="table-intervals"' in page and "Diagnostic trajectory" in page
     assert "inner step 1" in page and 'id="nav-skills"' in page
+    target = _plot_figures(page)["plot-what-the-loop-is-trained-for"]
+    panels = [a["text"] for a in target["layout"]["annotations"]]
+    assert panels[:3] == ["<b>diagnostic gold-rubric score</b>", "<b>diagnostic proxy score (generated rubrics)</b>",
+                          "<b>test score (gold rubric, 0-1)</b>"]
+    summary = json.loads((tmp_path / "deco" / "summary.json").read_text())["methods"]
+    test = {t["name"]: t for t in _panel_traces(target, "test score (gold rubric, 0-1)")}
+    assert set(test) == set(summary) and all(t["x"] == [m] for m, t in test.items())
+    assert [t["y"][0] for t in test.values()] == [summary[m]["test_mean"] for m in test]
     assert "Plotly" in (tmp_path / "deco" / "report.html").read_text()
 
 
@@ -302,6 +370,11 @@ def test_rlac_replay_run_page(tmp_path, monkeypatch):
     assert fig2b["layout"]["xaxis"]["title"]["text"] == "verification calls"
     assert all(isinstance(v, int) for v in fig2b["layout"]["xaxis"]["tickvals"])
     assert "plot-training-curves-dpo-per-step" in figures
+    target = figures["plot-what-the-loop-is-trained-for"]
+    assert [a["text"] for a in target["layout"]["annotations"]] == [
+        "<b>held-out FactScore precision</b>", "<b>critic's detection rate</b>"]
+    (precision,) = _panel_traces(target, "held-out FactScore precision")
+    assert precision["name"] == "generator" and precision["x"] == [0, 1, 2]
     warnings = re.findall(r'<li class="warning warning-no-learning">(.*?)</li>', page, re.S)
     assert any("rlac/round1/generator" in w and "did not change the policy" in w for w in warnings)
 
@@ -367,3 +440,15 @@ def test_taiscore_gold_gains_are_shown_as_paired_intervals(tmp_path):
     table = table[:table.index("</table>")]
     assert "gold gain: coevolution" in table and "better: the CI is above 0" in table
     assert "gold gain: taiscore" in table and "no clear difference: the CI contains 0" in table
+
+
+def test_interval_bounds_get_no_panel_of_their_own():
+    from coevo.view.plots import metric_figures
+
+    metrics = [{"name": name, "stage": "c", "round": r, "value": v + r / 10}
+               for r in (0, 1) for name, v in (("constraint_pass_rate", 0.4), ("constraint_pass_rate_lo", 0.2),
+                                               ("constraint_pass_rate_hi", 0.6), ("orphan_lo", 0.1))]
+    panels = [re.sub(r"</?b>", "", a["text"]) for f in metric_figures(metrics)
+              for a in f["figure"]["layout"].get("annotations", [])]
+    assert "constraint_pass_rate" in panels and "orphan_lo" in panels  # a _lo without its metric stays
+    assert not {"constraint_pass_rate_lo", "constraint_pass_rate_hi"} & set(panels)
