@@ -54,6 +54,13 @@ def _same(here: Any, paper: Any) -> bool:
     return here == paper
 
 
+def model_id(spec: str) -> str:
+    """The model a spec names, whatever the engine, lower-cased: `vllm:Qwen/Qwen3-8B`,
+    `hf:Qwen/Qwen3-8B` and `openai:Qwen/Qwen3-8B@http://…/v1` are all `qwen/qwen3-8b`."""
+    model = spec.split(":", 1)[1] if ":" in spec.split("/", 1)[0] else spec
+    return model.split("@", 1)[0].rstrip("/").lower()
+
+
 def model_named(*names: str) -> Callable[[Any], bool]:
     """A model spec is the paper's model when its id ends with one of `names` (any engine:
     `hf:Qwen/Qwen3-8B`, `vllm:/models/Qwen3-8B` and `openai:Qwen/Qwen3-8B@http://…/v1` are
@@ -63,8 +70,7 @@ def model_named(*names: str) -> Callable[[Any], bool]:
     def matches(spec: Any) -> bool:
         if not isinstance(spec, str):
             return False
-        model = spec.split(":", 1)[1] if ":" in spec.split("/", 1)[0] else spec
-        model = model.split("@", 1)[0].rstrip("/").lower()
+        model = model_id(spec)
         return any(model == name or model.endswith("/" + name) for name in wanted)
 
     return matches
@@ -115,4 +121,4 @@ def departure_lines(departures: Iterable[Departure | dict[str, Any]]) -> list[st
     return lines
 
 
-__all__ = ["Departure", "PaperSetting", "config_value", "departure_lines", "find_departures", "model_named"]
+__all__ = ["Departure", "PaperSetting", "config_value", "departure_lines", "find_departures", "model_id", "model_named"]

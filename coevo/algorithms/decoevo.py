@@ -927,10 +927,17 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     return summarise(config, results, records, store, {n: len(g) for n, g in parts.items()})
 
 
+def grades_itself(config: DecoEvoConfig) -> bool:
+    """Whether the backbone grades its own answers: `models.grader` unset, or the same model
+    on any engine (`hf:Qwen/Qwen3-8B` grading for `vllm:Qwen/Qwen3-8B` is still the backbone)."""
+    from coevo.departures import model_id
+
+    grader = config.models.grader
+    return grader is None or model_id(grader) == model_id(config.models.backbone)
+
+
 def grader_warnings(config: DecoEvoConfig) -> list[str]:
     """The run warning of a grader that is the backbone (also a listed departure)."""
-    from coevo.algorithms.decoevo_paper import grades_itself
-
     if not grades_itself(config):
         return []
     how = "models.grader is unset" if config.models.grader is None else "models.grader is the backbone's model"

@@ -80,22 +80,11 @@ GRADER_WHY = ("the backbone grades its own test answers: the paper scores them w
               "official grader, separate from the training-time judge")
 
 
-def _model_id(spec: str) -> str:
-    """The model a spec names, whatever the engine: `vllm:Qwen/Qwen3-8B` -> `qwen/qwen3-8b`."""
-    model = spec.split(":", 1)[1] if ":" in spec.split("/", 1)[0] else spec
-    return model.split("@", 1)[0].rstrip("/").lower()
-
-
-def grades_itself(config: Any) -> bool:
-    """Whether the backbone grades its own answers: `models.grader` unset, or the same model
-    on any engine (`hf:Qwen/Qwen3-8B` grading for `vllm:Qwen/Qwen3-8B` is still the backbone)."""
-    grader = config.models.grader
-    return grader is None or _model_id(grader) == _model_id(config.models.backbone)
-
-
 def grader_departure(config: Any) -> Departure | None:
     """The grader row: the paper's final grader is each benchmark's own, never the backbone
     that fills the optimisation roles (unset `models.grader` means the backbone grades)."""
+    from coevo.algorithms.decoevo import grades_itself
+
     grader = config.models.grader
     if not grades_itself(config):
         return None
@@ -196,4 +185,4 @@ def _notes(config: Any, parts: dict[str, list], lacking: list[str]) -> list[str]
     return notes
 
 
-__all__ = ["BACKBONES", "GRADER_WHY", "PAPER", "departures", "grader_departure", "grades_itself", "plan"]
+__all__ = ["BACKBONES", "GRADER_WHY", "PAPER", "departures", "grader_departure", "plan"]

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field, field_validator, model_validator
 
+from coevo.algorithms.rlac_reward import RewardModelSettings
 from coevo.algorithms.rlac_records import (BaselineRecord, Critiques, CriticStats, EnumerativeScore,
                                            HeldoutEval, Instruction, IterationData, ProposalRecord,
                                            RlacSummary, RolloutStats, RoundPair, RoundRecord,
@@ -135,19 +136,6 @@ class CodeSettings(StrictModel):
     #: answer in its <testcase> format, built from a call in the problem's own docstring
     #: (`>>> f(3.5)`). The schema form needs no example: its grammar fixes the form.
     critic_examples: bool = False
-
-
-class RewardModelSettings(StrictModel):
-    """How the reward-model baseline's scorer reads (prompt, output) pairs."""
-
-    #: (prompt, output) pairs per forward pass.
-    batch_size: int = Field(4, ge=1)
-    #: Tokens of prompt + output the reward model reads; longer ones are cut on the right
-    #: (the prompt and the start of the output are what a reward model is trained to read).
-    max_length: int = Field(4096, ge=8)
-    #: ArmoRM ships its own model class (`LlamaForRewardModelWithGating`): it loads only with
-    #: the model repository's code, which you must trust to run.
-    trust_remote_code: bool = False
 
 
 class RlacTemplates(StrictModel):

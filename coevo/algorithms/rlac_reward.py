@@ -12,13 +12,26 @@ torch and transformers are imported only when a scorer is built (the CLI starts 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pydantic import Field
+
+from coevo.config import StrictModel
 from coevo.llm.base import ModelError
 from coevo.types import Conversation
 
-if TYPE_CHECKING:
-    from coevo.algorithms.rlac import RewardModelSettings
+
+class RewardModelSettings(StrictModel):
+    """How the reward-model baseline's scorer reads (prompt, output) pairs."""
+
+    #: (prompt, output) pairs per forward pass.
+    batch_size: int = Field(4, ge=1)
+    #: Tokens of prompt + output the reward model reads; longer ones are cut on the right
+    #: (the prompt and the start of the output are what a reward model is trained to read).
+    max_length: int = Field(4096, ge=8)
+    #: ArmoRM ships its own model class (`LlamaForRewardModelWithGating`): it loads only with
+    #: the model repository's code, which you must trust to run.
+    trust_remote_code: bool = False
 
 
 class RewardModelScorer:

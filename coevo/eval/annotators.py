@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from coevo.jsonl import iter_jsonl
-from coevo.tasks.loaders import DataError
+from coevo.tasks.errors import DataError
 
 #: The name of the viewer's annotator when none is given, and of records saved before the
 #: viewer recorded names (they were all one person's).

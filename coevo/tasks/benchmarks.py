@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.jsonl import iter_jsonl
-from coevo.tasks.loaders import DataError
+from coevo.tasks.errors import DataError
 from coevo.types import Criterion, Rubric, Sample
 
 #: WritingBench's score bands, in the order the official critic prompt lists them.

@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from coevo.config import DataConfig, SamplingConfig
 from coevo.jsonl import iter_jsonl
+from coevo.tasks.errors import DataError
 from coevo.types import Rubric, Sample
 
 # A plain dict, not a registry: adding a bundled set is one line and one data file.
@@ -48,10 +49,6 @@ _SOURCES_HELP = (
     "a .jsonl file, a .parquet file, a folder saved by datasets' save_to_disk, or "
     + ", ".join(f"bundled:{name}" for name in BUNDLED)
 )
-
-
-class DataError(ValueError):
-    """Task data that cannot be read; the message says what is wrong and how to fix it."""
 
 
 def load_samples(
@@ -71,7 +68,7 @@ def load_samples(
     Raises DataError for a missing file, a line that is not JSON, a missing required
     column, an unreadable rubric, or duplicate ids.
     """
-    from coevo.tasks.benchmarks import benchmark_of, load_benchmark  # (it imports DataError from here)
+    from coevo.tasks.benchmarks import benchmark_of, load_benchmark
 
     if benchmark_of(source) is not None:  # `writingbench:PATH`, `hellobench:PATH`: the benchmark's own rows
         if columns:
