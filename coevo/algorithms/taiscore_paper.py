@@ -86,18 +86,19 @@ def plan(config: Any) -> RunPlan:
     roles and departures, without loading a model. With `data.filter_queries` and no quality
     column the pools are known only after the judge grades every query: the plan says how
     many calls that is and shows no pool ids."""
-    from coevo.algorithms.taiscore import held_out_split, query_ratings, resolve_conditions, stages_for
+    from coevo.algorithms.taiscore import held_out_split, query_ratings, resolve_conditions
     from coevo.tasks.loaders import load_data, load_samples
     from coevo.tasks.pools import quality_pools, sample_critic_queries
 
     notes: list[str] = []
+    conditions = resolve_conditions(config)
     samples = read_data(lambda: load_samples(config.data.source, columns=config.data.columns or None,
                                              limit=config.data.limit), config.data.source, notes)
     if samples is None:
         return RunPlan(algorithm="taiscore", data={"source": config.data.source, "pools": None,
                                                   "critic_queries": None, "held_out": None},
-                       stages=_stages(config, resolve_conditions(config), stages_for, {"held_out": None}),
-                       roles=_roles(config, resolve_conditions(config)), departures=departures(config), notes=notes)
+                       stages=_stages(config, conditions, {"held_out": None}),
+                       roles=_roles(config, conditions), departures=departures(config), notes=notes)
     eval_samples = None
     if (ev := config.evaluation.data) is not None:
         # Its own query filter (if any) needs the judge: the plan shows the held-out set unfiltered.
@@ -122,8 +123,8 @@ def plan(config: Any) -> RunPlan:
             pool_sizes=report.sizes, quality_histogram=report.histogram, rated_high=report.rated_high,
             rated_three=report.rated_three, topped_up=report.topped_up, dropped=report.dropped, filter_calls=0)
     data["held_out"] = [s.id for s in held_out]
-    stages = _stages(config, resolve_conditions(config), stages_for, data)
-    return RunPlan(algorithm="taiscore", data=data, stages=stages, roles=_roles(config, resolve_conditions(config)),
+    return RunPlan(algorithm="taiscore", data=data, stages=_stages(config, conditions, data),
+                   roles=_roles(config, conditions),
                    departures=departures(config), notes=notes)
 
 
@@ -139,7 +140,9 @@ def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
     return roles
 
 
-def _stages(config: Any, plans: list[Any], stages_for: Any, data: dict[str, Any]) -> list[PlanStage]:
+def _stages(config: Any, plans: list[Any], data: dict[str, Any]) -> list[PlanStage]:
+    from coevo.algorithms.taiscore import stages_for
+
     sizes = [len(p) for p in data["pools"]] if data.get("pools") else [None] * config.rounds
     critic_sizes = [len(q) for q in data["critic_queries"]] if data.get("critic_queries") else sizes
     held = len(data["held_out"]) if data.get("held_out") is not None else None
