@@ -420,11 +420,17 @@ class FactsDomain:
         return [r.precision if r.precision is not None else 0.0 for r in results]
 
     def evaluate(self, heldout: list[Sample], outputs: list[str]) -> HeldoutEval:
-        """FactScore over the held-out people: precision, #correct, #incorrect (Table 1)."""
+        """FactScore over the held-out people: precision, #correct, #incorrect (Table 1),
+        with the precision's 95 % t-interval over the people with a scorable fact (n of
+        them) and each one's precision (`per_item`, by sample id)."""
         from coevo.eval.factscore import factscore, summarize
 
         items = [(str(s.meta["entity"]), self.atomic_facts(s, [o])[0]) for s, o in zip(heldout, outputs)]
-        return HeldoutEval(**summarize(factscore(self.validator, items)))
+        results = factscore(self.validator, items)
+        per_item = {s.id: r.precision for s, r in zip(heldout, results) if r.precision is not None}
+        lo, hi = _t_bounds(list(per_item.values()))
+        return HeldoutEval(**summarize(results), factscore_precision_lo=lo, factscore_precision_hi=hi,
+                           heldout_n=len(per_item), per_item=per_item)
 
 
 class CodeDomain:
@@ -497,9 +503,28 @@ class CodeDomain:
         return [float(o.passed) for o in self.tests.run_many([(sample, out) for out in outputs])]
 
     def evaluate(self, heldout: list[Sample], outputs: list[str]) -> HeldoutEval:
-        """pass@1: the share of held-out problems whose one output passes every reference test."""
+        """pass@1: the share of held-out problems whose one output passes every reference
+        test, with its Wilson 95 % interval, n, and each problem's outcome (`per_item`)."""
+        from coevo.eval.stats import wilson_interval
+
         outcomes = self.tests.run_many(list(zip(heldout, outputs)))
-        return HeldoutEval(pass_at_1=sum(o.passed for o in outcomes) / len(outcomes) if outcomes else None)
+        if not outcomes:
+            return HeldoutEval(pass_at_1=None, heldout_n=0, per_item={})
+        per_item = {s.id: float(o.passed) for s, o in zip(heldout, outcomes)}
+        share, lo, hi = wilson_interval(sum(o.passed for o in outcomes), len(outcomes))
+        return HeldoutEval(pass_at_1=share, pass_at_1_lo=lo, pass_at_1_hi=hi, heldout_n=len(outcomes),
+                           per_item=per_item)
+
+
+def _t_bounds(values: list[float]) -> tuple[float | None, float | None]:
+    """The 95 % t-interval of a mean of per-person precisions, cut to [0, 1] (a precision
+    cannot leave it; the t-interval over a few people can); none under two people."""
+    from coevo.eval.stats import t_interval
+
+    if len(values) < 2:
+        return None, None
+    _, lo, hi = t_interval(values)
+    return max(0.0, lo), min(1.0, hi)
 
 
 def _bare_call(text: str, entry: str) -> str | None:
@@ -743,7 +768,7 @@ class RlacRun:
             eval=self.evaluate(r), critic=data.critic, rollout=data.rollout,
             pairs={"generator": len(data.generator_pairs), "critic": len(data.critic_pairs)},
             training=training, counts=self.counts.model_copy(), seconds=time.perf_counter() - started)
-        self.store.log_metrics("generator", record.eval.model_dump(), round=r)
+        self.store.log_metrics("generator", record.eval.store_metrics(), round=r)
         self.store.log_metrics("critic", record.critic.model_dump(), round=r)
         self.store.log_metrics("verification", {"calls_rlac": self.counts.rlac, "calls_enumerative":
                                                 self.counts.enumerative, "calls_used": self.counts.used}, round=r)
@@ -936,7 +961,7 @@ class RlacRun:
         if done is not None:
             return BaselineRecord.model_validate(done)
         baseline = BaselineRecord(round=0, eval=self.evaluate(0))
-        self.store.log_metrics("generator", baseline.eval.model_dump(), round=0)
+        self.store.log_metrics("generator", baseline.eval.store_metrics(), round=0)
         self.store.log_metrics("verification", {"calls_rlac": 0, "calls_enumerative": 0}, round=0)
         self.store.finish_step("rlac:round0", baseline)
         return baseline
@@ -1009,9 +1034,10 @@ def _metric(config: RlacConfig) -> str:
 def _table(baseline: BaselineRecord, rounds: list[RoundRecord], config: RlacConfig) -> Table:
     metric = _metric(config)
     columns = ["round", metric, "detection_rate", "kl_from_base", "calls_rlac", "calls_enumerative"]
-    rows = [[0, baseline.eval.metric(metric), None, baseline.eval.kl_from_base, 0, 0]]
+    # The metric's cell carries its 95 % interval and n: "0.475 [0.329, 0.625] (n=40)".
+    rows = [[0, baseline.eval.cell(metric), None, baseline.eval.kl_from_base, 0, 0]]
     for rec in rounds:
-        rows.append([rec.round, rec.eval.metric(metric), rec.critic.detection_rate,
+        rows.append([rec.round, rec.eval.cell(metric), rec.critic.detection_rate,
                      rec.eval.kl_from_base, rec.counts.rlac, rec.counts.enumerative])
     return Table(columns=columns, rows=[dict(zip(columns, row)) for row in rows])
 

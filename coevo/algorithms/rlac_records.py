@@ -20,15 +20,28 @@ class HeldoutEval(Record):
     """The held-out metrics of one round: FactScore (facts) or pass@1 (code), the KL from
     the base generator when `kl` is on, and the mean greedy output length.
 
+    The headline metric comes with its 95 % interval (`<metric>_lo` / `_hi`: Wilson for
+    pass@1, Student t over people for FactScore precision; None where there is none, one
+    person say), the n behind it (`heldout_n`: problems, or people with a scorable fact) and
+    each held-out item's own score (`per_item`: sample id -> 1.0 / 0.0 passed, or the
+    person's precision), so two rounds can be compared item by item (a paired test), not
+    only by their means.
+
     Only the metrics a run measured are dumped: a code run's summary has no FactScore keys
     and a run with `kl: false` no `kl_from_base` key, as before these were typed. A measured
     metric that came out None (no scorable fact) is still dumped, as None.
     """
 
     factscore_precision: float | None = None
+    factscore_precision_lo: float | None = None
+    factscore_precision_hi: float | None = None
     facts_correct: float | None = None
     facts_incorrect: float | None = None
     pass_at_1: float | None = None
+    pass_at_1_lo: float | None = None
+    pass_at_1_hi: float | None = None
+    heldout_n: int | None = None
+    per_item: dict[str, float] | None = None
     kl_from_base: float | None = None
     heldout_output_chars: float | None = None
 
@@ -41,6 +54,25 @@ class HeldoutEval(Record):
     def metric(self, name: str) -> float | None:
         """A metric by name (the table's column), None when it was not measured."""
         return getattr(self, name, None)
+
+    def store_metrics(self) -> dict[str, float | None]:
+        """The numbers the run store logs per round (one value per metric name): not the
+        per-item scores, and the n as `heldout_count`, a name the run page takes for a count
+        (`.*_count`: tabled, never plotted as if it were a result)."""
+        values = {key: value for key, value in self.model_dump().items()
+                  if key != "per_item" and not isinstance(value, (dict, list))}
+        if "heldout_n" in values:
+            values["heldout_count"] = values.pop("heldout_n")
+        return values
+
+    def cell(self, name: str) -> float | str | None:
+        """A rounds-table cell: the metric, as ``"0.475 [0.329, 0.625] (n=40)"`` where it
+        carries an interval and its n (TAIScore's tables write theirs the same way)."""
+        value, lo, hi = self.metric(name), self.metric(f"{name}_lo"), self.metric(f"{name}_hi")
+        if value is None or lo is None or hi is None:
+            return value
+        n = f" (n={self.heldout_n})" if self.heldout_n is not None else ""
+        return f"{value:.3f} [{lo:.3f}, {hi:.3f}]{n}"
 
 
 class VerificationCounts(Record):

@@ -45,14 +45,16 @@ SIGNATURES = {
     "grader": "grader(question, answer, rubric) -> float in [0, 1]   (DecoEvo's gold grader)",
 }
 
+#: The prompt of every probe call (a function may recognise it: it is no user's data).
+PROBE_PROMPT = "Write a haiku about rain."
 _PROBE_RUBRIC = {"criteria": [{"name": "clarity", "description": "Is it clear?", "weight": 1.0}]}
 #: The probe call of each kind: plain, short inputs of the types a run passes.
 _PROBES: dict[str, tuple[Any, ...]] = {
-    "reward": ("Write a haiku about rain.", "Rain falls down.", "Mention the sound of the rain.",
+    "reward": (PROBE_PROMPT, "Rain falls down.", "Mention the sound of the rain.",
                "Rain taps on the roof."),
-    "pairwise": ("Write a haiku about rain.", "Rain falls down.", "Rain taps on the roof, softly."),
-    "gold": ("Write a haiku about rain.", "Rain taps on the roof.", _PROBE_RUBRIC),
-    "grader": ("Write a haiku about rain.", "Rain taps on the roof.", _PROBE_RUBRIC),
+    "pairwise": (PROBE_PROMPT, "Rain falls down.", "Rain taps on the roof, softly."),
+    "gold": (PROBE_PROMPT, "Rain taps on the roof.", _PROBE_RUBRIC),
+    "grader": (PROBE_PROMPT, "Rain taps on the roof.", _PROBE_RUBRIC),
 }
 
 #: The store's record kind of cached calls.

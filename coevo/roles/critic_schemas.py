@@ -78,8 +78,10 @@ def _span_pattern(words: list[str]) -> str:
 
 def _literal(word: str) -> str:
     # Only the metacharacters: escapes such as `\-` or `\#` (re.escape writes them) are not
-    # understood by every grammar engine a schema goes to (xgrammar, llama.cpp).
-    return "".join("\\" + c if c in ".^$|?*+()[]{}" else c for c in word)
+    # understood by every grammar engine a schema goes to (xgrammar, llama.cpp). A period is
+    # written `[.]`: llama.cpp's grammar parser rejects `\.` ("unknown escape") and its
+    # process then crashes, which took down a facts critic quoting "Dr. Smith".
+    return "".join("[.]" if c == "." else "\\" + c if c in "^$|?*+()[]{}" else c for c in word)
 
 
 def call_arguments(parameters: list[tuple[str, dict[str, Any], bool]]) -> dict[str, Any]:

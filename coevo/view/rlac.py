@@ -103,15 +103,20 @@ def verification_figure(store: RunStore) -> dict[str, Any] | None:
                    if any(name in v for (stage, _), v in values.items() if stage == "generator")), None)
     if metric is None:
         return None
-    lines: dict[str, list[tuple[float, float]]] = {"calls this run made": [], "enumerative checking of the same outputs": []}
+    lines: dict[str, list[tuple[Any, ...]]] = {"calls this run made": [], "enumerative checking of the same outputs": []}
     for (stage, rnd), gen in sorted(values.items(), key=lambda kv: kv[0][1]):
         if stage != "generator" or gen.get(metric) is None:
             continue
         calls = values.get(("verification", rnd), {})
+        # The round's 95 % interval as an error bar and its n in the hover: a step of 0.05
+        # in pass@1 over 40 problems is inside the noise, and the figure should say so.
+        lo, hi, n = gen.get(f"{metric}_lo"), gen.get(f"{metric}_hi"), gen.get("heldout_count")
+        hover = ", ".join(([f"n = {n:g}"] if n is not None else [])
+                          + ([f"95% CI [{lo:.3g}, {hi:.3g}]"] if lo is not None and hi is not None else []))
         for line, name in (("calls this run made", "calls_rlac"), ("enumerative checking of the same outputs",
                                                                    "calls_enumerative")):
             if calls.get(name) is not None:
-                lines[line].append((calls[name], gen[metric]))
+                lines[line].append((calls[name], gen[metric], lo, hi, hover))
     lines = {k: v for k, v in lines.items() if v}
     if not lines:
         return None

@@ -44,12 +44,13 @@ TARGETS: dict[str, tuple[Target, ...]] = {
         Target("win_rate_vs_round0", "win rate vs round 0", "no round after round 0 was compared", "eval_prompts"),
     ),
     "rlac/code": (
-        Target("pass_at_1", "held-out pass@1", "no held-out pass@1: the run has no held-out problems"),
+        Target("pass_at_1", "held-out pass@1", "no held-out pass@1: the run has no held-out problems",
+               "heldout_count"),
         Target("detection_rate", "critic's detection rate", "no critic proposal was validated", "proposals"),
     ),
     "rlac/facts": (
         Target("factscore_precision", "held-out FactScore precision",
-               "no held-out FactScore: the run has no held-out people (or no scorable fact)"),
+               "no held-out FactScore: the run has no held-out people (or no scorable fact)", "heldout_count"),
         Target("detection_rate", "critic's detection rate", "no critic proposal was validated", "proposals"),
     ),
 }

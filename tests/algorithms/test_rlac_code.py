@@ -205,9 +205,16 @@ def test_pass_at_1_is_the_share_of_heldout_problems_that_pass_every_reference_te
                        RunStore(tmp_path))
     assert summary["baseline"]["pass_at_1"] == 0.5
     assert summary["rounds"][0]["eval"]["pass_at_1"] == 0.5
-    assert [row["pass_at_1"] for row in summary["table"]["rows"]] == [0.5, 0.5]
+    # Each problem's outcome (a paired comparison of rounds needs them), its n, and the
+    # Wilson 95 % interval of 1 in 2, shown in the table beside the share.
+    assert summary["baseline"]["per_item"] == {"HumanEval/2": 1.0, "HumanEval/3": 0.0}
+    assert summary["baseline"]["heldout_n"] == 2
+    assert (summary["baseline"]["pass_at_1_lo"], summary["baseline"]["pass_at_1_hi"]) == (
+        pytest.approx(0.0945, abs=1e-4), pytest.approx(0.9055, abs=1e-4))
+    assert [row["pass_at_1"] for row in summary["table"]["rows"]] == ["0.500 [0.095, 0.905] (n=2)"] * 2
     # Only what the run measured: no FactScore keys on code, no KL with `kl: false`.
-    assert set(summary["baseline"]) == {"pass_at_1", "heldout_output_chars"}
+    assert set(summary["baseline"]) == {"pass_at_1", "pass_at_1_lo", "pass_at_1_hi", "heldout_n", "per_item",
+                                        "heldout_output_chars"}
 
 
 def test_pass_at_1_counts_a_wrong_solution_as_a_failure(tmp_path, trained):

@@ -327,7 +327,10 @@ def test_heldout_factscore_counts_each_supported_and_unsupported_fact(tmp_path, 
     # Held out: Marie Curie with two facts the corpus supports and one it does not.
     fakes["models"]["gen"] = [FACT_MODELS["gen"][0], {"match": "biography of Marie Curie", "completions": [CURIE_MOON]}]
     summary = run_rlac(facts_config(), RunStore(tmp_path))
+    # One held-out person: n=1, her own precision, and no interval over people from one.
     expected = {"factscore_precision": pytest.approx(2 / 3), "facts_correct": 2.0, "facts_incorrect": 1.0,
+                "factscore_precision_lo": None, "factscore_precision_hi": None, "heldout_n": 1,
+                "per_item": {"bio:marie-curie": pytest.approx(2 / 3)},
                 "heldout_output_chars": float(len(CURIE_MOON))}
     assert summary["baseline"] == expected and summary["rounds"][0]["eval"] == expected
     assert summary["table"]["rows"][1]["factscore_precision"] == pytest.approx(2 / 3)
@@ -363,8 +366,10 @@ def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
     [rnd] = summary["rounds"]
     assert set(rnd) == {"round", "checkpoints", "trained", "eval", "critic", "rollout", "pairs", "training",
                         "counts", "seconds"}
-    assert set(rnd["eval"]) == set(summary["baseline"]) == {"factscore_precision", "facts_correct",
-                                                            "facts_incorrect", "heldout_output_chars"}
+    assert set(rnd["eval"]) == set(summary["baseline"]) == {"factscore_precision", "factscore_precision_lo",
+                                                            "factscore_precision_hi", "heldout_n", "per_item",
+                                                            "facts_correct", "facts_incorrect",
+                                                            "heldout_output_chars"}
     assert set(rnd["critic"]) == {"detection_rate", "outcome_caught", "outcome_survived", "outcome_invalid",
                                   "proposals"}
     assert set(rnd["rollout"]) == {"output_tokens", "generator_pairs", "critic_pairs"}

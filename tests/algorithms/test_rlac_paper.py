@@ -90,7 +90,7 @@ def test_a_bundled_template_of_another_task_or_form_is_refused(name, changes, me
 
 
 def test_the_tiny_yaml_comments_name_every_departure():
-    for name in ("rlac_bio_tiny.yaml", "rlac_code_tiny.yaml", "rlac_code_easy.yaml"):
+    for name in ("rlac_bio_tiny.yaml", "rlac_code_tiny.yaml", "rlac_code_easy.yaml", "rlac_bio_easy.yaml"):
         text = open(f"{EXAMPLES}/{name}", encoding="utf-8").read()
         comments = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
         missing = [d.setting for d in departures(load(name)) if d.setting not in comments]

@@ -109,3 +109,18 @@ def test_quoted_fact_schema_lets_the_claim_be_only_words_of_the_named_sentence()
     assert not pattern.match("born in Ulm") and not pattern.match("in Vienna")  # not its words; under 3
     # Quotes cannot appear in a grammar's string pattern: the word is quoted without them.
     assert re.compile(second["properties"]["error_fact"]["pattern"]).match("He said hello twice.")
+
+
+def test_a_period_in_a_quoted_word_is_a_character_class_llama_cpp_parses():
+    """llama.cpp's grammar parser rejected `\\.` ("unknown escape at \\.") and its process
+    then crashed under a facts critic quoting "Dr. Smith"; `[.]` means the same to every engine."""
+    import re
+
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    schema = schemas.quoted_fact_proposal(["Dr. Smith was born in 1900 (in Ohio)."])
+    pattern = schema["anyOf"][0]["properties"]["error_fact"]["pattern"] if "anyOf" in schema else \
+        schema["properties"]["error_fact"]["pattern"]
+    assert "\\." not in pattern and "[.]" in pattern
+    assert re.compile(pattern).match("Dr. Smith was born")
+    grammar = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    llama_grammar.LlamaGrammar.from_string(grammar, verbose=False)  # raises on a grammar it cannot parse

@@ -1,0 +1,120 @@
+"""taiscore-actor: does TAIScore's actor DPO move the actor toward what its pairwise judge prefers?
+
+The actor stage of the TAIScore loop, on the embedded model: π_0 answers each training
+prompt (y0), the frozen Table 6 critic critiques it, π_0 revises (y1); the critique-blind
+pairwise judge compares y0 with y1 (each pair in one seeded random order, as the loop does);
+revisions it prefers become DPO pairs (y1 chosen over y0) and TRL's DPO trains π. The
+target is `constraint_pass_rate` on HELD-OUT prompts (a response passes when it meets every
+constraint of its prompt), one sampled response per prompt and seed, before training,
+every few steps and after.
+
+Default judge: `fewer_broken_constraints` (the response breaking fewer of the prompt's
+constraints wins; equal counts tie and make no pair), so the pairs carry a signal the
+target can see.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from coevo.learning.common import cached_texts, measuring_callback, writing_split
+from coevo.learning.curve import LearningCurve, curve_record
+from coevo.types import PreferencePair, Rollout, Sample, Sampling
+
+log = logging.getLogger(__name__)
+
+DEFAULT_JUDGE = "python:coevo.learning.rewards:fewer_broken_constraints"
+RESPONSE_TOKENS = 256
+
+
+def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[int] | None = None,
+            work_dir: Path, model: str = "smollm2", heldout: int = 24, train_prompts: int | None = None,
+            score_train: bool = False, rollouts: int = 1,
+            learning_rate: float = 1e-5, batch_size: int = 4, eval_every: int | None = None,
+            target: Callable[[Sample, str], float] | None = None) -> LearningCurve:
+    """DPO on the judge's pairs for `steps` optimizer steps (default: three passes over the
+    pairs); held-out constraint pass rate before, every `eval_every` steps and after.
+    `rollouts` (y0, c, y1) per training prompt make the candidates. `target(sample, response)`
+    replaces the constraint check as the measured value (a brevity score, say)."""
+    from coevo.eval.constraints import check, constraints_of
+    from coevo.llm.python_functions import check_python_spec, is_python_spec
+    from coevo.llm.specs import load_model
+    from coevo.roles.actor import Actor
+    from coevo.roles.critic import Critic
+    from coevo.roles.python_scorers import judge_for
+    from coevo.train.dpo import DPOSettings, train_dpo
+
+    reward = reward or DEFAULT_JUDGE
+    if not is_python_spec(reward):
+        raise ValueError(f"--reward must be a python: spec (python:FILE.py:FUNCTION), got {reward!r}")
+    seeds = seeds or [0, 1]
+    work_dir = Path(work_dir)
+    started = time.perf_counter()
+    check_python_spec(reward, ["pairwise"], "--reward")
+
+    train, held = writing_split(heldout)
+    train = train[:train_prompts] if train_prompts else train
+    # score_train: the target on the training prompts themselves (the fast learning tests).
+    scored = train if score_train else held
+    by_id = {s.id: s for s in train}
+    ids = list(by_id)
+    engine = load_model(model)  # frozen: π_0 and the critic write the candidates
+    judge = judge_for("pairwise", load_model(reward), Sampling())
+    pairs: list[PreferencePair] = []
+    candidates = 0
+    for r in range(rollouts):
+        base = Actor(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS, seed=r))
+        critic = Critic(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=160, seed=r), max_prompt_tokens=1024)
+        y0 = cached_texts(work_dir / f"y0_{r}.json", ids, lambda todo: base.respond([by_id[i] for i in todo]))
+        c = cached_texts(work_dir / f"critique_{r}.json", ids, lambda todo: [
+            x[0] for x in critic.critique([by_id[i].prompt for i in todo], [y0[i] for i in todo])])
+        y1 = cached_texts(work_dir / f"y1_{r}.json", ids, lambda todo: base.revise(
+            [by_id[i].prompt for i in todo], [y0[i] for i in todo], [c[i] for i in todo]))
+        batch = [Rollout(sample_id=f"{i}#{r}", x=by_id[i].prompt, y0=y0[i], c=c[i], y1=y1[i], condition="matched")
+                 for i in ids if y0[i].strip() and y1[i].strip()]
+        candidates += len(batch)
+        for rollout, judgment in zip(batch, judge.judge_rollouts(batch, seed=r)):
+            if judgment.valid and judgment.winner == "y1":
+                pairs.append(PreferencePair(prompt=base.respond_prompt(rollout.x), chosen=rollout.y1 or "",
+                                            rejected=rollout.y0, sample_id=rollout.sample_id, source="learning"))
+    if not pairs:
+        raise ValueError(f"the judge {reward} preferred no revision over its y0 in {candidates} candidates: "
+                         "nothing to train on; use more --rollouts or another judge")
+
+    policy = load_model(model, trainable=True)
+    actor = Actor(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS))
+
+    def held_out_pass() -> dict[str, float]:
+        scores: dict[str, float] = {}
+        for seed in seeds:
+            actor.sampling = actor.sampling.model_copy(update={"seed": seed})
+            for sample, response in zip(scored, actor.respond(scored)):
+                scores[f"{sample.id}#{seed}"] = float(target(sample, response) if target else
+                                                      all(check(response, k) for k in constraints_of(sample)))
+        return scores
+
+    steps = steps or 3 * math.ceil(len(pairs) / batch_size)
+    eval_every = eval_every or max(1, steps // 2)
+    points = [(0, held_out_pass())]
+    settings = DPOSettings(beta=0.1, learning_rate=learning_rate, batch_size=batch_size, epochs=100,
+                           max_steps=steps, max_length=1024, max_prompt_length=512, save_steps=10_000, seed=seeds[0])
+    result = train_dpo(policy, pairs, settings, work_dir / "actor", reference=None, resume=False,
+                       callbacks=[measuring_callback(eval_every, steps, held_out_pass, points)])
+    if points[-1][0] != result.steps:
+        points.append((result.steps, held_out_pass()))
+    return curve_record(
+        loop="taiscore-actor", target=f"{'training' if score_train else 'held-out'} "
+               f"{getattr(target, '__name__', 'target') if target else 'constraint_pass_rate'} (one sampled response "
+               "per prompt and seed)",
+        reward=reward, points=points, seconds=time.perf_counter() - started, seeds=seeds,
+        settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored),
+                  "scored": "train" if score_train else "held-out", "rollouts": rollouts,
+                  "learning_rate": learning_rate, "batch_size": batch_size, "beta": 0.1,
+                  "max_tokens": RESPONSE_TOKENS},
+        notes=[f"{len(pairs)} DPO pairs from {candidates} candidates (y1 preferred over y0 by the judge)",
+               f"DPO: {result.steps} steps, {result.seconds:.0f} s, weights moved "
+               f"{result.metrics.get('weight_delta', 0):.2g}"])

@@ -1,0 +1,61 @@
+"""What the TAIScore learning curves share: the bundled writing split, the frozen engine's
+initial responses (cached in the work folder), and a TRL callback that measures the target
+every few optimizer steps while training runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from coevo.types import Sample
+
+log = logging.getLogger(__name__)
+
+#: The loops' data: the bundled writing prompts, every one with checkable constraints.
+SOURCE = "bundled:writing"
+
+
+def writing_split(heldout: int, seed: int = 0, source: str = SOURCE) -> tuple[list[Sample], list[Sample]]:
+    """(train, held-out): a seeded split of `source` by a hash of each id, so the same
+    prompts are held out whatever the file's order."""
+    from coevo.tasks.loaders import load_samples
+
+    samples = load_samples(source)
+    if not 0 < heldout < len(samples):
+        raise ValueError(f"heldout must be between 1 and {len(samples) - 1} ({source} has {len(samples)} prompts), "
+                         f"got {heldout}")
+    ranked = sorted(samples, key=lambda s: hashlib.sha256(f"{seed}:{s.id}".encode()).hexdigest())
+    return ranked[heldout:], ranked[:heldout]
+
+
+def cached_texts(path: Path, keys: list[str], make: Callable[[list[str]], list[str]]) -> dict[str, str]:
+    """{key: text} kept in the JSON file `path`: only the keys it lacks are made (a rerun
+    of a benchmark reuses the initial responses it already paid for)."""
+    have: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+    todo = [k for k in keys if k not in have]
+    if todo:
+        have.update(zip(todo, make(todo)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(have, indent=1))
+    return {k: have[k] for k in keys}
+
+
+def measuring_callback(every: int, last: int, measure: Callable[[], Mapping[str, float]],
+                       points: list[tuple[int, Mapping[str, float]]]) -> Any:
+    """A TRL/transformers callback appending (step, measure()) every `every` steps and at
+    step `last` (the end of training), so the curve has its after point from the same
+    weights that training leaves."""
+    from transformers import TrainerCallback
+
+    class Measure(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            step = state.global_step
+            if step % every == 0 or step == last:
+                points.append((step, measure()))
+                log.info("step %d: target %.3f", step, sum(points[-1][1].values()) / max(len(points[-1][1]), 1))
+
+    return Measure()

@@ -1,0 +1,122 @@
+"""taiscore-critic: does TAIScore's critic GRPO teach the critic what its reward asks?
+
+The critic stage of the TAIScore loop, on the embedded model: the critic writes N critiques
+of each (x, y0); the loop's own GRPO reward (`taiscore.make_reward_fn`, its rules for empty
+and unreadable answers included) scores them with a Python reward; TRL's GRPO trains the
+critic. The target is that reward's mean on HELD-OUT (x, y0), one sampled critique per
+prompt and seed, measured before training, every few steps and after.
+
+Default reward: `concise_critique` (1 at 25 words or fewer, 0 at 60): the concision Table 6
+asks of the critic, a property the embedded critic can learn in a few steps. The harder
+`names_broken_constraint` (the share of the constraints y0 breaks that the critique names,
+less false alarms) is what a useful critic does; BENCHMARKS.md has both curves. With
+`reward_kind="critique_quality"` (the default) the reward reads (x, y0, critique) and no
+revision is written; `"taiscore"` has the actor revise under each critique first and passes
+y1 too (slower: one revision per critique).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from coevo.learning.common import cached_texts, measuring_callback, writing_split
+from coevo.learning.curve import LearningCurve, curve_record
+from coevo.learning.rewards import broken
+from coevo.types import Sampling
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REWARD = "python:coevo.learning.rewards:concise_critique"
+#: Rewards that score a critique by the failures of y0 it names: 0 wherever y0 has none.
+NAMES_FAILURES = "python:coevo.learning.rewards:names_broken_constraint"
+#: Initial responses are written once by the frozen engine: the critic is what learns here.
+Y0_SAMPLING = Sampling(temperature=0.8, top_p=0.95, max_tokens=256, seed=0)
+CRITIQUE_TOKENS = 64
+
+
+def measure(*, reward: str | None = None, reward_kind: str = "critique_quality", steps: int | None = None,
+            seeds: list[int] | None = None, work_dir: Path, model: str = "smollm2", heldout: int = 24,
+            train_prompts: int | None = None, score_train: bool = False,
+            learning_rate: float = 1e-5, batch_size: int = 2, num_generations: int = 4,
+            eval_every: int | None = None) -> LearningCurve:
+    """GRPO on the critic for `steps` (default 16) optimizer steps; the reward of one sampled
+    critique per scored prompt and seed before, every `eval_every` steps (default a quarter of
+    them) and after. `heldout` prompts are held out and scored; `train_prompts` caps the
+    training ones; `score_train` scores the training prompts instead (the fast tests)."""
+    from coevo.algorithms.taiscore import make_reward_fn
+    from coevo.llm.python_functions import check_python_spec, is_python_spec
+    from coevo.llm.specs import load_model
+    from coevo.roles.actor import Actor
+    from coevo.roles.critic import Critic
+    from coevo.roles.python_scorers import judge_for
+    from coevo.train.grpo import GRPOSettings, train_grpo
+
+    reward = reward or DEFAULT_REWARD
+    if not is_python_spec(reward):
+        raise ValueError(f"--reward must be a python: spec (python:FILE.py:FUNCTION), got {reward!r}")
+    if reward_kind not in ("critique_quality", "taiscore"):
+        raise ValueError(f"reward_kind must be critique_quality or taiscore, got {reward_kind!r}")
+    steps, seeds = steps or 16, seeds or [0, 1]
+    eval_every = eval_every or max(1, steps // 4)
+    work_dir = Path(work_dir)
+    started = time.perf_counter()
+    check_python_spec(reward, ["reward"], "--reward")  # a bad path or signature: one line, before any model loads
+
+    train, held = writing_split(heldout)
+    train = train[:train_prompts] if train_prompts else train
+    # score_train: the target on the training prompts themselves (the fast learning tests).
+    scored = train if score_train else held
+    engine = load_model(model)
+    actor = Actor(engine, Y0_SAMPLING)
+    by_id = {s.id: s for s in train + scored}
+    y0 = cached_texts(work_dir / "y0.json", list(by_id), lambda ids: actor.respond([by_id[i] for i in ids]))
+    notes: list[str] = []
+    if reward == NAMES_FAILURES:
+        # Where y0 breaks no constraint every critique gets 0: a group with no spread teaches
+        # GRPO nothing and a held-out 0 only dilutes the gain, so those prompts sit out.
+        before = len(train), len(scored)
+        train, scored = ([s for s in group if broken(s.prompt, y0[s.id])] for group in (train, scored))
+        notes.append(f"prompts whose y0 breaks at least one constraint: {len(train)} of {before[0]} training, "
+                     f"{len(scored)} of {before[1]} scored")
+
+    policy = load_model(model, trainable=True)
+    critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS), max_prompt_tokens=1024)
+    judge = judge_for(reward_kind, load_model(reward), Sampling())
+    reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)
+
+    def scored_reward() -> dict[str, float]:
+        scores: dict[str, float] = {}
+        for seed in seeds:
+            critic.sampling = critic.sampling.model_copy(update={"seed": seed})
+            critiques = [c[0] for c in critic.critique([s.prompt for s in scored], [y0[s.id] for s in scored])]
+            values = reward_fn([None] * len(scored), critiques, x=[s.prompt for s in scored],
+                               y0=[y0[s.id] for s in scored], sample_id=[s.id for s in scored])
+            scores |= {f"{s.id}#{seed}": float(v) for s, v in zip(scored, values)}
+        return scores
+
+    points = [(0, scored_reward())]
+    settings = GRPOSettings(num_generations=num_generations, beta=0.0, learning_rate=learning_rate,
+                            batch_size=batch_size, grad_accum=num_generations, max_prompt_length=1024,
+                            max_completion_length=CRITIQUE_TOKENS, max_steps=steps, epochs=100,
+                            save_steps=10_000, seed=seeds[0])
+    prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in train]
+    extra = {"x": [s.prompt for s in train], "y0": [y0[s.id] for s in train], "sample_id": [s.id for s in train]}
+    result = train_grpo(policy, prompts, reward_fn, settings, work_dir / "critic", resume=False, extra_columns=extra,
+                        callbacks=[measuring_callback(eval_every, steps, scored_reward, points)])
+    if points[-1][0] != result.steps:
+        points.append((result.steps, scored_reward()))
+    which = "training" if score_train else "held-out"
+    metrics = result.metrics
+    notes.append(f"GRPO: {result.steps} steps, {result.seconds:.0f} s, weights moved "
+                 f"{metrics.get('weight_delta', 0):.2g}, groups with no reward spread "
+                 f"{metrics.get('zero_std_fraction', float('nan')):.2f}, train reward mean "
+                 f"{metrics.get('reward_mean', float('nan')):.3f}")
+    return curve_record(
+        loop="taiscore-critic", target=f"{which} reward ({reward_kind}) of one sampled critique per prompt and seed",
+        reward=reward, points=points, seconds=time.perf_counter() - started, seeds=seeds,
+        settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored), "scored": which,
+                  "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
+                  "beta": 0.0, "max_completion_length": CRITIQUE_TOKENS, "reward_kind": reward_kind},
+        notes=notes)
