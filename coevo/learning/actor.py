@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from coevo.learning.common import cached_texts, measuring_callback, writing_split
+from coevo.learning.common import cached_texts, checked_reward, measuring_callback, writing_split
 from coevo.learning.curve import LearningCurve, curve_record
 from coevo.types import PreferencePair, Rollout, Sample, Sampling
 
@@ -41,7 +41,6 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     `rollouts` (y0, c, y1) per training prompt make the candidates. `target(sample, response)`
     replaces the constraint check as the measured value (a brevity score, say)."""
     from coevo.eval.constraints import check, constraints_of
-    from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.llm.specs import load_model
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
@@ -49,12 +48,10 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     from coevo.train.dpo import DPOSettings, train_dpo
 
     reward = reward or DEFAULT_JUDGE
-    if not is_python_spec(reward):
-        raise ValueError(f"--reward must be a python: spec (python:FILE.py:FUNCTION), got {reward!r}")
     seeds = seeds or [0, 1]
     work_dir = Path(work_dir)
     started = time.perf_counter()
-    check_python_spec(reward, ["pairwise"], "--reward")
+    checked_reward(reward, "pairwise")  # a bad path or signature: one line, before any model loads
 
     train, held = writing_split(heldout)
     train = train[:train_prompts] if train_prompts else train

@@ -11,12 +11,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from coevo.learning.curve import mean
+from coevo.learning.rewards import SOURCE
+from coevo.llm.python_functions import check_python_spec, is_python_spec
 from coevo.types import Sample
 
 log = logging.getLogger(__name__)
 
-#: The loops' data: the bundled writing prompts, every one with checkable constraints.
-SOURCE = "bundled:writing"
+
+def checked_reward(spec: str, kind: str) -> None:
+    """A loop's `--reward` must be a `python:` spec whose function works as `kind`: one line
+    naming the problem (ValueError / ModelError) before any model loads."""
+    if not is_python_spec(spec):
+        raise ValueError(f"--reward must be a python: spec (python:FILE.py:FUNCTION), got {spec!r}")
+    check_python_spec(spec, [kind], "--reward")
 
 
 def writing_split(heldout: int, seed: int = 0, source: str = SOURCE) -> tuple[list[Sample], list[Sample]]:
@@ -56,6 +64,6 @@ def measuring_callback(every: int, last: int, measure: Callable[[], Mapping[str,
             step = state.global_step
             if step % every == 0 or step == last:
                 points.append((step, measure()))
-                log.info("step %d: target %.3f", step, sum(points[-1][1].values()) / max(len(points[-1][1]), 1))
+                log.info("step %d: target %s", step, mean(points[-1][1]))
 
     return Measure()

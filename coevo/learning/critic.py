@@ -21,7 +21,7 @@ import logging
 import time
 from pathlib import Path
 
-from coevo.learning.common import cached_texts, measuring_callback, writing_split
+from coevo.learning.common import cached_texts, checked_reward, measuring_callback, writing_split
 from coevo.learning.curve import LearningCurve, curve_record
 from coevo.learning.rewards import broken
 from coevo.types import Sampling
@@ -46,7 +46,6 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     them) and after. `heldout` prompts are held out and scored; `train_prompts` caps the
     training ones; `score_train` scores the training prompts instead (the fast tests)."""
     from coevo.algorithms.taiscore import make_reward_fn
-    from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.llm.specs import load_model
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
@@ -54,15 +53,13 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     from coevo.train.grpo import GRPOSettings, train_grpo
 
     reward = reward or DEFAULT_REWARD
-    if not is_python_spec(reward):
-        raise ValueError(f"--reward must be a python: spec (python:FILE.py:FUNCTION), got {reward!r}")
     if reward_kind not in ("critique_quality", "taiscore"):
         raise ValueError(f"reward_kind must be critique_quality or taiscore, got {reward_kind!r}")
     steps, seeds = steps or 16, seeds or [0, 1]
     eval_every = eval_every or max(1, steps // 4)
     work_dir = Path(work_dir)
     started = time.perf_counter()
-    check_python_spec(reward, ["reward"], "--reward")  # a bad path or signature: one line, before any model loads
+    checked_reward(reward, "reward")  # a bad path or signature: one line, before any model loads
 
     train, held = writing_split(heldout)
     train = train[:train_prompts] if train_prompts else train

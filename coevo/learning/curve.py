@@ -10,11 +10,8 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
-from coevo.eval.stats import paired_bootstrap_ci
+from coevo.eval.paired import paired_difference
 from coevo.types import Record
-
-#: Resamples of the paired bootstrap: enough for two decimals.
-RESAMPLES = 5000
 
 
 class LearningCurve(Record):
@@ -41,17 +38,13 @@ class LearningCurve(Record):
         return self.gain_ci[0] is not None and self.gain_ci[0] > 0
 
 
-def paired_gain(before: Mapping[str, float], after: Mapping[str, float], seed: int = 0
+def paired_gain(before: Mapping[str, float], after: Mapping[str, float]
                 ) -> tuple[float | None, float | None, float | None, int]:
-    """(mean after − before, lo, hi, n) over the keys scored both times; no interval under 2."""
+    """(mean after − before, lo, hi, n) over the keys scored both times (the tables' paired
+    bootstrap, `paired_difference`); no interval under 2."""
     keys = sorted(set(before) & set(after))
-    if not keys:
-        return None, None, None, 0
-    gain, lo, hi = paired_bootstrap_ci([after[k] for k in keys], [before[k] for k in keys],
-                                       n_resamples=RESAMPLES, seed=seed)
-    if len(keys) < 2:
-        lo = hi = None
-    return gain, lo, hi, len(keys)
+    ci = paired_difference([after[k] for k in keys], [before[k] for k in keys])
+    return ci.mean_diff, ci.low, ci.high, ci.n_pairs
 
 
 def mean(values: Mapping[str, float]) -> float | None:

@@ -44,7 +44,9 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     from coevo.runner import run_experiment
     from coevo.store import STORE_FILE
 
-    if reward is not None and reward.strip().startswith("python:"):
+    from coevo.llm.python_functions import is_python_spec
+
+    if reward is not None and is_python_spec(reward):
         raise ValueError(f"rlac-code's reward is the code validator (the critic's test run on the reference and "
                          f"on the output in the sandbox); no Python reward applies, so {reward!r} cannot stand "
                          "for it: leave the reward out")
