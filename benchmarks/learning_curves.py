@@ -5,8 +5,8 @@ measures the loop's target on held-out items before training, at intermediate st
 after (coevo/learning/ has one module per loop):
 
     taiscore-critic   GRPO on TAIScore's critic; target: the held-out reward of its critiques
-                      (default reward: names_broken_constraint, the share of the constraints
-                      y0 breaks that the critique names)
+                      (default reward: concise_critique, Table 6's "concise feedback";
+                      names_broken_constraint asks it to name the constraints y0 breaks)
     taiscore-actor    DPO on the revisions a Python pairwise judge prefers; target: held-out
                       constraint_pass_rate (default judge: fewer_broken_constraints)
     rlac-code         examples/rlac_code_easy.yaml; target: held-out pass@1
@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reward-kind", choices=["critique_quality", "taiscore"], default="critique_quality",
                         help="taiscore-critic only: taiscore has the actor revise first and passes y1")
     parser.add_argument("--steps", type=int, help="optimizer steps (rlac-code: iterations); default per loop")
+    parser.add_argument("--learning-rate", type=float,
+                        help="the TAIScore loops only: the optimizer's learning rate (default per loop; "
+                             "rlac-code reads its config's, decoevo trains no weights)")
     parser.add_argument("--seeds", help="comma-separated seeds (default: 0,1 for the TAIScore loops, whose seeds "
                                         "are sampling seeds of the measurement; 0 for rlac-code and decoevo, "
                                         "where each seed is a whole run)")
@@ -60,12 +63,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
     if args.steps is not None and args.steps < 1:
         parser.error(f"--steps must be at least 1, got {args.steps}")
+    if args.learning_rate is not None and not args.loop.startswith("taiscore-"):
+        parser.error(f"--learning-rate applies to the TAIScore loops only; {args.loop} sets its own")
+    if args.learning_rate is not None and args.learning_rate <= 0:
+        parser.error(f"--learning-rate must be positive, got {args.learning_rate}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from coevo.llm.base import ModelError
 
     measure = importlib.import_module(LOOPS[args.loop]).measure
     options = {"reward_kind": args.reward_kind} if args.loop == "taiscore-critic" else {}
+    if args.learning_rate is not None:
+        options["learning_rate"] = args.learning_rate
     with tempfile.TemporaryDirectory(prefix=f"coevo-{args.loop}-") as scratch:
         try:
             result = measure(reward=args.reward, steps=args.steps, seeds=seeds,

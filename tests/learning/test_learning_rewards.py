@@ -81,7 +81,8 @@ def test_the_benchmark_names_a_bad_reward_and_exits_2(tmp_path):
     assert "missing.py" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("args", [["--seeds", "a,b"], ["--steps", "0"], ["--loop", "nope"]])
+@pytest.mark.parametrize("args", [["--seeds", "a,b"], ["--steps", "0"], ["--loop", "nope"], ["--learning-rate", "0"],
+                                  ["--loop", "decoevo", "--learning-rate", "1e-5"]])
 def test_the_benchmark_refuses_bad_arguments(args):
     base = ["--loop", "taiscore-critic"] if "--loop" not in args else []
     result = subprocess.run([sys.executable, "benchmarks/learning_curves.py", *base, *args],
