@@ -90,6 +90,8 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
 
     `scoring` (expected | sampled) overrides the sampling's; judges that serve as GRPO
     rewards also write `judgment.reward` under the training rules of `judge_as_reward`.
+    The pairwise judge judges each (y0, y1) in both shown orders and averages
+    (`coevo.eval.both_orders.both_orders_judgment`: `consistent`, `won_by`, `orders`).
     """
     from coevo.config import SamplingConfig
     from coevo.llm.python_functions import check_python_spec, is_python_spec
@@ -109,6 +111,10 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
     if scoring is not None:
         sampling = JudgeSampling(**{**sampling.model_dump(), "scoring": scoring})
     scorer = rollout_judge(kind, load_model(judge_spec), sampling)
+    if kind == "pairwise":  # an evaluation: a position preference must not move it
+        from coevo.eval.both_orders import BothOrdersScorer
+
+        scorer = BothOrdersScorer(scorer)  # type: ignore[arg-type]
     needs_critique = kind in ("taiscore", "critique_quality", "adherence")
     needs_revision = kind in ("taiscore", "adherence", "outcome_gain", "pairwise")
     missing = [r.sample_id for r in rollouts

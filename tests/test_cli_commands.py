@@ -186,6 +186,11 @@ def test_quickstart_runs_its_taiscore_config_and_resumes(tmp_path, monkeypatch):
     assert [r["round"] for r in summary["rounds"]] == [1]
     assert "TAIScore quickstart" in result.output and f"report: {out / 'report.html'}" in result.output
     assert (out / "report.html").is_file()
+    # The win rate from both shown orders, with its CI and n, and the judge's position
+    # consistency beside it: this judge always answers "1", so it is 0.5 and 0.
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 2}
+    assert "0.500 [0.095, 0.905] (n=2)" in rows["win_rate_vs_round0"]
+    assert "0.000" in rows["position_consistency_vs_round0"]
 
     # Run again: it resumes the finished run (restores both stages, trains nothing).
     again = CliRunner().invoke(app, args)
@@ -239,7 +244,8 @@ def test_every_command_answers_h_and_help_in_words_for_users():
 
 
 #: The one name of each thing an option may be, across every command.
-MODEL_OPTIONS = {"--model", "--actor", "--critic", "--judge"}
+# `--other`: the second model whose answers `coevo audit judge` compares with the judge's own.
+MODEL_OPTIONS = {"--model", "--actor", "--critic", "--judge", "--other"}
 RETIRED = {"--grader", "--root", "--output", "--out-dir", "--no-fresh", "--no-resume"}
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from coevo.config import DataConfig, Field, Models, SamplingConfig, StrictModel
+from coevo.eval.both_orders import BothOrdersScorer, both_orders_of, summarise_both_orders
 from coevo.llm.base import ModelError
 from coevo.judging import rollout_judge
 from coevo.prompts import Templates
@@ -36,28 +37,41 @@ class RefineRunConfig(StrictModel):
 
 
 class RefineSummary(BaseModel):
-    """`summary.json` of a refine run: how many samples, and each judge's mean score."""
+    """`summary.json` of a refine run: how many samples, and each judge's mean score (the
+    pairwise judge's: the win rate of y1 over y0 from both shown orders, with its 95 % CI
+    and the judge's position consistency)."""
 
     n_samples: int
     table: Table
 
 
 def run_refinement(config: RefineRunConfig, store: RunStore) -> RefineSummary:
-    """`coevo run` entry for `algorithm: refine`: rollouts + judges, mean score per judge."""
+    """`coevo run` entry for `algorithm: refine`: rollouts + judges, mean score per judge.
+    The pairwise judge is an evaluation here: each (y0, y1) in both shown orders, averaged
+    (`coevo.eval.both_orders`), so its position preference cannot move the mean."""
     roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
     samples = load_data(config.data, roles.judge_model, config.sampling)
     judges = {name: rollout_judge(name, roles.judge_model, config.sampling.judge)
               for name in config.judges}
+    if "pairwise" in judges:
+        judges["pairwise"] = BothOrdersScorer(judges["pairwise"])  # type: ignore[arg-type]
     rollouts = refine(samples, roles.actor, roles.critic, judges, store=store,
                       batch_size=config.batch_size)
-    rows = []
+    rows, metrics = [], {}
     for name in config.judges:
         scores = [r.judgments[name].score for r in rollouts if r.judgments[name].valid]
-        rows.append({"judge": name, "mean": sum(scores) / len(scores) if scores else None,
-                     "valid": len(scores), "invalid": len(rollouts) - len(scores)})
-    store.log_metrics("refine", {f"{row['judge']}_mean": row["mean"] for row in rows})
-    return RefineSummary(n_samples=len(samples),
-                         table=Table(columns=["judge", "mean", "valid", "invalid"], rows=rows))
+        row = {"judge": name, "mean": sum(scores) / len(scores) if scores else None,
+               "valid": len(scores), "invalid": len(rollouts) - len(scores)}
+        if name == "pairwise":
+            found = summarise_both_orders([both_orders_of(r.judgments[name]) for r in rollouts])
+            row |= {"mean_lo": found.win_rate_lo, "mean_hi": found.win_rate_hi,
+                    "position_consistency": found.position_consistency}
+            metrics |= found.metrics("pairwise_mean", "pairwise")
+        rows.append(row)
+    metrics |= {f"{row['judge']}_mean": row["mean"] for row in rows}
+    store.log_metrics("refine", metrics)
+    columns = ["judge", "mean"] + (["mean_lo", "mean_hi", "position_consistency"] if "pairwise" in judges else [])
+    return RefineSummary(n_samples=len(samples), table=Table(columns=columns + ["valid", "invalid"], rows=rows))
 
 
 def texts_capped(sampling: SamplingConfig, max_tokens: int) -> SamplingConfig:

@@ -124,7 +124,7 @@ class EvaluationConfig(StrictModel):
     data: DataConfig | None = None
     limit: int | None = Field(None, ge=1)
     gold_rubric: bool = True      # S(π) under the gold rubrics (samples without rubrics skip it)
-    win_rate: bool = True         # pairwise win rate of π_t against π_0's responses
+    win_rate: bool = True         # pairwise win rate of π_t against π_0's responses (each pair in both orders)
     refinement: bool = True       # direct refinement utility of κ_t: S(y1), Δ = S(y1) − S(y0)
     #: Independent sets of held-out responses each checkpoint writes, each scored on its own
     #: (Table 1: three, reported as mean ± sd): `gold_score` is their mean and

@@ -20,8 +20,17 @@ and, after the round's DPO, for the models after round r (π_r, κ_r) (`evaluate
                       refinements' y1 get `refine_constraint_*` (before DPO, and round 0) and
                       `refine_after_dpo_constraint_*`. Per rollout: judgments "constraints_y0"
                       and "constraints" (y1);
-  win_rate_vs_round0  pairwise judge, π_r's response vs π_0's for the same prompt (ties ½),
-                      order randomised per item; π_0 itself is not compared (round 0);
+  win_rate_vs_round0  pairwise judge, π_r's response vs π_0's for the same prompt, every
+                      pair judged in BOTH shown orders and the two preferences averaged (ties
+                      and verdicts that disagree count ½; coevo.eval.both_orders), so a
+                      judge's position preference cannot move it; with `_lo`/`_hi` (Wilson
+                      95 %) and `_n` (items with both verdicts readable), and beside it
+                      `position_consistency_vs_round0` (share of items whose two verdicts name
+                      the same response) and `first_position_rate_vs_round0` (share of
+                      verdicts won by the response shown first, ties ½: 1.0 = the judge reads
+                      only the order). Per rollout: judgments "pairwise_vs_round0" (π_0's
+                      response shown first) and "pairwise_vs_round0_swapped". π_0 itself is
+                      not compared (round 0);
   refine_S_y1_after_dpo, refine_delta_after_dpo
                       the same refinement with the updated actor: y1 = π_r(x, y0, κ_r(x, y0))
                       on π_r's own y0 (not the paper's Table 3 quantity; rounds ≥ 1 only);
@@ -44,9 +53,10 @@ from collections.abc import Sequence
 import copy
 from typing import TYPE_CHECKING, Any
 
+from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.paired import paired_difference
-from coevo.eval.stats import mean_sd, win_rate
+from coevo.eval.stats import mean_sd
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
@@ -60,8 +70,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Metrics shown in the summary tables, in this order (others stay in the store and report).
-TABLE_METRICS = ("gold_score", "constraint_pass_rate", "gold_score_set_sd", "win_rate_vs_round0", "refine_S_y1",
-                 "refine_delta", "refine_delta_after_dpo", "reward_mean", "pairs_selected", "invalid_judgment_rate")
+TABLE_METRICS = ("gold_score", "constraint_pass_rate", "gold_score_set_sd", "win_rate_vs_round0",
+                 "position_consistency_vs_round0", "refine_S_y1", "refine_delta", "refine_delta_after_dpo",
+                 "reward_mean", "pairs_selected", "invalid_judgment_rate")
 #: The tables' column (comparison) or row (rounds) of the paired gold gain and its CI.
 GAIN = "gold_gain vs round 0 (95% CI)"
 
@@ -148,12 +159,16 @@ class RoundEvaluator:
                 metrics |= self._output_sets(r, actor, [samples[i] for i in rubric], metrics["gold_score"])
         if config.win_rate and r > 0:
             base = [self.base_responses.get(s.id, "") for s in samples]
-            verdicts = self.pairwise.judge([s.prompt for s in samples], base, y0, ids=[s.id for s in samples],
-                                           seed=self.seed, labels=("round0", "current"))
-            for rollout, verdict in zip(rollouts, verdicts):
-                rollout.judgments["pairwise_vs_round0"] = verdict
-            prefs = [v.score for v in verdicts if v.valid]
-            metrics["win_rate_vs_round0"] = win_rate(prefs) if prefs else None
+            # Both shown orders, averaged: an evaluation number a position bias cannot move
+            # (the actor's DPO pairs keep the paper's one random order).
+            pairs = map_batches(
+                lambda rows: judge_both_orders(self.pairwise, [s.prompt for s, _, _ in rows], [b for _, b, _ in rows],
+                                               [y for _, _, y in rows], labels=("round0", "current")),
+                list(zip(samples, base, y0)), size, f"eval round {r}: pairwise vs round 0 (both orders)")
+            for rollout, (as_given, swapped) in zip(rollouts, pairs):
+                rollout.judgments["pairwise_vs_round0"] = as_given
+                rollout.judgments["pairwise_vs_round0_swapped"] = swapped
+            metrics |= summarise_both_orders(pairs).metrics("win_rate_vs_round0", "vs_round0")
         if config.refinement:
             found = self._refine(f"eval round {r}", samples, rollouts, actor, critic)
             # Round 0 has had no DPO: κ_0 on π_0 is the before-DPO quantity itself.
@@ -294,11 +309,12 @@ def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[
 
 def _cell(metrics: dict[str, Any], metric: str) -> float | str | None:
     """A rounds-table cell: the value, or ``"0.417 [0.193, 0.680] (n=12)"`` where the metric
-    carries a 95 % CI (`<metric>_lo`, `_hi`) and its n (`constraint_pass_rate`)."""
+    carries a 95 % CI (`<metric>_lo`, `_hi`) and its n (`<metric>_n`, or `constraint_count`
+    for `constraint_pass_rate`)."""
     value, lo, hi = metrics.get(metric), metrics.get(f"{metric}_lo"), metrics.get(f"{metric}_hi")
     if value is None or lo is None or hi is None:
         return value
-    n = metrics.get(metric.removesuffix("_pass_rate") + "_count")
+    n = metrics.get(f"{metric}_n", metrics.get(metric.removesuffix("_pass_rate") + "_count"))
     return f"{value:.3f} [{lo:.3f}, {hi:.3f}]" + (f" (n={n:.0f})" if n is not None else "")
 
 

@@ -8,7 +8,10 @@ feedback differs:
             keeping critique source, style and marginal distribution;
   matched   each y0 gets the critique written for it.
 Every revision is kept (no preference filtering). The evaluator reports S(y0), S(y1) and
-Δ = S(y1) − S(y0) (gold-rubric judge), or the win rate of y1 over y0 (pairwise judge).
+Δ = S(y1) − S(y0) (gold-rubric judge), or the win rate of y1 over y0 (pairwise judge: every
+pair judged in both shown orders and averaged, with its Wilson 95 % CI, the position
+consistency and the first-position rate; coevo.eval.both_orders). Per rollout, the pairwise
+judgments are "pairwise" (y0 shown first) and "pairwise_swapped".
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from coevo.config import DataConfig, Models, SamplingConfig, StrictModel
-from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci, win_rate
+from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
+from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci
 from coevo.progress import map_batches
 from coevo.prompts import Templates
 from coevo.roles.refinement import build_refinement_roles
@@ -88,16 +92,19 @@ def run_controls(config: ControlsConfig, store: RunStore) -> ControlsSummary:
                          size, f"revise: {condition}")
         judged = evaluate(samples, y1, y0)
         for sample, a, c, b, judgment, before in zip(samples, y0, feedback, y1, judged, s_y0 or judged):
-            judgments = {config.evaluator: judgment}
             if s_y0 is not None:
-                judgments[f"{config.evaluator}_y0"] = before
+                judgments = {config.evaluator: judgment, f"{config.evaluator}_y0": before}
+            else:  # the pairwise judge's (y0 shown first, y1 shown first)
+                judgments = {config.evaluator: judgment[0], f"{config.evaluator}_swapped": judgment[1]}
             store.save_rollout("controls", Rollout(sample_id=sample.id, x=sample.prompt, y0=a, c=c,
                                                     y1=b, condition=condition, judgments=judgments))
         row = _summarise(condition, judged, s_y0)
         store.log_metrics(f"controls/{condition}", {k: v for k, v in row.items() if isinstance(v, float)})
         rows.append(row)
     columns = (["condition", "S(y0)", "S(y1)", "delta", "delta_ci_low", "delta_ci_high", "n_valid",
-                "n_invalid"] if s_y0 is not None else ["condition", "win_rate_vs_y0", "n_valid", "n_invalid"])
+                "n_invalid"] if s_y0 is not None else ["condition", "win_rate_vs_y0", "win_rate_vs_y0_lo",
+                                                       "win_rate_vs_y0_hi", "position_consistency_vs_y0",
+                                                       "first_position_rate_vs_y0", "n_valid", "n_invalid"])
     table = Table(columns=columns, rows=rows)
     store.set_meta("tables", {"Critique-content controls": table.model_dump()})
     return ControlsSummary(n_samples=len(samples), evaluator=config.evaluator, table=table)
@@ -118,18 +125,21 @@ def _evaluator(config: ControlsConfig, model):
             lambda rows: judge.judge([s for s, _ in rows], [r for _, r in rows]),
             list(zip(samples, responses)), size, "gold-rubric judge")
     pairwise = PairwiseJudge(model, config.sampling.judge)
+    # Each pair in both shown orders (one call): a position bias cannot move the win rate.
     return lambda samples, y1, y0: map_batches(
-        lambda rows: pairwise.judge([s.prompt for s, _, _ in rows], [a for _, a, _ in rows],
-                                    [b for _, _, b in rows], ids=[s.id for s, _, _ in rows],
-                                    seed=config.seed, labels=("y0", "y1")),
-        list(zip(samples, y0, y1)), size, "pairwise judge")
+        lambda rows: judge_both_orders(pairwise, [s.prompt for s, _, _ in rows], [a for _, a, _ in rows],
+                                       [b for _, _, b in rows], labels=("y0", "y1")),
+        list(zip(samples, y0, y1)), size, "pairwise judge (both orders)")
 
 
-def _summarise(condition: str, judged: list[Judgment], before: list[Judgment] | None) -> dict[str, Any]:
+def _summarise(condition: str, judged: list[Any], before: list[Judgment] | None) -> dict[str, Any]:
+    """One table row: `judged` holds gold-rubric judgments of y1 (`before`: of y0), or
+    without `before` the pairwise judge's (y0 first, y1 first) judgments of (y0, y1)."""
     if before is None:
-        prefs = [j.score for j in judged if j.valid]
-        return {"condition": condition, "win_rate_vs_y0": win_rate(prefs) if prefs else None,
-                "n_valid": len(prefs), "n_invalid": len(judged) - len(prefs)}
+        found = summarise_both_orders(judged)
+        # `win_rate_vs_y0_n` (= n_valid) is logged with the rest, though not a table column.
+        return {"condition": condition, **found.metrics("win_rate_vs_y0", "vs_y0"), "n_valid": found.n,
+                "n_invalid": found.n_invalid}
     # Δ is paired: only samples whose y0 and y1 judgments are both readable count.
     pairs = [(b.score, a.score) for a, b in zip(judged, before) if a.valid and b.valid]
     row: dict[str, Any] = {"condition": condition, "n_valid": len(pairs), "n_invalid": len(judged) - len(pairs)}

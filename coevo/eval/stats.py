@@ -135,11 +135,13 @@ def t_interval(values: Sequence[float], alpha: float = 0.05) -> tuple[float, flo
     return mean, mean - half, mean + half
 
 
-def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float, float]:
+def wilson_interval(successes: float, n: int, alpha: float = 0.05) -> tuple[float, float, float]:
     """Share ``successes / n`` and its Wilson score ``1 - alpha`` interval.
 
     Wilson rather than the normal (Wald) interval because pass rates near 0 or 1 over a few
     dozen prompts are common here, where Wald collapses to a zero-width or out-of-[0, 1] range.
+    `successes` may be fractional (a win rate's ties count ½): each item is then taken as a
+    Bernoulli trial of its mean, which over-states its variance, so the interval errs wide.
     """
     if n < 1:
         raise ValueError(f"wilson_interval needs n >= 1, got {n}.")

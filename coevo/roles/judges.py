@@ -261,6 +261,18 @@ def order_swapped(item_id: str, seed: int = 0) -> bool:
     return random.Random(int.from_bytes(digest[:8], "big")).random() < 0.5
 
 
+def shown_swapped(prompts: Sequence[str], ids: Sequence[str] | None, seed: int,
+                  rng: random.Random | None, swapped: Sequence[bool] | None) -> list[bool]:
+    """Per item, whether a pairwise judge shows the second response first: `swapped` as
+    given, else one `rng` draw per item, else `order_swapped(id, seed)`."""
+    if swapped is not None:
+        if len(swapped) != len(prompts):
+            raise ValueError(f"swapped has {len(swapped)} entries for {len(prompts)} items")
+        return [bool(s) for s in swapped]
+    keys = list(ids) if ids is not None else list(prompts)
+    return [rng.random() < 0.5 if rng is not None else order_swapped(str(key), seed) for key in keys]
+
+
 class PairwiseJudge(Judge):
     """D.3: critique-blind preference between two responses shown in random order.
 
@@ -291,19 +303,18 @@ class PairwiseJudge(Judge):
         seed: int = 0,
         rng: random.Random | None = None,
         labels: tuple[str, str] = ("first", "second"),
+        swapped: Sequence[bool] | None = None,
     ) -> list[Judgment]:
         """Compare `first[i]` with `second[i]` for `prompts[i]`.
 
-        The shown order comes from `rng` when given (one draw per item, in order), else
-        from `order_swapped(ids[i], seed)`; without `ids` the prompt text stands in.
+        The shown order comes from `swapped` when given (True: `second[i]` shown first;
+        how `coevo.eval.both_orders` asks for both orders), else from `rng` (one draw per
+        item, in order), else from `order_swapped(ids[i], seed)`; without `ids` the prompt
+        text stands in.
         """
         if not len(prompts) == len(first) == len(second):
             raise ValueError("prompts, first and second must have the same length")
-        keys = list(ids) if ids is not None else list(prompts)
-        swapped = [
-            rng.random() < 0.5 if rng is not None else order_swapped(str(key), seed)
-            for key in keys
-        ]
+        swapped = shown_swapped(prompts, ids, seed, rng, swapped)
         fields = [
             {"prompt": x, "response_1": b if swap else a, "response_2": a if swap else b}
             for x, a, b, swap in zip(prompts, first, second, swapped)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.llm.python_functions import PythonFunction, answer_problem, pairwise_answer
-from coevo.roles.judges import JUDGES, order_swapped
+from coevo.roles.judges import JUDGES, shown_swapped
 from coevo.types import Judgment, Rollout, Sample, Sampling
 
 log = logging.getLogger(__name__)
@@ -120,15 +120,15 @@ class PythonPairwiseJudge(_PythonJudge):
 
     def judge(self, prompts: Sequence[str], first: Sequence[str], second: Sequence[str], *,
               ids: Sequence[str] | None = None, seed: int = 0, rng: random.Random | None = None,
-              labels: tuple[str, str] = ("first", "second")) -> list[Judgment]:
-        """Compare `first[i]` with `second[i]`; `preference` 1.0 when the second wins (as
-        `PairwiseJudge.judge`), extra fields `winner` and `shown_order`."""
+              labels: tuple[str, str] = ("first", "second"),
+              swapped: Sequence[bool] | None = None) -> list[Judgment]:
+        """Compare `first[i]` with `second[i]`; `preference` 1.0 when the second wins, the
+        shown order from `swapped`, `rng` or the seeded ids (as `PairwiseJudge.judge`), extra
+        fields `winner` and `shown_order`."""
         if not len(prompts) == len(first) == len(second):
             raise ValueError("prompts, first and second must have the same length")
-        keys = list(ids) if ids is not None else list(prompts)
         judgments = []
-        for key, x, a, b in zip(keys, prompts, first, second):
-            swap = rng.random() < 0.5 if rng is not None else order_swapped(str(key), seed)
+        for swap, x, a, b in zip(shown_swapped(prompts, ids, seed, rng, swapped), prompts, first, second):
             shown = [labels[1], labels[0]] if swap else [labels[0], labels[1]]
             value, error, cached = self._call(x, b if swap else a, a if swap else b)
             answer = pairwise_answer(value)

@@ -55,7 +55,7 @@ LABELS = ("A", "B", "tie")
 #: chosen by the seeded order, say as much about agreement at a fraction of the clicks.
 MAX_CRITIQUE_PAIRS = 6
 #: Judges whose score is not about one candidate, so they give no pair's scores.
-_NOT_PER_CANDIDATE = ("pairwise_vs_round0",)
+_NOT_PER_CANDIDATE = ("pairwise_vs_round0", "pairwise_vs_round0_swapped")
 #: An annotator name: it names files (human_NAME.jsonl), so letters, digits, _ . - only.
 _ANNOTATOR_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 

@@ -19,7 +19,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
                                  r"|pass_at_1|test_.*|gold_mean|diag_.*|train_proxy|probe_.*"
                                  r"|constraint_.*)$"),
     ("Judges, rewards and critics", r"^(reward_(mean|sd|invalid_rate)|invalid_judgment_rate|detection_rate"
-                                    r"|outcome_.*|.*_mean)$"),
+                                    r"|position_consistency_.*|first_position_rate_.*|outcome_.*|.*_mean)$"),
     ("Training", r"^(.*_loss|.*_grad_norm|.*weight_delta|.*zero_std_fraction|.*reward_group_sd|.*clipped_ratio"
                  r"|kl_from_base)$"),
     ("Preference pairs", r"^(pairs_.*|generator_pairs|critic_pairs)$"),
@@ -30,7 +30,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
 #: never plotted (issue 14: `eval_prompts` = 2 plotted beside the results).
 BOOKKEEPING = re.compile(r"^(eval_prompts|eval_judgments|eval_invalid|reward_count|pairs_candidates|pairs_invalid"
                          r"|eval_before_dpo_(judgments|invalid)|.*critic_prompts_shortened"
-                         r"|.*_steps|proposals|world_size|.*_count|.*_records)$")
+                         r"|.*_steps|proposals|world_size|.*_count|.*_n|.*_records)$")
 
 #: Per-step training curves worth a panel, in order: (history key, label).
 TRAINING_KEYS = (("loss", "loss"), ("reward", "reward mean"), ("reward_std", "reward sd"),

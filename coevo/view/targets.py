@@ -41,7 +41,8 @@ TARGETS: dict[str, tuple[Target, ...]] = {
                _NO_CONSTRAINTS + ", or refinement was not evaluated", "refine_constraint_count"),
         Target("reward_mean", "critic's reward mean (GRPO)", "no critic round logged a reward",
                "reward_count", "reward_sd"),
-        Target("win_rate_vs_round0", "win rate vs round 0", "no round after round 0 was compared", "eval_prompts"),
+        Target("win_rate_vs_round0", "win rate vs round 0 (both orders)", "no round after round 0 was compared",
+               "win_rate_vs_round0_n"),
     ),
     "rlac/code": (
         Target("pass_at_1", "held-out pass@1", "no held-out pass@1: the run has no held-out problems",

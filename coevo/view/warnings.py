@@ -30,6 +30,9 @@ LENGTH_RATIO = 1.5
 FEW_ITEMS = 10
 #: Judges need at least this many readable scores before "all the same" means anything.
 MIN_JUDGMENTS = 4
+#: Below this share of pairs judged the same in both shown orders, a pairwise judge's
+#: verdicts are mostly its position preference (a judge reading content is near 1).
+POSITION_CONSISTENCY = 0.5
 
 #: Metrics with a known best value: (ceiling, what it means).
 CEILINGS = {"gold_score": 10.0, "refine_S_y1": 10.0, "refine_S_y1_after_dpo": 10.0, "pass_at_1": 1.0,
@@ -57,6 +60,7 @@ def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None
     found += invalid_judgments(store)
     found += constant_reward(metrics, logs)
     found += agreeing_judges(store)
+    found += position_bias(metrics)
     found += at_ceiling(metrics, store)
     found += length_inflation(store, metrics, rollouts)
     found += [Finding(kind="run", text=str(w)) for w in store.get_meta("warnings", []) or []]
@@ -169,6 +173,32 @@ def agreeing_judges(store: RunStore) -> list[Finding]:
                 f"judge {judge!r} {what} all {len(scores)} of its readable judgments (score {scores[0]:g}): "
                 "it agreed with everything, so it tells nothing apart. Check its prompt and parsing, or use a "
                 "stronger judge or expected scoring.")))
+    return out
+
+
+def position_bias(metrics: list[dict[str, Any]]) -> list[Finding]:
+    """Pairwise evaluations (judged in both orders, coevo.eval.both_orders) whose judge named
+    the same response in both orders for fewer than POSITION_CONSISTENCY of the items."""
+    out = []
+    by_key: dict[tuple[str, Any], dict[str, float | None]] = defaultdict(dict)
+    for m in metrics:
+        by_key[(m["stage"], m["round"])][m["name"]] = m["value"]
+    for (stage, r), values in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] if kv[0][1] is not None else -1)):
+        for name, consistency in sorted(values.items()):
+            if not name.startswith("position_consistency_") or consistency is None:
+                continue
+            if consistency >= POSITION_CONSISTENCY:
+                continue
+            suffix = name.removeprefix("position_consistency_")
+            n, first = values.get(f"win_rate_{suffix}_n"), values.get(f"first_position_rate_{suffix}")
+            items = f" of {n:.0f} pairs" if n is not None else " of the pairs"
+            shown = (f"; the response shown first won {first:.0%} of its verdicts" if first is not None else "")
+            where = stage if r is None else f"{stage} round {r}"
+            out.append(Finding(kind="position-bias", text=(
+                f"{where}: the pairwise judge named the same response in both shown orders for only "
+                f"{consistency:.0%}{items} (position consistency {consistency:.2f}){shown}. win_rate_{suffix} "
+                "averages both orders, so the bias cannot move it, but the judge mostly reads the order, not the "
+                "responses: its win rate sits near 0.5 whatever the models do. Use a stronger judge.")))
     return out
 
 

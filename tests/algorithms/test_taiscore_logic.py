@@ -187,6 +187,17 @@ def test_shards_are_disjoint_across_rounds_and_held_out(tmp_path):
     metrics = summary["rounds"][0]["metrics"]
     assert metrics["reward_mean"] == 7.0 and metrics["pairs_selected"] == 2
     assert metrics["gold_score"] == 6.0 and metrics["win_rate_vs_round0"] == 0.5
+    # π_r vs π_0, each pair in both shown orders: the replay judge ties both (plain vs plain)
+    assert metrics["win_rate_vs_round0_n"] == len(held) and metrics["position_consistency_vs_round0"] == 1.0
+    assert metrics["first_position_rate_vs_round0"] == 0.5
+    assert metrics["win_rate_vs_round0_lo"] < 0.5 < metrics["win_rate_vs_round0_hi"]
+    for rollout in store.rollouts("coevolution/round1/eval"):
+        straight, swapped = rollout.judgments["pairwise_vs_round0"], rollout.judgments["pairwise_vs_round0_swapped"]
+        assert (straight.shown_order, swapped.shown_order) == (["round0", "current"], ["current", "round0"])
+    rows = {row["metric"]: row for row in summary["table"]["rows"]}
+    lo, hi = metrics["win_rate_vs_round0_lo"], metrics["win_rate_vs_round0_hi"]
+    assert rows["win_rate_vs_round0"]["round 1"] == f"0.500 [{lo:.3f}, {hi:.3f}] (n={len(held)})"
+    assert rows["position_consistency_vs_round0"]["round 2"] == 1.0
     assert metrics["invalid_judgment_rate"] == 0.0
     logged = {(m["round"], m["name"]) for m in store.metrics("coevolution")}
     assert {(0, "gold_score"), (1, "reward_mean"), (2, "win_rate_vs_round0"), (2, "refine_delta")} <= logged

@@ -73,6 +73,8 @@ def make_taiscore_run(run_dir: Path, *, status: str = "finished", provenance: bo
                   "refine_delta": 0.5 * r, **CONSTRAINTS[r]}
         if r:
             values |= {"reward_mean": 7.0, "reward_sd": 0.0, "reward_count": 4.0, "win_rate_vs_round0": 0.5,
+                       "win_rate_vs_round0_lo": 0.095, "win_rate_vs_round0_hi": 0.905, "win_rate_vs_round0_n": 2.0,
+                       "position_consistency_vs_round0": 0.0, "first_position_rate_vs_round0": 1.0,
                        "grpo_loss": 0.0, "grpo_grad_norm": 0.0, "grpo_zero_std_fraction": 1.0,
                        "critic_weight_delta": 0.0, "dpo_loss": 0.6, "actor_weight_delta": 0.002,
                        "invalid_judgment_rate": 0.3, "pairs_selected": 2.0, "dpo_steps": 2.0}
@@ -166,6 +168,10 @@ def test_run_page_warns_in_plain_words(client):
     assert "invalid-judgments" in kinds and "&#39;taiscore&#39;: 3 of 10 judgments (30%)" in text
     assert "constant-reward" in kinds
     assert "judge-agrees" in kinds and "pairwise" in text
+    # the both-orders win rate's judge read only the order: said in words, per round
+    assert kinds.count("position-bias") == 2
+    assert "coevolution round 1: the pairwise judge named the same response in both shown orders for only 0% of 2 " \
+           "pairs" in text and "the response shown first won 100% of its verdicts" in text
     assert "ceiling" in kinds and "gold_score is at its ceiling (10) in every round (3) on only 2 held-out items" in text
     assert "length-inflation" in kinds
     assert "run" in kinds and "a run&#39;s own warning" in text
@@ -226,13 +232,15 @@ def test_target_figure_rounds_with_intervals_and_grpo_steps(client):
     target = _plot_figures(page)["plot-what-the-loop-is-trained-for"]
     panels = [a["text"] for a in target["layout"]["annotations"]]
     assert panels == ["<b>gold score of π_r (held out)</b>", "<b>constraint pass rate of y0</b>",
-                      "<b>critic's reward mean (GRPO)</b>", "<b>win rate vs round 0</b>",
+                      "<b>critic's reward mean (GRPO)</b>", "<b>win rate vs round 0 (both orders)</b>",
                       "<b>critic's reward mean per GRPO step (each round)</b>"]
     (rate,) = _panel_traces(target, "constraint pass rate of y0")
     assert rate["name"] == "coevolution" and rate["x"] == [0, 1, 2] and rate["y"] == [0.25, 0.5, 0.75]
     assert rate["error_y"]["array"] == pytest.approx([0.34, 0.28, 0.18])  # hi - rate
     assert rate["error_y"]["arrayminus"] == pytest.approx([0.18, 0.28, 0.34])  # rate - lo
     assert rate["text"][1] == "n = 8, 95% CI [0.22, 0.78]"
+    (win,) = _panel_traces(target, "win rate vs round 0 (both orders)")
+    assert win["x"] == [1, 2] and win["text"][0] == "n = 2, 95% CI [0.095, 0.905]"
     (reward,) = _panel_traces(target, "critic's reward mean (GRPO)")
     assert reward["x"] == [1, 2] and reward["text"] == ["n = 4, sd 0", "n = 4, sd 0"]
     assert "error_y" not in reward  # an sd is a spread, not an interval: hover only
