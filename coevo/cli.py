@@ -35,8 +35,11 @@ eval_app = typer.Typer(help="Judge agreement, human labels, skill transfer.\n\nA
                        "solver skill on other data.", **_HELP)
 validate_app = typer.Typer(help="The RLAC validators by hand: code tests, facts.\n\nRun a critic's test case "
                            "on code, or check a claimed wrong fact against a knowledge corpus.", **_HELP)
+audit_app = typer.Typer(help="Check a judge for gaming, position bias and noise.\n\nProbe a judge with "
+                        "content-free answers, padding, injected instructions, both orders and two seeds.", **_HELP)
 app.add_typer(eval_app, name="eval")
 app.add_typer(validate_app, name="validate")
+app.add_typer(audit_app, name="audit")
 out = Console(soft_wrap=True)  # long paths stay on one line (copyable, greppable)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -564,6 +567,57 @@ def validate_fact(
         return
     for key, value in result.items():
         out.print(f"[bold]{key}[/]: {escape(str(value))}", soft_wrap=True, highlight=False)
+
+
+@audit_app.command("judge")
+def audit_judge(
+    judge: str = typer.Option(..., "--judge", metavar="SPEC",
+                              help="Model of the judge audited (or python:FILE.py:FUNC)."),
+    kind: str = typer.Option(..., "--kind", metavar="KIND", help="The judge: taiscore, pairwise, gold_rubric or "
+                             "critique_quality, spelled as in configs."),
+    data: str = typer.Option("bundled:writing", "--data", metavar="SOURCE",
+                             help="Prompts: bundled:NAME, a JSONL / Parquet file or a datasets folder."),
+    probes: Optional[Path] = typer.Option(None, "--probes", metavar="FILE", help='More master keys: JSONL, one '
+                                          '{"name": ..., "text": ...} per line ({prompt} in text: the '
+                                          "item's prompt)."),
+    n: int = typer.Option(8, "--n", min=1, metavar="N", help="How many prompts to audit on."),
+    other: Optional[str] = typer.Option(None, "--other", metavar="SPEC", help="A second model: self-preference "
+                                        "compares its answers with those of the judge's own model."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="SPEC", help="Model that writes the real answers "
+                                        "(default: the judge's model; smollm2 for a replay: or python: judge)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, metavar="N", help="Cap the judge's answers "
+                                             "and the written texts at N tokens (default: 2048 and 256)."),
+    seed: int = typer.Option(0, "--seed", metavar="S", help="Seed of the written answers, the retest and the CIs."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object: flags, fooled_rate, "
+                                 "position_consistency, retest_spearman, master_keys, ..., warnings."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Also write DIR/audit.json."),
+) -> None:
+    """Probe a judge: master keys, both orders, two seeds.
+
+    On the first N prompts of --data, real answers (and, for taiscore and critique_quality,
+    real critiques and revisions) are judged against content-free answers (":", "Thought
+    process:", an empty answer, a copy of the prompt, ...), the same answers padded with
+    filler or carrying a note telling the judge what to score, and again under a second
+    seed; a pairwise judge sees every pair in both orders. Each figure is printed with its n
+    and 95% CI; a figure whose CI is past its threshold is flagged, in plain words. See
+    docs/audit.md for the measures and thresholds.
+    """
+    from coevo.audit.command import audit_json, audit_rows, run_judge_audit, write_audit
+
+    found = run_judge_audit(judge, kind, data=data, probes_file=probes, n=n, seed=seed, other=other, writer=model,
+                            max_tokens=max_tokens)
+    path = write_audit(found, out_dir) if out_dir else None
+    if as_json:
+        print(json.dumps(audit_json(found), ensure_ascii=False))
+        return
+    _print_table({"columns": ["measure", "value", "95% CI", "n", "flag", "note"], "rows": audit_rows(found)},
+                 title=f"audit of the {found.kind} judge {found.judge} on {found.n_items} prompts")
+    for line in found.warnings():
+        out.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
+    if not found.flags:
+        out.print("no flags: no figure's 95% CI is past its threshold", highlight=False)
+    if path:
+        out.print(f"wrote {path}", highlight=False)
 
 
 @app.command()
