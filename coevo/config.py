@@ -95,6 +95,37 @@ class SamplingConfig(StrictModel):
     judge: JudgeSampling = JudgeSampling(temperature=0.2, top_p=1.0, max_tokens=2048)
 
 
+class AuditConfig(StrictModel):
+    """`audit:` — the judge audit inside a run (coevo/audit/, `coevo audit judge` by hand).
+
+    Before round 1 and after every round, the run's frozen judges are probed on the first
+    `prompts` held-out prompts, with the items the run's current models write: content-free
+    answers ("master keys"), padding, an instruction to the judge, a second sampling seed
+    and (pairwise) both shown orders. Each figure lands in the round's metrics
+    (`audit_<judge>_<measure>` with `_lo`, `_hi`, `_n`), every round's record in
+    summary.json -> audit, and each flag as a warning in the log and on the run page.
+    """
+
+    #: On by default: a judge that can be gamed should be said before its rewards are trusted.
+    enabled: bool = True
+    #: Held-out prompts the audit reads (each costs about a dozen judge calls per judge).
+    prompts: int = Field(4, ge=1)
+    #: More master keys: JSONL, one {"name": ..., "text": ...} per line (docs/audit.md).
+    probes: str | None = None
+
+    @model_validator(mode="after")
+    def _readable_probes(self) -> "AuditConfig":
+        # A bad probes file fails when the config loads, not rounds into a run.
+        if self.probes is not None:
+            from coevo.audit.probes import read_probes
+
+            try:
+                read_probes(self.probes)
+            except Exception as exc:  # DataError: one line naming the file and the fix
+                raise ValueError(str(exc)) from None
+        return self
+
+
 class DataConfig(StrictModel):
     """Where samples come from: `bundled:writing`, a JSONL/Parquet file or a `datasets` folder."""
 

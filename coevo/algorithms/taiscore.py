@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from coevo.audit.in_run import run_records
 from coevo.algorithms.taiscore_eval import (
     RoundEvaluator,
     comparison_table,
@@ -48,7 +49,7 @@ from coevo.algorithms.taiscore_eval import (
     rounds_table,
     shortened_prompts,
 )
-from coevo.config import ConfigError, DataConfig, Models, SamplingConfig, StrictModel
+from coevo.config import AuditConfig, ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import judge_as_reward, rollout_judge
 from coevo.roles.base import Scorer
 from coevo.llm.specs import base_model_path
@@ -175,6 +176,8 @@ class TaiScoreConfig(StrictModel):
     grpo: GRPOSettings = GRPOSettings()
     dpo: DPOSettings = DPOSettings()
     evaluation: EvaluationConfig = EvaluationConfig()
+    #: The judges probed for gaming before round 1 and after every round (taiscore_audit.py).
+    audit: AuditConfig = AuditConfig()
     #: Several conditions on the same data: preset names or ConditionSpec mappings.
     conditions: list[str | ConditionSpec] = Field(default_factory=list)
     seeds: int = Field(1, ge=1)
@@ -451,6 +454,9 @@ class TaiScoreSummary(BaseModel):
     #: How the pools were made (Appendix C): their sizes, the quality-score histogram, how
     #: many were rated 4-5 / 3, topped up and dropped (coevo.tasks.pools.PoolReport).
     data: dict[str, Any] = {}
+    #: The judge audits, one record per judge and round ({"round": "<condition>/round<r>",
+    #: "judge_role": "reward" | "pairwise", the `coevo audit judge --json` object}).
+    audit: list[dict[str, Any]] = []
 
 
 def run_condition(ctx: Context, plan: Plan, seed_index: int) -> ConditionResult:
@@ -499,7 +505,7 @@ class ConditionRun:
                              if plan.critic_training == "grpo" else None)
         self.pairwise = judge_for("pairwise", ctx.cached(ctx.judge_model), config.sampling.judge,
                                   order_seed=self.seed)
-        self.evaluator = RoundEvaluator(ctx, self.tag, self.seed)
+        self.evaluator = RoundEvaluator(ctx, self.tag, self.seed, plan.reward)
         self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
         self._actor_engine: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
 
@@ -885,7 +891,7 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
         **({"conditions": [run.model_dump(include={"condition", "seed", "baseline", "rounds"}) for run in runs]}
            if several else {}),
         table=comparison_table(runs, config.seeds, gains) if several else rounds_table(first, gains),
-        gold_gain_ci=gains)
+        gold_gain_ci=gains, audit=run_records(store))
     title = "TAIScore: " + ("conditions" if several else "rounds")
     store.update_meta("tables", lambda tables: {**tables, title: summary.table}, {})
     return summary

@@ -53,6 +53,7 @@ from collections.abc import Sequence
 import copy
 from typing import TYPE_CHECKING, Any
 
+from coevo.algorithms.taiscore_audit import AUDIT_TABLE_METRICS, audit_round
 from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.paired import paired_difference
@@ -72,7 +73,7 @@ log = logging.getLogger(__name__)
 #: Metrics shown in the summary tables, in this order (others stay in the store and report).
 TABLE_METRICS = ("gold_score", "constraint_pass_rate", "gold_score_set_sd", "win_rate_vs_round0",
                  "position_consistency_vs_round0", "refine_S_y1", "refine_delta", "refine_delta_after_dpo",
-                 "reward_mean", "pairs_selected", "invalid_judgment_rate")
+                 "reward_mean", "pairs_selected", "invalid_judgment_rate", *AUDIT_TABLE_METRICS)
 #: The tables' column (comparison) or row (rounds) of the paired gold gain and its CI.
 GAIN = "gold_gain vs round 0 (95% CI)"
 
@@ -80,8 +81,9 @@ GAIN = "gold_gain vs round 0 (95% CI)"
 class RoundEvaluator:
     """Evaluates one condition's models after each round; a finished round is not redone."""
 
-    def __init__(self, ctx: Context, tag: str, seed: int):
-        self.ctx, self.tag, self.seed = ctx, tag, seed
+    def __init__(self, ctx: Context, tag: str, seed: int, reward: str = "taiscore"):
+        """`reward`: the critic's GRPO reward judge, which the round's judge audit probes."""
+        self.ctx, self.tag, self.seed, self.reward = ctx, tag, seed, reward
         judge_model = ctx.cached(ctx.judge_model)
         sampling = ctx.config.sampling.judge
         self.gold = judge_for("gold_rubric", judge_model, sampling)  # a model's, or a python: scorer's
@@ -178,6 +180,8 @@ class RoundEvaluator:
             if "S_y1" in found:
                 metrics[f"refine_S_y1{suffix}"], metrics[f"refine_delta{suffix}"] = found["S_y1"], found["delta"]
             metrics["eval_critic_prompts_shortened"] = found["critic_prompts_shortened"]
+        # The judges probed on this round's items (taiscore_audit.py): can they be gamed?
+        metrics |= audit_round(self.ctx, self.tag, r, self.reward, self.seed, samples, rollouts, actor, critic)
         for rollout in rollouts:
             store.save_rollout(f"{self.tag}/round{r}/eval", rollout, round=r)
         # Constraint checks are code, not judge calls: they cannot be unreadable.

@@ -102,7 +102,7 @@ def write_audit(audit: JudgeAudit, out_dir: Path) -> Path:
 
 def audit_json(audit: JudgeAudit) -> dict:
     """The audit as one JSON object: the record, plus its plain-words `warnings`."""
-    return {**audit.model_dump(mode="json"), "warnings": audit.warnings()}
+    return audit.as_json()
 
 
 def audit_rows(audit: JudgeAudit) -> list[dict]:

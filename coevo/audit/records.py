@@ -66,8 +66,13 @@ class JudgeAudit(BaseModel):
         """Plain-words sentences: each flag's, then the notes (too few items, self-preference)."""
         return [flag.why for flag in self.flags] + list(self.notes)
 
+    def as_json(self) -> dict:
+        """The audit as one JSON object (what `--json` prints): the record and its `warnings`."""
+        return {**self.model_dump(mode="json"), "warnings": self.warnings()}
+
     def metrics(self) -> dict[str, float]:
-        """Flat numbers for a run store: each estimate as NAME, NAME_low, NAME_high, NAME_n;
+        """Flat numbers for a run store: each estimate as NAME, NAME_lo, NAME_hi, NAME_n (the
+        run store's CI suffixes, as the rounds tables and the run page read them);
         `fooled_rate_<probe>` per master key; `flags` (how many)."""
         found: dict[str, float] = {}
 
@@ -76,7 +81,7 @@ class JudgeAudit(BaseModel):
                 return
             found[name] = estimate.value
             if estimate.low is not None and estimate.high is not None:
-                found[f"{name}_low"], found[f"{name}_high"] = estimate.low, estimate.high
+                found[f"{name}_lo"], found[f"{name}_hi"] = estimate.low, estimate.high
             found[f"{name}_n"] = float(estimate.n)
 
         for name in ("fooled_rate", "retest_spearman", "retest_tie_rate", "retest_agreement",
@@ -89,10 +94,11 @@ class JudgeAudit(BaseModel):
                 add(f"{name}_raised", change.raised)
         for probe in self.master_keys:
             if probe.fooled.value is not None:
-                found[f"fooled_rate_{_metric_name(probe.name)}"] = probe.fooled.value
+                found[f"fooled_rate_{metric_name(probe.name)}"] = probe.fooled.value
         found["flags"] = float(len(self.flags))
         return found
 
 
-def _metric_name(name: str) -> str:
+def metric_name(name: str) -> str:
+    """A probe name as a metric-name part (`fooled_rate_<this>`)."""
     return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "probe"

@@ -1,0 +1,73 @@
+"""The judge audit of a TAIScore run (issue 23; `audit:` in the config, coevo/audit/).
+
+Before round 1 (round 0's evaluation) and after every round, the run's frozen judges are
+probed on the first `audit.prompts` held-out prompts, with real items the CURRENT models
+wrote: π_r's answer y0, κ_r's critique c and π_r's revision y1 (the refinement evaluation's,
+where it ran). Two judges, as the loop uses them:
+
+- `reward`: the judge whose score is the critic's GRPO reward (taiscore or
+  critique_quality; outcome_gain's verdict has no slot a probe could fill, so it is not
+  audited): can a critique and a revision with no content score as high as κ_r's?
+- `pairwise`: the judge that picks the actor's DPO pairs and makes `win_rate_vs_round0`:
+  does it read the answers, or the order they are shown in?
+
+Round 0 says whether the judge can be gamed at all; later rounds say whether the trained
+models' texts still beat content-free ones in the judge's eyes (a fooled rate that climbs
+means the judge now scores what κ_r writes no higher than ":").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from coevo.audit.in_run import audit_in_run, save_records
+from coevo.audit.probes import AUDIT_KINDS
+from coevo.judging import rollout_judge
+from coevo.roles.actor import Actor
+from coevo.roles.critic import Critic
+from coevo.roles.python_scorers import judge_for
+from coevo.types import Rollout, Sample
+
+if TYPE_CHECKING:
+    from coevo.algorithms.taiscore import Context
+
+#: Audit metrics shown in the rounds tables (with their CI and n), beside the win rate.
+AUDIT_TABLE_METRICS = ("audit_reward_fooled_rate", "audit_pairwise_position_consistency")
+
+
+def audit_round(ctx: Context, tag: str, r: int, reward: str, seed: int, samples: Sequence[Sample],
+                rollouts: Sequence[Rollout], actor: Actor, critic: Critic) -> dict[str, float | None]:
+    """Audit the run's judges on round r's held-out items; the round's `audit_*` metrics."""
+    config = ctx.config.audit
+    if not config.enabled or not samples:
+        return {}
+    chosen = list(zip(samples, rollouts))[:config.prompts]
+    audit_samples = [s for s, _ in chosen]
+    items = _with_critique_and_revision([ro.model_copy(update={"judgments": {}}) for _, ro in chosen], actor, critic)
+    judge_model, sampling, where = ctx.cached(ctx.judge_model), ctx.config.sampling.judge, f"{tag} round {r}"
+    metrics: dict[str, float | None] = {}
+    records: list[dict[str, Any]] = []
+    judges = []
+    if reward in AUDIT_KINDS:
+        judges.append(("reward", reward, rollout_judge(reward, judge_model, sampling)))
+    if ctx.config.evaluation.win_rate:
+        judges.append(("pairwise", "pairwise", judge_for("pairwise", judge_model, sampling)))
+    for name, kind, judge in judges:
+        found, record = audit_in_run(where, name, kind, judge, audit_samples, items, config, seed)
+        metrics |= found
+        records.append(record)
+    save_records(ctx.store, f"{tag}/round{r}", records)
+    return metrics
+
+
+def _with_critique_and_revision(items: list[Rollout], actor: Actor, critic: Critic) -> list[Rollout]:
+    """The items with κ_r's critique and π_r's revision, written here where the refinement
+    evaluation (which writes them) is off."""
+    todo = [i for i, item in enumerate(items) if item.c is None or item.y1 is None]
+    if todo:
+        xs, y0 = [items[i].x for i in todo], [items[i].y0 for i in todo]
+        critiques = [group[0] for group in critic.critique(xs, y0)]
+        for i, c, y1 in zip(todo, critiques, actor.revise(xs, y0, critiques)):
+            items[i] = items[i].model_copy(update={"c": c, "y1": y1})
+    return items
