@@ -630,6 +630,22 @@ def report(run_dir: Path = typer.Argument(..., metavar="RUN", help="Run folder."
 
     _require_run(run_dir)
     out.print(f"wrote {build_report(run_dir)}")
+    from coevo.store import RunStore
+
+    store = RunStore(run_dir, read_only=True)
+    try:
+        _print_audit_warnings(store)
+    finally:
+        store.close()
+
+
+def _print_audit_warnings(store) -> None:
+    """The judge audit's warnings (issue 23): a line per judge whose latest audited round
+    failed a check, as the run page says them."""
+    from coevo.view.audit import store_audit_warnings
+
+    for line in store_audit_warnings(store):
+        out.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
 
 
 @app.command()
@@ -729,6 +745,7 @@ def show(
                 raise typer.BadParameter(f"no stage {stage!r} in {run_dir}; its stages: " + (", ".join(
                     f"{name} ({n} rollouts)" for name, n in stages) or "none yet"), param_hint="--stage")
             _print_run_header(run_dir)
+            _print_audit_warnings(store)
             _print_rollouts(store, stages, stage=stage, round_=round_, condition=condition, limit=limit)
     finally:
         store.close()

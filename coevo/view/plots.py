@@ -26,6 +26,11 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("Cost", r"^(.*_seconds_per_step|.*_peak_rss_mb|.*_time_share|calls_.*|output_tokens|heldout_output_chars)$"),
 )
 
+#: The judge audit's metrics (`audit_<judge>_<measure>`, issue 23): drawn in the run page's
+#: "Judge audit" panel (view/audit.py) only, never among the groups above.
+AUDIT_GROUP = "Judge audit"
+AUDIT_PREFIX = "audit_"
+
 #: Counts that describe how much was measured, not how well: shown in their own table,
 #: never plotted (issue 14: `eval_prompts` = 2 plotted beside the results).
 BOOKKEEPING = re.compile(r"^(eval_prompts|eval_judgments|eval_invalid|reward_count|pairs_candidates|pairs_invalid"
@@ -47,6 +52,8 @@ def is_bookkeeping(name: str) -> bool:
 
 
 def group_of(name: str) -> str:
+    if name.startswith(AUDIT_PREFIX):
+        return AUDIT_GROUP
     for title, pattern in GROUPS:
         if re.match(pattern, name):
             return title
@@ -157,11 +164,12 @@ def _constant_range(values: list[float]) -> dict[str, Any]:
 
 def metric_figures(metrics: list[dict[str, Any]], xlabel: str = "round") -> list[dict[str, Any]]:
     """Figures of the per-round metrics logged for two or more rounds, grouped (GROUPS order),
-    bookkeeping counts left out. `xlabel`: what the store's round column counts (DecoEvo
-    logs its inner steps there)."""
+    bookkeeping counts and the judge audit's metrics (its own panel, view/audit.py) left out.
+    `xlabel`: what the store's round column counts (DecoEvo logs its inner steps there)."""
     series: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for m in metrics:
-        if m["round"] is None or m["value"] is None or is_bookkeeping(m["name"]):
+        if (m["round"] is None or m["value"] is None or is_bookkeeping(m["name"])
+                or m["name"].startswith(AUDIT_PREFIX)):
             continue
         if not isinstance(m["value"], (int, float)) or not math.isfinite(m["value"]):
             continue

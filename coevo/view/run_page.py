@@ -14,6 +14,7 @@ from typing import Any
 
 from coevo.store import RunStore, stage_round
 from coevo.view import plots
+from coevo.view.audit import audit_section
 from coevo.view.context import RunRef
 from coevo.view.targets import target_section
 
@@ -47,6 +48,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
     summary = read_summary(ref.path)
     task = (store.get_meta("config", {}) or {}).get("task")
     targets = target_section(info.algorithm, task, metrics, logs, kinds, summary)
+    audit = audit_section(metrics, _audit_records(store, summary))
     return {
         "title": f"{info.algorithm} run {ref.id}",
         "info": info,
@@ -65,14 +67,26 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "round_label": ROUND_LABEL.get(info.algorithm, "round"),
         "figures": figures,
         "targets": targets,
+        "audit": audit,
         "images": {title: image for title, image in (store.get_meta("figures", {}) or {}).items()
                    if str(image).startswith("data:image/png;base64,")},
         "judgments": _judgment_rows(store),
         "training_stages": _stage_rows(results),
         "examples": examples(store, rows=rows),
         "skills": skill_history(store),
-        "needs_plotly": any(figures.values()) or bool(targets and targets["figure"]),
+        "needs_plotly": any(figures.values()) or bool(targets and targets["figure"])
+        or bool(audit and audit["figure"]),
     }
+
+
+def _audit_records(store: RunStore, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's judge audit records (meta "audit", else summary.json's `audit`)."""
+    from coevo.audit.in_run import run_records
+
+    records = run_records(store)
+    if not records and isinstance(summary.get("audit"), list):
+        records = [r for r in summary["audit"] if isinstance(r, dict)]
+    return records
 
 
 def _meta_tables(store: RunStore) -> list[dict[str, Any]]:
@@ -115,6 +129,7 @@ def round_tables(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for m in metrics:
         by_stage[m["stage"]][m["name"]][m["round"]] = m["value"]
     order = {title: i for i, (title, _) in enumerate(plots.GROUPS)}
+    order |= {"Other": len(order), plots.AUDIT_GROUP: len(order) + 1}  # the audit's rows last
     out = []
     for i, (stage, names) in enumerate(by_stage.items()):
         rounds = sorted({r for values in names.values() for r in values}, key=lambda r: -1 if r is None else r)

@@ -8,6 +8,7 @@ TRL history, judgments, rollouts, meta) and says what it saw and what to do abou
   - a judge that gave every answer the same score (it agreed with everything);
   - a metric at its ceiling in every round (it cannot show a gain), on few problems;
   - length inflation (revisions, or later rounds' answers, much longer);
+  - a judge that failed checks of the run's judge audit in its latest audited round;
 and the warnings the run itself recorded (meta "warnings").
 """
 
@@ -61,6 +62,7 @@ def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None
     found += constant_reward(metrics, logs)
     found += agreeing_judges(store)
     found += position_bias(metrics)
+    found += judge_audit(store, metrics)
     found += at_ceiling(metrics, store)
     found += length_inflation(store, metrics, rollouts)
     found += [Finding(kind="run", text=str(w)) for w in store.get_meta("warnings", []) or []]
@@ -200,6 +202,18 @@ def position_bias(metrics: list[dict[str, Any]]) -> list[Finding]:
                 "averages both orders, so the bias cannot move it, but the judge mostly reads the order, not the "
                 "responses: its win rate sits near 0.5 whatever the models do. Use a stronger judge.")))
     return out
+
+
+def judge_audit(store: RunStore, metrics: list[dict[str, Any]]) -> list[Finding]:
+    """Per judge the run audited (issue 23), a warning when its latest audited round failed a
+    check: how many, the first flag in words, what it means (view/audit.py)."""
+    from coevo.audit.in_run import run_records
+    from coevo.view.audit import audit_warnings, is_audit_metric
+
+    audited = [m for m in metrics if is_audit_metric(m["name"])]
+    if not audited:
+        return []
+    return [Finding(kind="judge-audit", text=text) for text in audit_warnings(audited, run_records(store))]
 
 
 def at_ceiling(metrics: list[dict[str, Any]], store: RunStore) -> list[Finding]:
