@@ -182,6 +182,7 @@ def quickstart(
         "dpo": {"learning_rate": 1e-5, "max_steps": 2, "max_length": 512, "max_prompt_length": 384,
                 "save_steps": 1},
         "evaluation": {"prompts": 2},
+        "audit": {"prompts": 2},  # the judges probed for gaming before and after the round
     }
     from coevo.store import STORE_FILE
 
@@ -191,6 +192,13 @@ def quickstart(
     except KeyboardInterrupt as exc:
         _interrupted(exc)
     _print_table(summary["table"], title="TAIScore quickstart: held-out metrics before and after one round")
+    from coevo.store import RunStore
+
+    store = RunStore(out_dir, read_only=True)
+    try:  # what the judge audit found, in plain words: can these numbers be trusted?
+        _print_audit_warnings(store)
+    finally:
+        store.close()
     out.print(f"report: {summary['report']}")
 
 

@@ -193,6 +193,9 @@ def test_quickstart_runs_its_taiscore_config_and_resumes(tmp_path, monkeypatch):
     rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 2}
     assert "0.500 [0.095, 0.905] (n=2)" in rows["win_rate_vs_round0"]
     assert "0.000" in rows["position_consistency_vs_round0"]
+    # The judge audit's verdict in plain words: this replay judge answers "1" whatever it is shown.
+    assert config["audit"]["prompts"] == 2 and summary["audit"]
+    assert "warning: the pairwise judge failed" in " ".join(result.output.split())
 
     # Run again: it resumes the finished run (restores both stages, trains nothing).
     again = CliRunner().invoke(app, args)
