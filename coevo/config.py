@@ -112,6 +112,19 @@ class AuditConfig(StrictModel):
     prompts: int = Field(4, ge=1)
     #: More master keys: JSONL, one {"name": ..., "text": ...} per line (docs/audit.md).
     probes: str | None = None
+    #: A trained evaluator's update whose audit is flagged for master keys is not accepted
+    #: for the next round (recorded with the decision, counted, warned); off by default so
+    #: the papers' loops stay as published. Independent of `enabled` (the per-round audits).
+    #: Honoured by DecoEvo's rubric-generator updates; TAIScore and RLAC refuse it (their
+    #: audits watch frozen judges only: docs/audit.md).
+    gate: bool = False
+
+    def refuse_gate(self, algorithm: str, why: str) -> None:
+        """A loop whose audits watch no trained evaluator's own verdicts has no update for
+        the gate to refuse: `gate: true` there is an error, not a silent no-op."""
+        if self.gate:
+            raise ValueError(f"audit.gate: {algorithm} has no trained evaluator whose update the gate could "
+                             f"refuse ({why}); remove audit.gate, or use it with algorithm: decoevo")
 
     @model_validator(mode="after")
     def _readable_probes(self) -> "AuditConfig":

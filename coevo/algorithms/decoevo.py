@@ -43,7 +43,9 @@ Final evaluation: test answers with the final S, graded against gold rubrics by 
 grader role (the benchmark's own, as in the paper; unset, the backbone grades: a listed
 departure and a run warning); mean +- sd over seeds and the 95% CI of DecoEvo - SkillOpt
 over matched runs (the paper's), beside a pooled one over (seed, question) pairs.
-The paper's settings, departures and `coevo plan`: decoevo_paper.py.
+The paper's settings, departures and `coevo plan`: decoevo_paper.py. The judge audit (not in
+the paper): on the initial skills and after every outer step, the grading under the current G
+is probed for gaming; `audit.gate` refuses a flagged G' (decoevo_audit.py).
 """
 
 from __future__ import annotations
@@ -79,8 +81,9 @@ from coevo.algorithms.decoevo_summary import (
     TrajectoryPoint,
     summarise,
 )
+from coevo.algorithms import decoevo_audit
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, versions
-from coevo.config import ConfigError, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
+from coevo.config import AuditConfig, ConfigError, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
 from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.stats import mean_of_known
 from coevo.llm.python_functions import PythonFunction
@@ -188,6 +191,10 @@ class DecoEvoConfig(StrictModel):
     initial_solver_skill: str = DEFAULT_SOLVER_SKILL
     initial_generator_skill: str = DEFAULT_GENERATOR_SKILL
     sampling: DecoEvoSampling = DecoEvoSampling()
+    #: The grading (criterion judge + the current rubric-generator skill) probed for gaming on
+    #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
+    #: (decoevo_audit.py). Not in the paper; with `gate` off it changes no decision.
+    audit: AuditConfig = AuditConfig()
 
     @model_validator(mode="before")
     @classmethod
@@ -670,6 +677,13 @@ class MethodRun:
         self.test_sampled: list[float | None] = []  # the grader's written grades, beside `test`'s
         self.test_constraints: list[list[bool]] = []  # per constrained test answer, each check's outcome
         self._rubrics: dict[tuple[str, str], GeneratedRubric] = {}
+        # The judge audit (decoevo_audit.py): G0 for the drift, the gate's records of the
+        # round (saved with its audit) and refusals, the diagnostic answers and gold grades
+        # of the step, by (solver skill text, question id), for the audit to reuse.
+        self.initial_generator = self.skills.get(GENERATOR, "")
+        self.gate_records: list[dict[str, Any]] = []
+        self.gate_rejected = 0
+        self._held_out: dict[tuple[str, str], tuple[str, float | None]] = {}
 
     @property
     def stage(self) -> str:
@@ -758,6 +772,8 @@ class MethodRun:
         incumbent = self.incumbents[name]
         candidate = self.history.propose(incumbent, proposal.text)
         decision = policy.accept(self, candidate, step)
+        if decision.accept and name == GENERATOR and self.config.audit.gate:
+            decision = decoevo_audit.gate(self, candidate.text, candidate.version, decision, step)
         decided = self.history.decide(candidate, incumbent, decision.accept, decision.reason, step=step,
                                       **proposal.notes, **decision.details)
         if decision.accept:
@@ -827,9 +843,31 @@ class MethodRun:
         proxy = mean_of_known([j.score for j in self.judge(diag, responses, self.rubrics(diag, self.skills[GENERATOR]))])
         graded = gold_scores(self.roles.grader, self.gold["diagnostic"], responses)
         self.count_invalid("grader", sum(1 for g, _ in graded if g is None))
+        self._held_out = {(self.skills[SOLVER], q.id): (r, g) for q, r, (g, _) in zip(diag, responses, graded)}
         point = TrajectoryPoint(step=step, proxy=proxy, gold=mean_of_known([g for g, _ in graded]))
         self.trajectory.append(point)
         self.log_metrics({"diag_proxy": proxy, "diag_gold": point.gold}, step)
+
+    def held_out_answers(self, questions: list[Sample]) -> list[str]:
+        """The current solver's answers to held-out questions: the step's diagnostic ones
+        where written, the rest written now."""
+        skill = self.skills[SOLVER]
+        todo = [q for q in questions if (skill, q.id) not in self._held_out]
+        for q, response in zip(todo, self.solve(todo, skill)):
+            self._held_out[(skill, q.id)] = (response, None)
+        return [self._held_out[(skill, q.id)][0] for q in questions]
+
+    def held_out_gold(self, samples: list[Sample], responses: list[str]) -> list[float | None]:
+        """Gold-rubric grades (0-1) of `held_out_answers`: the diagnostic evaluation's where
+        it graded them, the rest graded now (not counted among the run's grader outputs)."""
+        skill = self.skills[SOLVER]
+        found = [self._held_out.get((skill, s.id), ("", None)) for s in samples]
+        todo = [n for n, ((answer, grade), r) in enumerate(zip(found, responses)) if grade is None or answer != r]
+        graded = gold_scores(self.roles.grader, [samples[n] for n in todo], [responses[n] for n in todo])
+        grades = [grade for _, grade in found]
+        for n, (grade, _) in zip(todo, graded):
+            grades[n] = grade
+        return grades
 
     def test(self) -> list[float | None]:
         """Final test answers with the final S, graded against gold rubrics (0-1)."""
@@ -854,15 +892,21 @@ class MethodRun:
         """T inner steps (none without inner skills), outer steps when due, then test."""
         last = self.config.inner_steps
         self.diagnose(0)
+        decoevo_audit.audit_round(self, 0)  # the grading under the initial G, and S's answers
         for step in range(1, last + 1):
             if self.policy.inner:
                 self._measure("inner", step, lambda: self.inner_step(step))
             self.since_outer += 1
             # An outer step after the last inner step could no longer shape the inner skills.
-            if (self.policy.outer and step < last
-                    and outer_step_due(self.since_outer, self.stall, self.config.k, self.config.s)):
+            outer = (bool(self.policy.outer) and step < last
+                     and outer_step_due(self.since_outer, self.stall, self.config.k, self.config.s))
+            if outer:
                 self._measure("outer", step, lambda: self.outer_step(step))
             self.diagnose(step)
+            # G changes only in an outer step: one audit per outer step, after it (its gate's
+            # records, if any, are kept with it).
+            if outer or self.gate_records:
+                decoevo_audit.audit_round(self, step)
         scores = self.test()
         return MethodResult(
             method=self.method, seed=self.seed, test_scores=scores, test_ids=[s.id for s in self.parts["test"]],

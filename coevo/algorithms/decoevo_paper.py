@@ -74,6 +74,12 @@ PAPER: list[PaperSetting] = [
     PaperSetting("sampling.rollout.temperature", "> 0 (stochastic rollouts)",
                  "greedy rollouts give m identical answers: the near-tie audit finds no pair",
                  matches=lambda t: isinstance(t, (int, float)) and t > 0),
+    # Not a setting of the paper but a change to its acceptance rule: the judge audit itself
+    # (`audit.enabled`, `audit.prompts`) only observes and is no departure.
+    PaperSetting("audit.gate", False,
+                 "a rubric-generator update that its rule accepts is refused when the judge audit flags "
+                 "its grading for master keys; the paper accepts by the Pareto rule (or SC-CoEvo's) alone",
+                 applies=lambda config: bool({"sc_coevo", "decoevo"} & set(config.methods))),
 ]
 
 GRADER_WHY = ("the backbone grades its own test answers: the paper scores them with each benchmark's "

@@ -2,7 +2,8 @@
 answers' constraint pass rate with its Wilson CI, where prompts state constraints), the CIs of
 DecoEvo - SkillOpt (over matched runs, as the paper reports it, and pooled over (seed,
 question) pairs), skill versions, solver-gate ties, cost per inner / outer step,
-the diagnostic trajectory, and the report's table and plot (set in the run store's meta).
+the diagnostic trajectory, the judge audits (`audit`, decoevo_audit.py), and the report's
+table and plot (set in the run store's meta).
 
 The records here are what one (method, seed) run returns (`MethodResult`, saved as the
 run store's step result, so `--resume` reads it back) and what summary.json holds
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from coevo.algorithms.skills import GENERATOR, SOLVER, SkillVersion
+from coevo.audit.in_run import run_records
 from coevo.eval.constraints import pass_rate_metrics
 from coevo.eval.paired import PairedCI, RunCI, paired_difference, run_difference
 from coevo.eval.stats import mean_of_known, mean_sd
@@ -106,6 +108,9 @@ class MethodSummary(Record):
     constraint_pass_rate_ci: list[float] | None = None
     constraint_count: int = 0
     constraint_check_rate: float | None = None
+    #: Rubric-generator candidates their rule accepted and the audit gate refused
+    #: (`audit.gate`; details.audit_gate == "rejected" in skill_versions), over the seeds.
+    audit_gate_rejected: int = 0
 
 
 class StepCostSummary(Record):
@@ -132,6 +137,11 @@ class DecoEvoSummary(Record):
     cost: dict[str, StepCostSummary] = Field(default_factory=dict)
     trajectory: dict[str, list[TrajectoryPoint]] = Field(default_factory=dict)
     table: Table
+    #: The judge audits (`audit:`; decoevo_audit.py), one record per audited grading and round:
+    #: {"round": "<method>/seed<k>/round<t>", "judge_role": "grader" | "grader_candidate", the
+    #: `coevo audit judge --json` object, and the drift estimates `agreement_with_round0`,
+    #: `agreement_with_gold`}.
+    audit: list[dict[str, Any]] = Field(default_factory=list)
 
 
 _TABLE_COLUMNS = ["method", "test_mean", "test_sd", "constraint_pass_rate", "seeds", "solver_acc",
@@ -161,6 +171,7 @@ def summarise(config: DecoEvoConfig, results: dict[str, MethodResult], records: 
         trajectory=trajectory_means(results, config),
         table=Table(columns=list(_TABLE_COLUMNS),
                     rows=[table_row(method, entry, len(config.seeds)) for method, entry in methods.items()]),
+        audit=run_records(store) if store is not None else [],
     )
     if store is not None:
         tables = {"DecoEvo: gold-rubric test score (0-1), mean ± sd over seeds": summary.table.model_dump()}
@@ -194,7 +205,8 @@ def method_summary(runs: list[MethodResult], mine: list[SkillVersion]) -> Method
         solver_accepted=sum(r.accepted for r in solver), solver_candidates=len(solver),
         generator_accepted=sum(r.accepted for r in generator), generator_candidates=len(generator),
         **gate_ties(solver),
-        invalid_outputs=_sum_dicts([r.invalid for r in runs]), **constraints)
+        invalid_outputs=_sum_dicts([r.invalid for r in runs]), **constraints,
+        audit_gate_rejected=sum(r.details.get("audit_gate") == "rejected" for r in generator))
 
 
 def table_row(method: str, entry: MethodSummary, seeds: int) -> dict[str, Any]:

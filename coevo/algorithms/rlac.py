@@ -39,7 +39,10 @@ from coevo.algorithms.rlac_records import (BaselineRecord, Critiques, CriticStat
                                            HeldoutEval, Instruction, IterationData, ProposalRecord,
                                            RlacSummary, RolloutStats, RoundPair, RoundRecord,
                                            TrainingInfo, VerdictCounts, VerificationCounts)
-from coevo.config import ModelRoles, StrictModel, refuse_moved_keys
+from coevo.algorithms.rlac_audit import STAGE as AUDIT_STAGE
+from coevo.algorithms.rlac_audit import audit_validator
+from coevo.audit.in_run import run_records
+from coevo.config import AuditConfig, ModelRoles, StrictModel, refuse_moved_keys
 from coevo.llm.base import ChatModel
 from coevo.llm.specs import base_model_path
 from coevo.prompts import load_template
@@ -206,10 +209,15 @@ class RlacConfig(StrictModel):
     facts: FactsSettings = FactsSettings()
     code: CodeSettings = CodeSettings()
     templates: RlacTemplates = RlacTemplates()
+    #: Not in the paper (a diagnosis, not a departure): the facts validator's entailment judge
+    #: probed with content-free critic proposals before iteration 1 and after every iteration
+    #: (rlac_audit.py); its calls are counted apart from the verification calls.
+    audit: AuditConfig = AuditConfig()
     seed: int = 0
 
     @model_validator(mode="after")
     def _paper_templates_by_default(self) -> RlacConfig:
+        self.audit.refuse_gate("rlac", "the audited validator is frozen; the critic's claims are checked, not trusted")
         # Filled in here, not left None, so summary.json, the plan and the departures name
         # the template a run actually uses.
         critic = CRITIC_TEMPLATE[(self.task, self.critic_form)]
@@ -745,6 +753,8 @@ class RlacRun:
 
             self.reward_scorer = RewardModelScorer(config.reward_model, config.reward_scoring)
         self.reward_scored = 0
+        #: The latest held-out greedy outputs (reasoning stripped), as `evaluate` scored them.
+        self.heldout_answers: list[str] = []
 
     def policies(self) -> dict[str, tuple[LocalModel | None, ChatModel | None]]:
         """Each role's trainable weights (None: a frozen critic) and the cached view the loop asks."""
@@ -762,17 +772,23 @@ class RlacRun:
         # Optional in the box: a static critic (or the baseline's none) is never trained.
         if self.trained_critic and data.critic_pairs:
             training["critic"] = self.improve("critic", r, data.critic_pairs)
+        evaluation = self.evaluate(r)
+        # After the counts are taken: the audit's validator calls are its own (rlac_audit.py).
+        counts = self.counts.model_copy()
+        audit = audit_validator(self, r)
         record = RoundRecord(
             round=r, checkpoints=self.stored_checkpoints(),
             trained={role: role in training for role in ("generator", "critic")},
-            eval=self.evaluate(r), critic=data.critic, rollout=data.rollout,
+            eval=evaluation, critic=data.critic, rollout=data.rollout,
             pairs={"generator": len(data.generator_pairs), "critic": len(data.critic_pairs)},
-            training=training, counts=self.counts.model_copy(), seconds=time.perf_counter() - started)
+            training=training, counts=counts, audit=audit, seconds=time.perf_counter() - started)
         self.store.log_metrics("generator", record.eval.store_metrics(), round=r)
         self.store.log_metrics("critic", record.critic.model_dump(), round=r)
         self.store.log_metrics("verification", {"calls_rlac": self.counts.rlac, "calls_enumerative":
                                                 self.counts.enumerative, "calls_used": self.counts.used}, round=r)
         self.store.log_metrics("rollout", record.rollout.model_dump(), round=r)
+        if audit:
+            self.store.log_metrics(AUDIT_STAGE, audit, round=r)
         self.store.finish_step(f"rlac:round{r}", record)
         return record
 
@@ -842,11 +858,10 @@ class RlacRun:
         n = self.config.n if self.trained_critic else 1
         outputs = [(i.sample, a, self.domain.critic_prompt(i.sample, a)) for i in instructions for a in i.answers]
         sampling = self.config.sampling.critic.model_copy(update={"seed": self.config.seed * 1000 + r})
-        assert self.critic is not None  # loaded whenever verification is `critic`
-        texts = _propose(self.critic, self.domain, outputs, sampling, n)
+        texts = self.propose(outputs, sampling, n)
         items = [(sample, o, self.domain.proposal(sample, o, t)) for (sample, o, _), row in zip(outputs, texts)
                  for t in row]
-        flat = iter(_check(self.validator, items))
+        flat = iter(self.check(items))
         self.counts.rlac += len(items)
         self.counts.used += len(items)
         critiques, rows = [], iter(zip(outputs, texts))
@@ -856,6 +871,16 @@ class RlacRun:
                                        texts=[row for _, row in mine],
                                        verdicts=[[next(flat) for _ in row] for _, row in mine]))
         return critiques
+
+    def propose(self, outputs: list[tuple[Sample, str, Conversation]], sampling: Sampling, n: int) -> list[list[str]]:
+        """n proposals of the current critic per (sample, output, critic prompt), uncounted."""
+        assert self.critic is not None  # loaded whenever verification is `critic`
+        return _propose(self.critic, self.domain, outputs, sampling, n)
+
+    def check(self, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:
+        """The validator's verdicts on (sample, output, proposal) items, in order. Counted in
+        the validator's own `calls` only: the caller counts what the run spends."""
+        return _check(self.validator, items)
 
     def generator_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
         """Line 7: D^g_s from R(s, a_i, c_i), c_i the first proposal on a_i; as DPO pairs."""
@@ -961,7 +986,11 @@ class RlacRun:
         if done is not None:
             return BaselineRecord.model_validate(done)
         baseline = BaselineRecord(round=0, eval=self.evaluate(0))
+        # Before iteration 1: can the validator be gamed at all? (on the outputs just evaluated)
+        baseline.audit = audit_validator(self, 0)
         self.store.log_metrics("generator", baseline.eval.store_metrics(), round=0)
+        if baseline.audit:
+            self.store.log_metrics(AUDIT_STAGE, baseline.audit, round=0)
         self.store.log_metrics("verification", {"calls_rlac": 0, "calls_enumerative": 0}, round=0)
         self.store.finish_step("rlac:round0", baseline)
         return baseline
@@ -971,7 +1000,9 @@ class RlacRun:
         the base generator on sampled ones (what the policy actually does)."""
         prompts = [self.domain.generator_prompt(s) for s in self.heldout]
         greedy = [row[0] for row in _texts(self.generator.generate(prompts, self.config.sampling.eval))]
-        evaluation = self.domain.evaluate(self.heldout, [strip_reasoning(text) for text in greedy])
+        # The judge audit's real items are the critic's proposals on these (rlac_audit.py).
+        self.heldout_answers = [strip_reasoning(text) for text in greedy]
+        evaluation = self.domain.evaluate(self.heldout, self.heldout_answers)
         if self.base is not None:
             sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
             sampled = [row[0] for row in _texts(self.generator.generate(prompts, sampling, n=1))]
@@ -992,7 +1023,7 @@ class RlacRun:
                          "per_output": self.config.max_pairs_per_output},
             reward_model=({"spec": self.config.reward_model, "outputs_scored": self.reward_scored}
                           if self.config.verification == "reward_model" else None),
-            table=_table(baseline, rounds, self.config))
+            table=_table(baseline, rounds, self.config), audit=run_records(self.store))
 
 
 def _propose(critic: ChatModel, domain: RlacDomain, outputs: list[tuple[Sample, str, Conversation]],

@@ -165,6 +165,11 @@ def plan(config: Any) -> RunPlan:
         roles.append(role("judge", config.models.judge, trained=False, options=config.models.options_for("judge")))
     if config.verification == "reward_model":
         roles.append(role("reward_model", config.reward_model, trained=False))
+    from coevo.algorithms.rlac_audit import plan_note
+
+    audit = plan_note(config)
+    if audit:
+        notes.append(audit)
     if config.task == "code":
         notes.append("held-out metric: pass@1 on data.heldout_source with its reference tests; the paper's "
                      "HumanEval+, MBPP(+), BigCodeBench and LiveCodeBench are not run (docs/rlac.md)")

@@ -190,6 +190,8 @@ class BaselineRecord(Record):
 
     round: int = 0
     eval: HeldoutEval
+    #: The judge audit before iteration 1 (`audit_validator_*`; empty when not audited).
+    audit: dict[str, float | None] = Field(default_factory=dict)
 
 
 class RoundRecord(Record):
@@ -208,6 +210,9 @@ class RoundRecord(Record):
     pairs: dict[str, int]
     training: dict[str, TrainingInfo] = Field(default_factory=dict)
     counts: VerificationCounts
+    #: The judge audit after this iteration: `audit_validator_*` (fooled rate with its CI and
+    #: n, flags, and the audit's own validator calls, never in `counts`); empty when not audited.
+    audit: dict[str, float | None] = Field(default_factory=dict)
     seconds: float
 
 
@@ -260,3 +265,7 @@ class RlacSummary(Record):
     #: The reward-model baseline's scorer and how many outputs it scored (absent otherwise).
     reward_model: dict[str, Any] | None = None
     table: Table
+    #: The judge audits (rlac_audit.py): one record per audited round ({"round": "audit/round<r>",
+    #: "judge_role": "validator", the `coevo audit judge --json` object, `real_items`,
+    #: `validator_calls`}), or one note saying why the run has nothing to audit (code).
+    audit: list[dict[str, Any]] = Field(default_factory=list)

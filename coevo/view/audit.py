@@ -28,12 +28,20 @@ PREFIX = "audit_"
 #: The judges a run audits, in panel order, and what each one decides in the loop.
 ROLES = {"reward": "Its rewards can be gamed: a rising critic reward may not mean better critiques.",
          "pairwise": "The actor's DPO pairs and win_rate_vs_round0 rest on this judge, so they can follow what "
-                     "fools it rather than quality."}
+                     "fools it rather than quality.",
+         # RLAC facts: the entailment judge that confirms the critic's claimed wrong facts.
+         "validator": "The critic's rewards can be gamed: a claim it confirms may not be a real failure.",
+         # DecoEvo: the frozen judge grading under the current rubric-generator skill's rubrics.
+         "grader": "Its grades can be gamed: a rising test score may not mean better answers."}
 #: (judge, measure, panel title, what n counts, the threshold's name in coevo.audit.flags).
 PANELS = (("reward", "fooled_rate", "reward judge: fooled rate (master keys)", "cases", "FOOLED_RATE_MAX"),
           ("pairwise", "fooled_rate", "pairwise judge: fooled rate (master keys)", "cases", "FOOLED_RATE_MAX"),
           ("pairwise", "position_consistency", "pairwise judge: position consistency", "pairs",
-           "POSITION_CONSISTENCY_MIN"))
+           "POSITION_CONSISTENCY_MIN"),
+          ("validator", "fooled_rate", "facts validator: fooled rate (content-free claims)", "cases",
+           "FOOLED_RATE_MAX"),
+          ("grader", "fooled_rate", "grader (judge + rubric skill): fooled rate (master keys)", "cases",
+           "FOOLED_RATE_MAX"))
 THRESHOLD = "flag threshold"
 #: Rounds of flags the table lists, latest first (a long run's early rounds are in summary.json).
 TABLE_ROUNDS = 10

@@ -2,7 +2,8 @@
 
 Test-sized: one seed, DecoEvo only, two inner steps with one outer step between them, one
 or two questions per partition, short answers, gold rubrics cut to two criteria so the
-grader's answer stays short (~25 model calls). Then the whole loop again in the same folder, answered entirely from the cache.
+grader's answer stays short (~25 model calls, ~30 more for the two judge audits). Then the
+whole loop again in the same folder, answered entirely from the cache.
 """
 
 import json
@@ -46,6 +47,8 @@ def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
                      "generator": {"temperature": 0.3, "max_tokens": 72}, "judge": json_answer,
                      "auditor": json_answer, "rewriter": {"temperature": 0.7, "max_tokens": 96},
                      "grader": {"temperature": 0.0, "max_tokens": 160}},
+        # The judge audit on its one held-out (test) question: ~15 judge calls per audit.
+        "audit": {"prompts": 1},
     }
     run = tmp_path / "run"
     summary = run_experiment(None, run, data=config)
@@ -58,6 +61,10 @@ def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
     assert summary["cost"]["outer"]["steps"] == 1  # after step 1; never after the last
     assert (run / "skills" / "decoevo" / "seed0" / "solver_v0.md").is_file()
     assert "Skill history" in (run / "report.html").read_text()
+    # Audited on the initial skills and after the outer step, on the real model's answers.
+    assert [(r["round"], r["judge_role"], r["kind"]) for r in summary["audit"]] == [
+        ("decoevo/seed0/round0", "grader", "gold_rubric"), ("decoevo/seed0/round1", "grader", "gold_rubric")]
+    assert all(r.get("error") is None and r["n_items"] == 1 for r in summary["audit"])
 
     # Forget the finished steps so the whole loop runs again: every call must be a cache hit.
     with sqlite3.connect(run / "run.sqlite") as db:

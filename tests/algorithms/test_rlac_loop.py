@@ -152,7 +152,8 @@ PAPER_CRITIC_SYSTEM = (
 def test_the_paper_form_asks_both_models_in_a_system_and_a_user_message(tmp_path, fakes):
     """critic_form: paper with the default templates is App. A: each model gets the paper's
     system message and the task as the user message, in sampling and in the DPO pairs."""
-    run_rlac(facts_config(critic_form="paper"), RunStore(tmp_path))
+    # The loop's own calls only: the judge audit asks the critic about held-out outputs too.
+    run_rlac(facts_config(critic_form="paper", **{"audit.enabled": False}), RunStore(tmp_path))
     gen_calls = [c for model in fakes["loaded"]["gen"] for c in model.calls if "biography" in c[-1].content]
     crit_calls = [c for model in fakes["loaded"]["crit"] for c in model.calls]
     assert gen_calls and crit_calls
@@ -198,7 +199,7 @@ def test_the_critic_gets_a_whole_stage_per_call(tmp_path, fakes, monkeypatch):
 
     monkeypatch.setattr(ReplayModel, "generate_each", generate_each, raising=False)
     config = facts_config(**{"data.train_ids": ["Albert Einstein", "Marie Curie"],
-                             "data.heldout_ids": ["Isaac Newton"]})
+                             "data.heldout_ids": ["Isaac Newton"], "audit.enabled": False})
     summary = run_rlac(config, RunStore(tmp_path))
     assert calls == [(4, 3)]  # one call: 2 instructions x K=2 outputs, 3 distinct outputs' schemas
     assert summary["verification_calls"]["rlac"] == 8  # N=2 proposals on each of the 4
@@ -360,12 +361,12 @@ def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
     summary = run_rlac(facts_config(), RunStore(tmp_path / "run"))
     assert set(summary) == {"base_model", "base_models", "task", "condition", "baseline", "rounds",
                             "verification_calls", "verification_call_ratio", "pairs", "pair_budget",
-                            "reward_model", "table"}
+                            "reward_model", "table", "audit"}
     assert summary["pairs"] == {"rlac-adversarial": {"1": {"generator": 1, "critic": 1}}}
     assert summary["reward_model"] is None  # only the reward-model baseline has one
     [rnd] = summary["rounds"]
     assert set(rnd) == {"round", "checkpoints", "trained", "eval", "critic", "rollout", "pairs", "training",
-                        "counts", "seconds"}
+                        "counts", "audit", "seconds"}
     assert set(rnd["eval"]) == set(summary["baseline"]) == {"factscore_precision", "factscore_precision_lo",
                                                             "factscore_precision_hi", "heldout_n", "per_item",
                                                             "facts_correct", "facts_incorrect",

@@ -67,3 +67,13 @@ def test_the_audit_can_be_turned_off_and_a_bad_probes_file_fails_when_the_config
         _config(tmp_path, audit={"probes": str(bad)})
     with pytest.raises(ConfigError, match="does not exist"):
         _config(tmp_path, audit={"probes": str(tmp_path / "missing.jsonl")})
+
+
+def test_the_gate_is_refused_where_no_trained_evaluator_is_audited(tmp_path):
+    from coevo.algorithms.rlac import RlacConfig
+    from coevo.config import validate
+
+    with pytest.raises(ConfigError, match="audit.gate: taiscore has no trained evaluator"):
+        _config(tmp_path, audit={"gate": True})
+    with pytest.raises(ConfigError, match="audit.gate: rlac has no trained evaluator"):
+        validate(RlacConfig, {"algorithm": "rlac", "audit": {"gate": True}})
