@@ -90,6 +90,10 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
     return None if math.isnan(rho) else float(rho)
 
 
+#: Fewest items whose Spearman's rho gets a bootstrap interval (and so can be flagged).
+SPEARMAN_MIN_ITEMS = 4
+
+
 def spearman_interval(a: Sequence[float], b: Sequence[float], invalid: int = 0, seed: int = 0) -> Estimate:
     """Spearman's rho of two passes over the same items, with a percentile bootstrap 95 %
     interval over items (resamples without spread are left out of the interval)."""
@@ -97,6 +101,12 @@ def spearman_interval(a: Sequence[float], b: Sequence[float], invalid: int = 0, 
     if rho is None:
         why = "fewer than 2 readable items" if len(a) < 2 else "every score equal in a pass: no ranking to compare"
         return Estimate(n=len(a), invalid=invalid, note=why)
+    if len(a) < SPEARMAN_MIN_ITEMS:
+        # Two or three items rank only a few ways (two: rho is always +1 or -1), and every
+        # bootstrap resample repeats that ranking: a zero-width interval that would flag noise.
+        return Estimate(value=rho, n=len(a), invalid=invalid,
+                        note=f"{len(a)} items are too few for an interval on Spearman's rho (at least "
+                             f"{SPEARMAN_MIN_ITEMS}); audit more items")
     rng = np.random.default_rng(seed)
     index = rng.integers(0, len(a), size=(BOOTSTRAP_RESAMPLES, len(a)))
     x, y = np.asarray(a, dtype=float)[index], np.asarray(b, dtype=float)[index]

@@ -51,3 +51,14 @@ def test_probes_file_format(tmp_path):
     with pytest.raises(DataError, match="holds no probes"):
         read_probes(path)
     assert len(default_probes("pairwise")) == len(MASTER_KEYS) == len(default_probes("taiscore")) + 1
+
+
+def test_two_or_three_items_give_spearman_no_interval_so_no_flag():
+    """Two items rank alike or opposite (rho +-1) in every resample: a zero-width interval
+    that would flag a judge on noise. Measured in a real quickstart's round-0 audit."""
+    from coevo.audit.measures import spearman_interval
+
+    few = spearman_interval([1.0, 2.0], [2.0, 1.0])
+    assert few.value == -1.0 and few.low is None and few.high is None and "too few" in few.note
+    enough = spearman_interval([1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 3.0, 2.0, 5.0, 4.0])
+    assert enough.low is not None and enough.high is not None and enough.low <= enough.value <= enough.high
