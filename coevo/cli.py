@@ -149,12 +149,13 @@ def quickstart(
     judge: str = typer.Option("smollm2", metavar="SPEC", help="Model of the frozen judge."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier quickstart in --out and start over."),
 ) -> None:
-    """TAIScore co-evolution at its smallest (one round, ~10 min).
+    """TAIScore co-evolution at its smallest (one round, ~20 min).
 
     The critic learns by GRPO from the TAIScore judge's rewards on the actor's revisions,
     then the actor learns by DPO from the revisions a critique-blind judge preferred. Prints
-    the held-out metrics before and after the round and the report's path. About 10 minutes
-    on a laptop CPU; run it again and it resumes where it stopped (`--fresh` starts over).
+    the held-out metrics before and after the round, what the judge audit found, and the
+    report's path. About 20 minutes on a 2-core CPU; run it again and it resumes where it
+    stopped (`--fresh` starts over).
     Model specs: see `coevo models`. Bigger runs: `coevo run examples/taiscore_tiny.yaml --out DIR`.
     """
     from coevo.runner import remove_run_folder, run_experiment
