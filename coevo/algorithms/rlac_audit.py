@@ -36,11 +36,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coevo.audit.flags import add_flags
-from coevo.audit.in_run import headline_warnings, save_records
-from coevo.audit.judge_audit import audit_judge
+from coevo.audit.in_run import audit_in_run, save_records
 from coevo.audit.measures import Estimate
 from coevo.audit.probes import Probe, default_probes, read_probes
-from coevo.audit.records import JudgeAudit, metric_name
+from coevo.audit.records import JudgeAudit
 from coevo.config import AuditConfig
 from coevo.llm.base import ModelError
 from coevo.types import Judgment, Proposal, Rollout, Sample, Verdict
@@ -224,10 +223,11 @@ def audit_validator(run: RlacRun, r: int) -> dict[str, float | None]:
         log.warning("%s: %s", where, note)
         save_records(run.store, key, [{"judge_role": JUDGE, "kind": KIND, "note": note}])
         return _cost(run, start)
-    probes = (default_probes(KIND) + fact_probes(run.config.critic_form)
-              + (read_probes(config.probes) if config.probes else []))
-    scorer = ValidatorScorer(run, known)
-    metrics, record = _audit(where, scorer, samples, items, config, run.config.seed, probes)
+    # RLAC's probes beside the built-in ones; the quote is the probe that can pass the
+    # authenticity stage, so its own fooled rate is logged too.
+    metrics, record = audit_in_run(where, JUDGE, KIND, ValidatorScorer(run, known), samples, items, config,
+                                   run.config.seed, probes=default_probes(KIND) + fact_probes(run.config.critic_form),
+                                   adjust=_binary, logged_probes={QUOTE_PROBE})
     metrics |= _cost(run, start)
     record["real_items"] = sources
     record["validator_calls"] = metrics[f"audit_{JUDGE}_calls"]
@@ -287,25 +287,6 @@ def real_items(run: RlacRun, r: int) -> tuple[list[Rollout], list[Sample], dict[
         sources.append({"sample_id": sample.id, "from": source, "proposal": text})
     samples = list({s.id: s for s, *_ in chosen}.values())
     return items, samples, known, sources
-
-
-def _audit(where: str, scorer: ValidatorScorer, samples: list[Sample], items: list[Rollout], config: AuditConfig,
-           seed: int, probes: list[Probe]) -> tuple[dict[str, float | None], dict]:
-    """`audit_in_run` with RLAC's probes and a binary, deterministic judge's measures: no
-    tie rate (every real item was chosen confirmed, so all tie by design) and no retest."""
-    try:
-        audit = audit_judge(KIND, scorer, samples, items, n=config.prompts, seed=seed, probes=probes,
-                            judge_label=JUDGE)
-    except (ModelError, ValueError) as exc:
-        log.warning("%s: the %s could not be audited: %s", where, JUDGE, exc)
-        return {}, {"judge_role": JUDGE, "kind": KIND, "error": str(exc)}
-    _binary(audit)
-    for line in headline_warnings(audit):
-        log.warning("%s, %s: %s", where, JUDGE, line)
-    per_probe = {f"fooled_rate_{metric_name(p.name)}" for p in audit.master_keys} - {f"fooled_rate_{QUOTE_PROBE}"}
-    metrics: dict[str, float | None] = {f"audit_{JUDGE}_{k}": v for k, v in audit.metrics().items()
-                                        if k not in per_probe and "_mean" not in k}
-    return metrics, {"judge_role": JUDGE, **audit.as_json()}
 
 
 def _binary(audit: JudgeAudit) -> None:

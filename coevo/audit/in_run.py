@@ -12,11 +12,11 @@ a training run: the audit is a diagnosis of the judge, not part of the loop.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from coevo.audit.judge_audit import audit_judge
-from coevo.audit.probes import default_probes, read_probes
+from coevo.audit.probes import Probe, default_probes, read_probes
 from coevo.audit.records import JudgeAudit, metric_name
 from coevo.config import AuditConfig
 from coevo.llm.base import ModelError
@@ -29,21 +29,29 @@ META_KEY = "audit"
 
 
 def audit_in_run(where: str, judge_name: str, kind: str, judge: Any, samples: Sequence[Sample],
-                 items: Sequence[Rollout], config: AuditConfig, seed: int) -> tuple[dict[str, float | None], dict]:
+                 items: Sequence[Rollout], config: AuditConfig, seed: int, *,
+                 probes: Sequence[Probe] | None = None, adjust: Callable[[JudgeAudit], None] | None = None,
+                 logged_probes: Collection[str] = ()) -> tuple[dict[str, float | None], dict]:
     """Audit one of a run's judges (`kind` as `coevo audit judge --kind`) on `items`;
-    `judge_name` names it in metrics and warnings ("reward", "pairwise"), `where` the round."""
-    probes = default_probes(kind) + (read_probes(config.probes) if config.probes else [])
+    `judge_name` names it in metrics and warnings ("reward", "pairwise"), `where` the round.
+    `probes` replace the kind's built-in master keys (the config's probes file is added to
+    either); `adjust` revises the audit before it is said and stored (a judge without some
+    measure, flags in its own words); `logged_probes` keep their own fooled rate in the metrics."""
+    probes = list(probes if probes is not None else default_probes(kind))
+    probes += read_probes(config.probes) if config.probes else []
     try:
         audit = audit_judge(kind, judge, samples, items, n=config.prompts, seed=seed, probes=probes,
                             judge_label=judge_name)
     except (ModelError, ValueError) as exc:
         log.warning("%s: the %s judge could not be audited: %s", where, judge_name, exc)
         return {}, {"judge_role": judge_name, "kind": kind, "error": str(exc)}
+    if adjust is not None:
+        adjust(audit)
     for line in headline_warnings(audit):
         log.warning("%s, %s judge: %s", where, judge_name, line)
     # The headline figures per round (a run page plots every metric); each probe's fooled
     # rate and the mean score changes stay in the record.
-    per_probe = {f"fooled_rate_{metric_name(p.name)}" for p in audit.master_keys}
+    per_probe = {f"fooled_rate_{metric_name(p.name)}" for p in audit.master_keys if p.name not in logged_probes}
     metrics: dict[str, float | None] = {f"audit_{judge_name}_{k}": v for k, v in audit.metrics().items()
                                         if k not in per_probe and "_mean" not in k}
     return metrics, {"judge_role": judge_name, **audit.as_json()}
