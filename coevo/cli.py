@@ -197,7 +197,7 @@ def quickstart(
 
     store = RunStore(out_dir, read_only=True)
     try:  # what the judge audit found, in plain words: can these numbers be trusted?
-        _print_audit_warnings(store)
+        _print_run_warnings(store)
     finally:
         store.close()
     out.print(f"report: {summary['report']}")
@@ -341,17 +341,26 @@ def eval_agreement(
 
     The measures of TAIScore's appendix D.1: per group, do the two judges' top-scored
     candidates overlap, and over candidate pairs, do they order them the same way (pairs
-    either judge ties are left out). Lines with an unreadable score are counted as invalid.
+    either judge ties are left out). Pairwise agreement comes with its n, a Wilson 95%
+    interval, the chance agreement of two independent raters with the same marginals and
+    Cohen's kappa. Groups only one file holds are left out, counted and named
+    (unmatched_a / unmatched_b); lines with an unreadable score are counted as invalid.
     """
-    from coevo.eval.agreement import judge_agreement, read_scores_jsonl
+    from coevo.eval.agreement import judge_agreement, left_out_lines, read_scores_jsonl, report_rows
 
     file_a, file_b = read_scores_jsonl(a), read_scores_jsonl(b)
-    report = {**judge_agreement(file_a.scores, file_b.scores).model_dump(),
-              "invalid_a": file_a.n_invalid, "invalid_b": file_b.n_invalid}
+    result = judge_agreement(file_a.scores, file_b.scores)
+    report = {**result.model_dump(), "invalid_a": file_a.n_invalid, "invalid_b": file_b.n_invalid}
     if as_json:
         print(json.dumps(report))
-    else:
-        _print_table({"columns": list(report), "rows": [report]}, title="judge agreement")
+        return
+    _print_table({"columns": ["measure", "value", "95% interval", "n", "note"], "rows": report_rows(result)},
+                 title="judge agreement")
+    for line in left_out_lines(result, str(a), str(b)):
+        out.print(line, highlight=False, markup=False)
+    if file_a.n_invalid or file_b.n_invalid:
+        out.print(f"unreadable scores left out: {file_a.n_invalid} in {a}, {file_b.n_invalid} in {b}",
+                  highlight=False, markup=False)
 
 
 @eval_app.command("annotations")
@@ -361,7 +370,8 @@ def eval_annotations(
                                          "(e.g. three human.jsonl) to merge by majority vote."),
     out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Folder for human.jsonl, "
                                            "judge.jsonl and, with several annotators, majority.jsonl (a run "
-                                           "needs it; files: optional)."),
+                                           "needs it; files: optional). A run's export replaces the folder "
+                                           "as a whole; a folder holding other files is refused."),
     stage: Optional[str] = typer.Option(None, "--stage", metavar="NAME", help="Only this stage's labels (default: every stage's)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -380,7 +390,7 @@ def eval_annotations(
     each pair's votes, and DIR/human.jsonl becomes the majority labels.
     """
     from coevo.eval.annotators import merge_files, summary_lines, vote_rows, write_merge
-    from coevo.view.annotate import export_annotations
+    from coevo.view.annotate_export import export_annotations
 
     runs = [p for p in sources if p.is_dir()]
     if runs and len(sources) > 1:
@@ -643,18 +653,18 @@ def report(run_dir: Path = typer.Argument(..., metavar="RUN", help="Run folder."
 
     store = RunStore(run_dir, read_only=True)
     try:
-        _print_audit_warnings(store)
+        _print_run_warnings(store)
     finally:
         store.close()
 
 
-def _print_audit_warnings(store) -> None:
-    """The judge audit's warnings (issue 23): a line per judge whose latest audited round
-    failed a check, as the run page says them."""
-    from coevo.view.audit import store_audit_warnings
+def _print_run_warnings(store) -> None:
+    """The run page's warnings, a line each: the judge audit's (issue 23), numbers from too few
+    items, cut-off generations, Adam-first-step weight changes (issue 26), and the rest."""
+    from coevo.view.warnings import run_warnings
 
-    for line in store_audit_warnings(store):
-        out.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
+    for finding in run_warnings(store):
+        out.print(f"[yellow]warning ({escape(finding.kind)}):[/] {escape(finding.text)}", highlight=False)
 
 
 @app.command()
@@ -664,13 +674,16 @@ def view(
     port: int = typer.Option(8000, "--port", min=0, max=65535, metavar="PORT",
                              help="Port to serve on (0: any free port)."),
     host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS", help="Address to bind; the default is reachable from "
-                             "this machine only. The viewer is read-only but shows everything in the runs."),
+                             "this machine only. The viewer shows everything in the runs, and anyone who reaches it "
+                             "can add annotation labels to them."),
 ) -> None:
     """Browse runs in a local web page.
 
     Results, plots, training curves, samples, proposals, skills and pairwise annotation.
 
-    Read-only: a run still going can be watched (reload the page). Ctrl-C stops the server.
+    The viewer writes one thing: the human labels made on its Annotate page (and which
+    text each pair showed on which side), into the run's run.sqlite. It changes nothing
+    else; a run still going can be watched (reload the page). Ctrl-C stops the server.
     """
     from coevo.runinfo import find_runs
 
@@ -688,17 +701,36 @@ def view(
 
 @app.command()
 def runs(
-    root: Path = typer.Argument(DEFAULT_RUNS, metavar="RUNS_DIR",
-                                help="Folder of run folders (searched two levels deep), or one run folder."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per run."),
+    paths: Optional[list[Path]] = typer.Argument(
+        None, metavar="RUNS_DIR | RUN", show_default=False,
+        help="Folder of run folders (searched two levels deep), or one run folder [default: runs]. With "
+             "--compare: the runs to compare, each a run folder or a run's name as `coevo runs` lists it under runs/."),
+    compare: bool = typer.Option(False, "--compare", help="Compare two or more runs side by side: the settings "
+                                 "their configs differ in, and their last metrics with intervals and n."),
+    all_settings: bool = typer.Option(False, "--all", help="With --compare: every config setting, not only "
+                                      "those that differ."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per run (with --compare: one "
+                                 "object, the comparison)."),
 ) -> None:
     """List runs: status, start, duration and headline metrics.
 
     Status is running, finished, failed (with its error), interrupted, or resumable (its
     process is gone without finishing: continue it with `coevo run CONFIG --out DIR --resume`).
+
+    `coevo runs --compare A B` puts runs side by side, as `coevo view`'s compare page does.
     """
     from coevo.runinfo import format_duration, runs_under
 
+    if compare:
+        _compare_runs(paths or [], all_settings=all_settings, as_json=as_json)
+        return
+    if paths and len(paths) > 1:
+        raise typer.BadParameter("give one folder of runs (or compare runs: `coevo runs --compare RUN RUN ...`)",
+                                 param_hint="RUNS_DIR")
+    if all_settings:
+        raise typer.BadParameter("--all shows every setting of compared runs: add --compare RUN RUN ...",
+                                 param_hint="--all")
+    root = paths[0] if paths else DEFAULT_RUNS
     infos = runs_under(root)
     if as_json:
         for info in infos:
@@ -713,13 +745,79 @@ def runs(
         status, _, why = info.status.partition(": ")  # "unreadable: <why>"
         rows.append({"run": info.run, "algorithm": info.algorithm, "status": status,
                      "started": info.started or "?", "duration": format_duration(info.duration_s),
-                     "rollouts": info.rollouts, "headline metrics": _headline(info.headline),
+                     "rollouts": info.rollouts, "headline metrics": _headline(info),
                      "error": info.error or why})  # last: long, and most rows have none
     _print_table({"columns": list(rows[0]), "rows": rows}, title=f"runs under {root}")
 
 
-def _headline(metrics: dict) -> str:
-    return ", ".join(f"{name} {_cell(value)}" for name, value in metrics.items()) or "—"
+def _headline(info) -> str:
+    """`name value [lo, hi] (n=N)` per headline number, as the viewer writes them."""
+    return ", ".join(f"{name} {info.headline_text.get(name) or _cell(value)}"
+                     for name, value in info.headline.items()) or "—"
+
+
+def _compare_runs(names: list[Path], all_settings: bool, as_json: bool) -> None:
+    """`coevo runs --compare`: the compare page's two tables (coevo.view.comparison)."""
+    from coevo.view.comparison import compare_runs
+
+    chosen = _resolve_runs(names)
+    if len(chosen) < 2:
+        raise typer.BadParameter("give at least two runs to compare (run folders, or names `coevo runs` lists)",
+                                 param_hint="RUN")
+    comparison = compare_runs(chosen)
+    if as_json:
+        print(json.dumps(comparison.model_dump(), ensure_ascii=False))
+        return
+    labels = [run.label for run in comparison.runs]
+    for run in comparison.runs:
+        out.print(f"{run.label}: {run.algorithm} run in {run.path}", highlight=False, markup=False)
+    differing = comparison.differing
+    rows = [{"setting": ("≠ " if row.differs and all_settings else "") + row.key,
+             **{label: "(not set)" if v is None else v for label, v in zip(labels, row.values)}}
+            for row in (comparison.config if all_settings else differing)]
+    title = f"config: {len(differing)} of {len(comparison.config)} settings differ"
+    if rows:
+        _print_table({"columns": ["setting", *labels], "rows": rows}, title=title + (" (≠)" if all_settings else ""))
+    else:
+        out.print(f"{title}: the runs share one config", highlight=False)
+    metrics = [{"metric": row.name, "stage": row.stage,
+                **{label: cell.text if cell else "—" for label, cell in zip(labels, row.cells)}}
+               for row in comparison.metrics]
+    if metrics:
+        _print_table({"columns": ["metric", "stage", *labels], "rows": metrics},
+                     title="last value of each metric, 95% interval and n where known")
+    else:
+        out.print("no metric logged by two or more of these runs", highlight=False)
+    if comparison.curves:
+        out.print(f"{len(comparison.curves)} metrics were logged over rounds in two or more of the runs: "
+                  "`coevo view` draws them overlaid (tick the runs, then Compare selected)", highlight=False)
+
+
+def _resolve_runs(names: list[Path]) -> list[tuple[str, Path]]:
+    """(label, run folder) of each name, repeats dropped: a run folder by its path, else a run
+    under runs/ by the name `coevo runs` lists (its path there) or its `coevo view` id."""
+    from coevo.runinfo import find_runs
+    from coevo.store import STORE_FILE
+    from coevo.view.context import RunIndex
+
+    listed: dict[str, Path] | None = None
+    chosen: dict[str, Path] = {}
+    for name in names:
+        if (name / STORE_FILE).is_file():
+            chosen.setdefault(str(name), name)
+            continue
+        if listed is None:  # looked up once, and only when a name is not a run folder
+            listed = {}
+            if DEFAULT_RUNS.is_dir():
+                listed = {ref.id: ref.path for ref in RunIndex([DEFAULT_RUNS]).runs()}
+                listed.update({run_dir.relative_to(DEFAULT_RUNS).as_posix(): run_dir
+                               for run_dir in find_runs(DEFAULT_RUNS)})
+        key = name.as_posix()
+        if key not in listed:
+            raise FileNotFoundError(f"no run {key!r}: not a run folder (no {STORE_FILE}) and not a run `coevo runs` "
+                                    f"lists under {DEFAULT_RUNS}/")
+        chosen.setdefault(key, listed[key])
+    return list(chosen.items())
 
 
 @app.command()
@@ -754,7 +852,7 @@ def show(
                 raise typer.BadParameter(f"no stage {stage!r} in {run_dir}; its stages: " + (", ".join(
                     f"{name} ({n} rollouts)" for name, n in stages) or "none yet"), param_hint="--stage")
             _print_run_header(run_dir)
-            _print_audit_warnings(store)
+            _print_run_warnings(store)
             _print_rollouts(store, stages, stage=stage, round_=round_, condition=condition, limit=limit)
     finally:
         store.close()
@@ -774,7 +872,9 @@ def _print_run_header(run_dir: Path) -> None:
         line += f"; started {info.started}, ran {format_duration(info.duration_s)}"
     out.print(line, highlight=False)
     if info.headline:
-        out.print(f"headline metrics: {_headline(info.headline)}", highlight=False)
+        out.print(f"headline metrics: {_headline(info)}", highlight=False)
+        out.print("  (95 % intervals; `coevo metrics " + " ".join(info.headline) + "` says what each measures)",
+                  highlight=False, style="dim")
     summary_file = run_dir / "summary.json"
     if summary_file.is_file():
         processes = json.loads(summary_file.read_text(encoding="utf-8")).get("world_size")
@@ -844,6 +944,29 @@ def _judgment_line(judgment) -> str:
 
 
 @app.command()
+def metrics(names: Optional[list[str]] = typer.Argument(None, metavar="[NAME]...",
+                                                       help="Metric names (as runs log them); none: every defined one.")
+            ) -> None:
+    """Define metrics: title, definition, unit and scale.
+
+    Whether each is an estimate (shown with its n and a 95 % interval, or "too few to tell"
+    under 5 items) is said too.
+
+    The viewer's hover text, `coevo show` and the console tables read the same definitions.
+    """
+    from coevo.metric_defs import DEFINITIONS, describe, is_defined
+
+    wanted = names or [pattern for pattern, _ in DEFINITIONS]
+    rows = []
+    for name in wanted:
+        definition = describe(name)
+        rows.append({"metric": name, "title": definition.title, "unit": definition.axis_label if definition.unit else "",
+                     "estimate": "yes" if definition.estimate else "", "definition": definition.definition
+                     if names is None or is_defined(name) else "not a registered metric (no definition)"})
+    _print_table({"columns": list(rows[0]), "rows": rows}, title="metric definitions", define=False)
+
+
+@app.command()
 def models(prepare: bool = typer.Option(False, "--prepare", help="Convert the embedded model for transformers "
                                          "now (else the first training run does).")) -> None:
     """List the model specs every --model / --judge / config accepts."""
@@ -893,10 +1016,12 @@ def _require_run(run_dir: Path) -> None:
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {STORE_FILE}); see `coevo runs`")
 
 
-def _print_table(table: dict, title: str) -> None:
+def _print_table(table: dict, title: str, define: bool = True) -> None:
     """A rich table. On a terminal long cells fold to fit the window; piped into a file, grep
     or a CI log, the table takes the width its cells need, so no name or path breaks mid-word."""
     from rich.measure import Measurement
+
+    from coevo.metric_defs import definitions_note
 
     piped = not out.is_terminal
     view = Table(title=title)
@@ -910,6 +1035,10 @@ def _print_table(table: dict, title: str) -> None:
         view.add_column(str(column), overflow="fold", no_wrap=whole)
     for row in cells:
         view.add_row(*row)
+    # What each metric in the table means (coevo/metric_defs.py), as the viewer's hover says it.
+    if define:
+        view.caption = definitions_note([str(c) for c in columns] + [row[0] for row in cells]) or None
+    view.caption_justify = "left"
     if not piped:
         out.print(view)
         return

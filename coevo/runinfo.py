@@ -7,6 +7,7 @@ a run that is still going is looked at without being touched.
 from __future__ import annotations
 
 import json
+import math
 import time
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +34,8 @@ class RunInfo(BaseModel):
     started: str | None = Field(None, description="local time, YYYY-MM-DD HH:MM")
     duration_s: float | None = None
     headline: dict[str, float | str | None] = Field(default_factory=dict)
+    headline_text: dict[str, str] = Field(
+        default_factory=dict, description="each headline number with its interval and n, or 'too few to tell'")
     rollouts: int = 0
 
 
@@ -110,15 +113,37 @@ def run_info(run_dir: str | Path, root: str | Path | None = None) -> RunInfo:
                 duration = time.time() - started
         metrics = store.metrics()
         n_rollouts = sum(n for _, n in store.rollout_stages())
+        headline = headline_metrics(read_summary(run_dir), metrics)
         return RunInfo(
             run=name, path=str(run_dir), algorithm=str(store.get_meta("algorithm") or "?"),
             status="unknown" if status == "?" else status,
             error=store.get_meta("error") if status in ("failed", "interrupted") else None,
             started=time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else None,
-            duration_s=duration, headline=headline_metrics(read_summary(run_dir), metrics),
+            duration_s=duration, headline=headline, headline_text=headline_texts(headline, metrics),
             rollouts=n_rollouts)
     finally:
         store.close()
+
+
+def headline_texts(headline: dict[str, float | str | None], metrics: list[dict[str, Any]]) -> dict[str, str]:
+    """Each headline number as `estimate_text` writes it: with the interval and n logged beside
+    it where its logged value is the one shown (summary.json's table may hold another row's)."""
+    from coevo.metric_defs import estimate_text, latest_estimates
+
+    estimates = latest_estimates(metrics, list(headline))
+    out = {}
+    for name, value in headline.items():
+        estimate = estimates.get(name)
+        if estimate is not None and estimate.value is not None and (
+                # summary.json's tables may hold the number already formatted (with an interval).
+                not isinstance(value, (int, float))
+                or math.isclose(estimate.value, value, rel_tol=1e-6, abs_tol=1e-9)):
+            out[name] = estimate.text()
+        elif not isinstance(value, (int, float)):
+            out[name] = "—" if value is None else str(value)
+        else:
+            out[name] = estimate_text(value) + " (n not logged)"
+    return out
 
 
 def runs_under(root: str | Path) -> list[RunInfo]:

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from coevo.config import ConfigError, apply_overrides, read_yaml, validate
+from coevo.llm.call_tags import tagged
 from coevo.logs import run_logging
 from coevo.provenance import provenance, timed
 from coevo.runlock import RunLock, holder
@@ -342,7 +343,9 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
         facts = provenance(store.get_meta("started"), earlier=earlier, duration_s=0.0)
         store.set_meta("provenance", facts)
         try:
-            summary = summary_dict(_experiments()[algorithm].run(config, store))
+            # Calls no algorithm stage claims (data loading, a query filter) are the run's own.
+            with tagged(stage=algorithm):
+                summary = summary_dict(_experiments()[algorithm].run(config, store))
         except BaseException as exc:
             # The time it ran counts toward the run's duration when it is resumed.
             with contextlib.suppress(Exception):

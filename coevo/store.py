@@ -214,19 +214,45 @@ class RunStore:
                 [(key, i, model_id, c.model_dump_json(), now, request_json) for i, c in completions.items()],
             )
 
-    def cached_calls(self, output_contains: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        """Cached model calls, newest last: model id, request (None for calls cached before
-        schema 3) and completion text; only those whose completion contains `output_contains`."""
+    def cached_calls(self, output_contains: str | None = None, limit: int | None = 50, *,
+                     tags: dict[str, str | list[str]] | None = None, untagged: bool = False,
+                     cut_off: bool | None = None) -> list[dict[str, Any]]:
+        """Cached model calls, newest last (`limit` None: all): model id, request (None for
+        calls cached before schema 3), completion text and its prompt/completion token counts;
+        only those whose completion contains `output_contains`. `tags`: only calls whose
+        recorded "call" tags (see llm/call_tags.py) have these values (a list: any of them);
+        `untagged`: only calls that record none (cached before calls were tagged). `cut_off`:
+        only calls that did (True) or did not (False) stop at their token limit, as recorded,
+        else as their completion's token count against the request's max_tokens."""
         request = "request" if self._version >= 3 else "NULL"
-        sql = f"SELECT key, idx, model_id, completion, created, {request} FROM llm_cache"
-        args: tuple = ()
+        sql = f"SELECT key, idx, model_id, completion, created, {request} FROM llm_cache WHERE 1=1"
+        args: list[Any] = []
         if output_contains:
-            sql, args = sql + " WHERE instr(completion, ?) > 0", (json.dumps(output_contains, ensure_ascii=False)[1:-1],)
-        rows = self._query(sql + " ORDER BY created, rowid LIMIT ?", (*args, limit))
-        return [{"key": key, "index": idx, "model_id": model_id, "created": created,
-                 "completion": Completion.model_validate_json(completion).text,
-                 "request": json.loads(req) if req else None}
-                for key, idx, model_id, completion, created, req in rows]
+            sql += " AND instr(completion, ?) > 0"
+            args.append(json.dumps(output_contains, ensure_ascii=False)[1:-1])
+        for name, wanted in (tags or {}).items():
+            if not re.fullmatch(r"\w+", name):
+                raise ValueError(f"a call tag is a plain word, not {name!r}")
+            values = [wanted] if isinstance(wanted, str) else list(wanted)
+            sql += f" AND json_extract({request}, '$.call.{name}') IN ({', '.join('?' * len(values))})"
+            args += values
+        if untagged:
+            sql += f" AND json_extract({request}, '$.call') IS NULL"
+        if cut_off is not None:
+            # The recorded flag, else (older calls) the token count against the limit.
+            hit = (f"COALESCE(json_extract({request}, '$.call.cut_off'), json_extract(completion, "
+                   f"'$.completion_tokens') >= json_extract({request}, '$.sampling.max_tokens'))")
+            sql += f" AND {hit} = ?"
+            args.append(int(cut_off))
+        rows = self._query(sql + " ORDER BY created, rowid LIMIT ?", (*args, -1 if limit is None else limit))
+        out = []
+        for key, idx, model_id, completion, created, req in rows:
+            data = json.loads(completion)
+            out.append({"key": key, "index": idx, "model_id": model_id, "created": created,
+                        "completion": data.get("text", ""), "request": json.loads(req) if req else None,
+                        "prompt_tokens": data.get("prompt_tokens"), "completion_tokens": data.get("completion_tokens"),
+                        "cached": data.get("cached")})
+        return out
 
     def cache_size(self) -> int:
         return self._query("SELECT COUNT(*) FROM llm_cache")[0][0]
@@ -298,6 +324,11 @@ class RunStore:
                 "INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
                 (kind, key, _dump(record), time.time()),
             )
+
+    def delete_record(self, kind: str, key: str) -> bool:
+        """Remove one record; whether it was there (an annotator's undo takes a label back)."""
+        with self.transaction() as db:
+            return db.execute("DELETE FROM records WHERE kind = ? AND key = ?", (kind, key)).rowcount > 0
 
     def get_record(self, kind: str, key: str) -> Any | None:
         """The record of `kind` stored under `key`, or None."""

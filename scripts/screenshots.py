@@ -118,8 +118,9 @@ def take_all(folder: Path, out_dir: Path, size: tuple[int, int]) -> list[Path]:
                 save("sample.png", link.removeprefix(viewer.url))
             else:
                 print(f"note: run {sample_run} has no samples: sample.png left out")
-            # The annotation page with a pair on it (the stages list where no stage has pairs).
-            driver.get(f"{viewer.url}/runs/{sample_run}/annotate")
+            # The annotation page with a pair on it (the stages list where no stage has pairs),
+            # under an annotator name (the page asks for one first; the cookie keeps it).
+            driver.get(f"{viewer.url}/runs/{sample_run}/annotate?annotator=screenshots")
             settle(driver)
             pair = _first_pair(driver)
             save("annotate.png", pair.removeprefix(viewer.url) if pair else f"/runs/{sample_run}/annotate")

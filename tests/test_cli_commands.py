@@ -188,14 +188,29 @@ def test_quickstart_runs_its_taiscore_config_and_resumes(tmp_path, monkeypatch):
     assert [r["round"] for r in summary["rounds"]] == [1]
     assert "TAIScore quickstart" in result.output and f"report: {out / 'report.html'}" in result.output
     assert (out / "report.html").is_file()
-    # The win rate from both shown orders, with its CI and n, and the judge's position
-    # consistency beside it: this judge always answers "1", so it is 0.5 and 0.
+    # The win rate from both shown orders, with its n (2 pairs: too few for an interval), and
+    # the judge's position consistency beside it: this judge always answers "1", so 0.5 and 0.
     rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 2}
-    assert "0.500 [0.095, 0.905] (n=2)" in rows["win_rate_vs_round0"]
-    assert "0.000" in rows["position_consistency_vs_round0"]
+    assert "0.500 (n=2: too few to tell)" in rows["win_rate_vs_round0"]
+    assert "0.000 (n=2: too few to tell)" in rows["position_consistency_vs_round0"]
     # The judge audit's verdict in plain words: this replay judge answers "1" whatever it is shown.
     assert config["audit"]["prompts"] == 2 and summary["audit"]
-    assert "warning: the pairwise judge failed" in " ".join(result.output.split())
+    assert "warning (judge-audit): the pairwise judge failed" in " ".join(result.output.split())
+    assert "warning (small-n): " in result.output  # 2 held-out prompts: too few to tell
+    # Its run page gives every headline number its n, and on 2 held-out prompts says they are
+    # too few to tell, beside a warning that names them (issue 26).
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from coevo.view.app import create_app
+
+    page = TestClient(create_app([out])).get(f"/runs/{out.name}").text
+    headline = re.search(r'<dd id="headline">(.*?)</dd>', page, re.S).group(1)
+    pills = re.findall(r'<span class="pill[^"]*" title="([^"]+)">([^<]+)</span>', headline)
+    assert pills and all("(n=2: too few to tell)" in text for _, text in pills), pills
+    assert all(": " in hover and "(no definition registered)" not in hover for hover, _ in pills)
+    assert 'class="warning warning-small-n"' in page
 
     # Run again: it resumes the finished run (restores both stages, trains nothing).
     again = CliRunner().invoke(app, args)

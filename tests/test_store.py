@@ -62,3 +62,12 @@ def test_steps_metrics_records_survive_reopen(tmp_path):
     assert store.step_result("round1/critic") is None
     assert store.metrics("eval") == [{"stage": "eval", "round": 0, "name": "score", "value": 6.5}]
     assert store.get_records("pair") == [("p1", {"chosen": "a"})]
+
+
+def test_delete_record_takes_one_record_back(tmp_path):
+    store = RunStore(tmp_path)
+    store.put_record("annotation", "p1", {"label": "A"})
+    store.put_record("annotation", "p2", {"label": "B"})
+    assert store.delete_record("annotation", "p1") is True
+    assert store.delete_record("annotation", "p1") is False  # already gone
+    assert store.get_record("annotation", "p1") is None and store.get_record("annotation", "p2") == {"label": "B"}

@@ -86,6 +86,7 @@ from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_mark
 from coevo.config import AuditConfig, ConfigError, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
 from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.stats import mean_of_known
+from coevo.llm.call_tags import tagged
 from coevo.llm.python_functions import PythonFunction
 from coevo.progress import progress_bar
 from coevo.store import RunStore
@@ -872,8 +873,9 @@ class MethodRun:
     def test(self) -> list[float | None]:
         """Final test answers with the final S, graded against gold rubrics (0-1)."""
         test = self.parts["test"]
-        responses = self.solve(test, self.skills[SOLVER])
-        graded = gold_scores(self.roles.grader, self.gold["test"], responses)
+        with tagged(stage="test"):  # the stage its rollouts are saved under
+            responses = self.solve(test, self.skills[SOLVER])
+            graded = gold_scores(self.roles.grader, self.gold["test"], responses)
         self.count_invalid("grader", sum(1 for g, _ in graded if g is None))
         # The checkable gold beside the grader's: each answer against its prompt's constraints.
         checks = [constraint_judgment(response, constraints_of(sample)) if constraints_of(sample) else None

@@ -21,6 +21,7 @@ from coevo.audit.in_run import run_records
 from coevo.eval.constraints import pass_rate_metrics
 from coevo.eval.paired import PairedCI, RunCI, paired_difference, run_difference
 from coevo.eval.stats import mean_of_known, mean_sd
+from coevo.metric_defs import estimate_text
 from coevo.store import RunStore
 from coevo.types import Record, Skill, Table
 
@@ -212,8 +213,8 @@ def method_summary(runs: list[MethodResult], mine: list[SkillVersion]) -> Method
 def table_row(method: str, entry: MethodSummary, seeds: int) -> dict[str, Any]:
     """The report table's row of one method (acceptances and ties as 'k/n')."""
     rate = entry.constraint_pass_rate
-    constraint = (None if rate is None else f"{rate:.3f} [{entry.constraint_pass_rate_ci[0]:.3f}, "
-                  f"{entry.constraint_pass_rate_ci[1]:.3f}] (n={entry.constraint_count})")
+    low, high = entry.constraint_pass_rate_ci or (None, None)
+    constraint = None if rate is None else estimate_text(rate, low, high, entry.constraint_count)
     return {"method": method, "test_mean": entry.test_mean, "test_sd": entry.test_sd,
             "constraint_pass_rate": constraint, "seeds": seeds,
             "solver_acc": f"{entry.solver_accepted}/{entry.solver_candidates}",

@@ -44,6 +44,7 @@ from coevo.algorithms.rlac_audit import audit_validator
 from coevo.audit.in_run import run_records
 from coevo.config import AuditConfig, ModelRoles, StrictModel, refuse_moved_keys
 from coevo.llm.base import ChatModel
+from coevo.llm.call_tags import tagged
 from coevo.llm.specs import base_model_path
 from coevo.prompts import load_template
 from coevo.roles.parsing import strip_reasoning
@@ -765,14 +766,16 @@ class RlacRun:
         """Policy evaluation (lines 3-11), policy improvement of the generator (lines 12-16)
         and of the critic (lines 17-21), then the held-out metrics of the new generator."""
         started = time.perf_counter()
-        data = self.policy_evaluation(r)
+        with tagged(stage=f"rlac:round{r}"):  # the stage its rollouts are saved under
+            data = self.policy_evaluation(r)
         training: dict[str, TrainingInfo] = {}
         if data.generator_pairs:
             training["generator"] = self.improve("generator", r, data.generator_pairs)
         # Optional in the box: a static critic (or the baseline's none) is never trained.
         if self.trained_critic and data.critic_pairs:
             training["critic"] = self.improve("critic", r, data.critic_pairs)
-        evaluation = self.evaluate(r)
+        with tagged(stage=f"rlac:round{r}/eval"):
+            evaluation = self.evaluate(r)
         # After the counts are taken: the audit's validator calls are its own (rlac_audit.py).
         counts = self.counts.model_copy()
         audit = audit_validator(self, r)
@@ -845,7 +848,8 @@ class RlacRun:
         count of every output (the rollout length metric)."""
         prompts = [self.domain.generator_prompt(s) for s in self.train]
         sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed * 1000 + r})
-        completions = self.generator.generate(prompts, sampling, n=self.config.k)
+        with tagged(role="generator", step="respond"):
+            completions = self.generator.generate(prompts, sampling, n=self.config.k)
         instructions = [Instruction(sample=s, messages=p, outputs=outs)
                         for s, p, outs in zip(self.train, prompts, _texts(completions))]
         return instructions, [c.completion_tokens for row in completions for c in row]
@@ -985,7 +989,8 @@ class RlacRun:
         done = self.store.step_result("rlac:round0")
         if done is not None:
             return BaselineRecord.model_validate(done)
-        baseline = BaselineRecord(round=0, eval=self.evaluate(0))
+        with tagged(stage="rlac:round0/eval"):
+            baseline = BaselineRecord(round=0, eval=self.evaluate(0))
         # Before iteration 1: can the validator be gamed at all? (on the outputs just evaluated)
         baseline.audit = audit_validator(self, 0)
         self.store.log_metrics("generator", baseline.eval.store_metrics(), round=0)
@@ -999,13 +1004,15 @@ class RlacRun:
         """The held-out metric of the generator's greedy outputs (its mode), and the KL from
         the base generator on sampled ones (what the policy actually does)."""
         prompts = [self.domain.generator_prompt(s) for s in self.heldout]
-        greedy = [row[0] for row in _texts(self.generator.generate(prompts, self.config.sampling.eval))]
+        with tagged(role="generator", step="respond"):
+            greedy = [row[0] for row in _texts(self.generator.generate(prompts, self.config.sampling.eval))]
         # The judge audit's real items are the critic's proposals on these (rlac_audit.py).
         self.heldout_answers = [strip_reasoning(text) for text in greedy]
         evaluation = self.domain.evaluate(self.heldout, self.heldout_answers)
         if self.base is not None:
             sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
-            sampled = [row[0] for row in _texts(self.generator.generate(prompts, sampling, n=1))]
+            with tagged(role="generator", step="respond"):
+                sampled = [row[0] for row in _texts(self.generator.generate(prompts, sampling, n=1))]
             evaluation.kl_from_base = kl_estimate(self.generator_policy, self.base, prompts, sampled)
         evaluation.heldout_output_chars = sum(map(len, greedy)) / max(1, len(greedy))
         return evaluation
@@ -1036,7 +1043,9 @@ def _propose(critic: ChatModel, domain: RlacDomain, outputs: list[tuple[Sample, 
 
     samplings = [sampling.model_copy(update={"json_schema": as_text(domain.critic_schema(sample, output))})
                  for sample, output, _ in outputs]
-    return _texts(generate_each(critic, [prompt for _, _, prompt in outputs], samplings, n=n))
+    # Not a `Role`: its calls are tagged here, for the viewer to file them under the critic.
+    with tagged(role="critic", step="critique"):
+        return _texts(generate_each(critic, [prompt for _, _, prompt in outputs], samplings, n=n))
 
 
 def _check(validator: Validator, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:

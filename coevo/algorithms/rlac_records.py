@@ -68,11 +68,12 @@ class HeldoutEval(Record):
     def cell(self, name: str) -> float | str | None:
         """A rounds-table cell: the metric, as ``"0.475 [0.329, 0.625] (n=40)"`` where it
         carries an interval and its n (TAIScore's tables write theirs the same way)."""
+        from coevo.metric_defs import estimate_text
+
         value, lo, hi = self.metric(name), self.metric(f"{name}_lo"), self.metric(f"{name}_hi")
         if value is None or lo is None or hi is None:
             return value
-        n = f" (n={self.heldout_n})" if self.heldout_n is not None else ""
-        return f"{value:.3f} [{lo:.3f}, {hi:.3f}]{n}"
+        return estimate_text(value, lo, hi, self.heldout_n)
 
 
 class VerificationCounts(Record):

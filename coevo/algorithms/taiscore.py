@@ -51,6 +51,7 @@ from coevo.algorithms.taiscore_eval import (
 )
 from coevo.config import AuditConfig, ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.judging import judge_as_reward, rollout_judge
+from coevo.llm.call_tags import tagged
 from coevo.roles.base import Scorer
 from coevo.llm.specs import base_model_path
 from coevo.progress import map_batches
@@ -600,9 +601,10 @@ class ConditionRun:
         extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
                  "sample_id": [s.id for s in queries]}
         shortened = shortened_prompts(critic, f"{prefix}/critic", extra["x"], extra["y0"])
-        result = self.ctx.backend.train_grpo(self.critic_local, prompts, reward_fn, self.grpo_settings,
-                                             store.run_dir / "checkpoints" / prefix / "critic",
-                                             resume=True, extra_columns=extra)
+        with tagged(stage=f"{prefix}/grpo"):  # the reward's actor and judge calls
+            result = self.ctx.backend.train_grpo(self.critic_local, prompts, reward_fn, self.grpo_settings,
+                                                 store.run_dir / "checkpoints" / prefix / "critic",
+                                                 resume=True, extra_columns=extra)
         # Kept with the stage's result, so a resumed run reports it too.
         return result.model_copy(update={"metrics": {**result.metrics, "critic_prompts_shortened": shortened}})
 
@@ -665,7 +667,8 @@ def _stored_responses(store: RunStore, kind: str, samples: list[Sample], actor: 
         return texts
 
     if todo:
-        have.update(zip((s.id for s in todo), map_batches(respond, todo, batch_size, kind)))
+        with tagged(stage=kind):  # the y0 a later stage's rollouts show were made here
+            have.update(zip((s.id for s in todo), map_batches(respond, todo, batch_size, kind)))
     return {s.id: have[s.id] for s in samples}
 
 

@@ -57,7 +57,8 @@ from coevo.algorithms.taiscore_audit import AUDIT_TABLE_METRICS, audit_round
 from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.paired import paired_difference
-from coevo.eval.stats import mean_sd
+from coevo.llm.call_tags import tagged
+from coevo.eval.stats import mean_metrics, mean_sd
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
@@ -97,7 +98,8 @@ class RoundEvaluator:
         store, step = self.ctx.store, f"{self.tag}/round{r}/eval"
         done = store.step_result(step)
         if done is None:
-            metrics = self._measure(r, actor, critic)
+            with tagged(stage=step):  # the calls behind this stage's rollouts (the viewer)
+                metrics = self._measure(r, actor, critic)
             metrics.update(_invalid_rate(training, metrics))
             store.log_metrics(self.tag, {k: v for k, v in {**training, **metrics}.items()
                                          if isinstance(v, (int, float)) or v is None}, round=r)
@@ -125,10 +127,11 @@ class RoundEvaluator:
             rollouts = [Rollout(sample_id=s.id, x=s.prompt, y0=before[s.id].y0, condition=self.tag,
                                 judgments={k: v for k, v in before[s.id].judgments.items() if k == "gold_rubric_y0"})
                         for s in samples]
-            found = self._refine(f"round {r} before DPO", samples, rollouts, actor, critic)
+            with tagged(stage=step):
+                found = self._refine(f"round {r} before DPO", samples, rollouts, actor, critic)
             metrics |= check_constraints(samples, rollouts, "y1", "constraints", "refine_constraint")
             if "S_y1" in found:
-                metrics["refine_S_y1"], metrics["refine_delta"] = found["S_y1"], found["delta"]
+                metrics |= _refine_metrics(found, "")
             metrics |= {"eval_before_dpo_critic_prompts_shortened": found["critic_prompts_shortened"],
                         "eval_before_dpo_judgments": found["judgments"], "eval_before_dpo_invalid": found["invalid"]}
             for rollout in rollouts:
@@ -156,8 +159,9 @@ class RoundEvaluator:
             for i, judgment in zip(rubric, self._gold(f"eval round {r}", [samples[i] for i in rubric],
                                                       [y0[i] for i in rubric])):
                 rollouts[i].judgments["gold_rubric_y0"] = judgment
-            metrics["gold_score"] = _mean([rollouts[i].judgments["gold_rubric_y0"] for i in rubric])
-            if config.output_sets > 1:
+            metrics |= mean_metrics("gold_score", _scores([rollouts[i].judgments["gold_rubric_y0"] for i in rubric]))
+            if config.output_sets > 1:  # the mean over sets replaces set 1's: so does its n, and no interval
+                metrics = {k: v for k, v in metrics.items() if k not in ("gold_score_lo", "gold_score_hi")}
                 metrics |= self._output_sets(r, actor, [samples[i] for i in rubric], metrics["gold_score"])
         if config.win_rate and r > 0:
             base = [self.base_responses.get(s.id, "") for s in samples]
@@ -178,7 +182,7 @@ class RoundEvaluator:
             metrics |= check_constraints(samples, rollouts, "y1", "constraints",
                                          "refine_constraint" if r == 0 else "refine_after_dpo_constraint")
             if "S_y1" in found:
-                metrics[f"refine_S_y1{suffix}"], metrics[f"refine_delta{suffix}"] = found["S_y1"], found["delta"]
+                metrics |= _refine_metrics(found, suffix)
             metrics["eval_critic_prompts_shortened"] = found["critic_prompts_shortened"]
         # The judges probed on this round's items (taiscore_audit.py): can they be gamed?
         metrics |= audit_round(self.ctx, self.tag, r, self.reward, self.seed, samples, rollouts, actor, critic)
@@ -200,8 +204,9 @@ class RoundEvaluator:
             again = copy.copy(actor)
             again.sampling = actor.sampling.model_copy(update={"seed": (actor.sampling.seed or 0) + 7919 * (j - 1)})
             label = f"eval round {r}: output set {j}"
-            responses = map_batches(again.respond, samples, self.ctx.config.batch_size, label)
-            judgments = self._gold(label, samples, responses)
+            with tagged(stage=f"{self.tag}/round{r}/eval_set{j}"):
+                responses = map_batches(again.respond, samples, self.ctx.config.batch_size, label)
+                judgments = self._gold(label, samples, responses)
             for sample, response, judgment in zip(samples, responses, judgments):
                 self.ctx.store.save_rollout(f"{self.tag}/round{r}/eval_set{j}", Rollout(
                     sample_id=sample.id, x=sample.prompt, y0=response, condition=self.tag,
@@ -244,6 +249,8 @@ class RoundEvaluator:
             both = [(a.score, b.score) for a, b in pairs if a.valid and b.valid]
             found["S_y1"] = _mean([b for _, b in pairs])
             found["delta"] = (sum(b - a for a, b in both) / len(both)) if both else None
+            found["S_y1_values"] = _scores([b for _, b in pairs])  # type: ignore[assignment]
+            found["delta_values"] = [b - a for a, b in both]  # type: ignore[assignment]
             found["judgments"] = float(len(pairs))
             found["invalid"] = float(sum(not b.valid for _, b in pairs))
         return found
@@ -291,8 +298,18 @@ def check_constraints(samples: Sequence[Any], rollouts: Sequence[Rollout], field
 
 
 def _mean(judgments: list[Any]) -> float | None:
-    scores = [j.score for j in judgments if j.valid and j.score is not None]
+    scores = _scores(judgments)
     return sum(scores) / len(scores) if scores else None
+
+
+def _scores(judgments: list[Any]) -> list[float]:
+    return [j.score for j in judgments if j.valid and j.score is not None]
+
+
+def _refine_metrics(found: dict[str, Any], suffix: str) -> dict[str, float | None]:
+    """`refine_S_y1{suffix}` and `refine_delta{suffix}` with their n and interval."""
+    return (mean_metrics(f"refine_S_y1{suffix}", found["S_y1_values"])
+            | mean_metrics(f"refine_delta{suffix}", found["delta_values"]))
 
 
 def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, float | None]:
@@ -312,14 +329,15 @@ def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[
 
 
 def _cell(metrics: dict[str, Any], metric: str) -> float | str | None:
-    """A rounds-table cell: the value, or ``"0.417 [0.193, 0.680] (n=12)"`` where the metric
-    carries a 95 % CI (`<metric>_lo`, `_hi`) and its n (`<metric>_n`, or `constraint_count`
-    for `constraint_pass_rate`)."""
-    value, lo, hi = metrics.get(metric), metrics.get(f"{metric}_lo"), metrics.get(f"{metric}_hi")
-    if value is None or lo is None or hi is None:
-        return value
-    n = metrics.get(f"{metric}_n", metrics.get(metric.removesuffix("_pass_rate") + "_count"))
-    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]" + (f" (n={n:.0f})" if n is not None else "")
+    """A rounds-table cell: the value alone, or as the metric registry writes an estimate
+    (``"0.417 [0.193, 0.680] (n=12)"``, ``"0.500 (n=2: too few to tell)"``) where its n or
+    interval was logged beside it (coevo/metric_defs.py: the same text the viewer shows)."""
+    from coevo.metric_defs import estimate_of
+
+    estimate = estimate_of(metrics, metric)
+    if estimate.value is None or (estimate.n is None and estimate.low is None):
+        return estimate.value
+    return estimate.text()
 
 
 def _fmt(values: list[float | None], seeds: int) -> float | str | None:
@@ -384,13 +402,13 @@ def gold_gains(store: RunStore, runs: list[ConditionResult], output_sets: int = 
 
 
 def format_gain(gain: dict[str, Any] | None) -> str | None:
-    """``"+0.250 [-0.500, +1.000] (n=4)"`` for a table cell (``"+0.250 (n=1: no CI)"`` from one
-    pair); None when nothing was paired."""
+    """``"+0.250 [-0.500, +1.000] (n=8)"`` for a table cell, as the viewer writes a difference
+    (``"+0.250 (n=4: too few to tell)"`` under 5 pairs); None when nothing was paired."""
+    from coevo.metric_defs import estimate_text
+
     if not gain or gain["mean_diff"] is None:
         return None
-    if gain["low"] is None:
-        return f"{gain['mean_diff']:+.3f} (n={gain['n_pairs']}: no CI)"
-    return f"{gain['mean_diff']:+.3f} [{gain['low']:+.3f}, {gain['high']:+.3f}] (n={gain['n_pairs']})"
+    return estimate_text(gain["mean_diff"], gain["low"], gain["high"], gain["n_pairs"], signed=True)
 
 
 def _gold_by_prompt(store: RunStore, stage: str, output_sets: int = 1) -> dict[str, float]:

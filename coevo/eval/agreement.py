@@ -12,7 +12,13 @@ several candidates are scored by both judges.
 
 Only groups present in both inputs, and within them only candidates scored by both, are
 compared: a candidate one judge failed to score (an invalid judgment, ``None``/NaN) says
-nothing about agreement.
+nothing about agreement. The groups only one input holds are counted and named (`Unmatched`):
+two files of different runs or stages share no group, and a silent 0 would hide it.
+
+Pairwise agreement comes with what a reader needs to judge it: its n, a Wilson 95 %
+interval, and the chance agreement of two independent raters with the same marginals
+(each pair oriented by its candidates' names: the share of pairs each rater decides for
+the first name, e.g. for y0 over y1), with Cohen's kappa = (observed - chance) / (1 - chance).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from itertools import combinations
 
 from pydantic import BaseModel
 
+from coevo.eval.stats import wilson_interval
 from coevo.jsonl import iter_jsonl
 from coevo.tasks.loaders import DataError
 
@@ -39,16 +46,34 @@ class TopOverlap(BaseModel):
 
 
 class PairwiseAgreement(BaseModel):
-    """Pairwise agreement on strict preferences; `agreement` is None when no pair qualifies."""
+    """Pairwise agreement on strict preferences; `agreement` (and all that comes with it) is
+    None when no pair qualifies."""
 
     agreement: float | None
     n_pairs: int
     n_agree: int
     n_tied: int
+    #: Wilson 95 % interval of `agreement` over the n_pairs pairs.
+    agreement_lo: float | None = None
+    agreement_hi: float | None = None
+    #: The agreement two independent raters with these marginals would reach by chance.
+    chance_agreement: float | None = None
+    #: Cohen's kappa; None where chance agreement is 1 (both raters always decide one way).
+    kappa: float | None = None
 
 
-class JudgeAgreement(BaseModel):
-    """Both metrics with their counts, as reported by the CLI."""
+class Unmatched(BaseModel):
+    """The groups only one input holds: left out of both measures, counted and named here."""
+
+    unmatched_a: int = 0
+    unmatched_b: int = 0
+    #: A few of each side's unmatched group ids (sorted), to see what did not match.
+    unmatched_a_examples: list[str] = []
+    unmatched_b_examples: list[str] = []
+
+
+class JudgeAgreement(Unmatched):
+    """Both metrics with their counts and what was left out, as reported by the CLI."""
 
     overlap: float | None
     n_groups: int
@@ -56,6 +81,14 @@ class JudgeAgreement(BaseModel):
     n_pairs: int
     n_agree: int
     n_tied: int
+    agreement_lo: float | None = None
+    agreement_hi: float | None = None
+    chance_agreement: float | None = None
+    kappa: float | None = None
+
+
+#: How many unmatched group ids `unmatched` names per side.
+EXAMPLES = 3
 
 
 class ScoresFile(BaseModel):
@@ -107,7 +140,7 @@ def pairwise_agreement(a: Scores, b: Scores) -> PairwiseAgreement:
     judges order the same way. Pairs tied by either judge are excluded and counted in
     `n_tied`.
     """
-    n_pairs = n_agree = n_tied = 0
+    n_pairs = n_agree = n_tied = a_first = b_first = 0
     for _, sa, sb in _shared(a, b):
         for x, y in combinations(sorted(sa), 2):
             da, db = sa[x] - sa[y], sb[x] - sb[y]
@@ -116,26 +149,40 @@ def pairwise_agreement(a: Scores, b: Scores) -> PairwiseAgreement:
                 continue
             n_pairs += 1
             n_agree += (da > 0) == (db > 0)
+            a_first += da > 0
+            b_first += db > 0
+    if not n_pairs:
+        return PairwiseAgreement(agreement=None, n_pairs=0, n_agree=0, n_tied=n_tied)
+    observed = n_agree / n_pairs
+    _, lo, hi = wilson_interval(n_agree, n_pairs)
+    pa, pb = a_first / n_pairs, b_first / n_pairs
+    chance = pa * pb + (1 - pa) * (1 - pb)
     return PairwiseAgreement(
-        agreement=n_agree / n_pairs if n_pairs else None,
+        agreement=observed,
         n_pairs=n_pairs,
         n_agree=n_agree,
         n_tied=n_tied,
+        agreement_lo=lo,
+        agreement_hi=hi,
+        chance_agreement=chance,
+        kappa=(observed - chance) / (1 - chance) if chance < 1 else None,
     )
+
+
+def unmatched(a: Scores, b: Scores, examples: int = EXAMPLES) -> Unmatched:
+    """How many groups only `a` holds and only `b` holds, with a few of each named."""
+    only_a, only_b = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
+    return Unmatched(unmatched_a=len(only_a), unmatched_b=len(only_b),
+                     unmatched_a_examples=only_a[:examples], unmatched_b_examples=only_b[:examples])
 
 
 def judge_agreement(a: Scores, b: Scores) -> JudgeAgreement:
-    """Top-1 overlap and pairwise agreement of judges `a` and `b` in one record."""
+    """Top-1 overlap and pairwise agreement of judges `a` and `b`, and the groups left out,
+    in one record."""
     top = top1_overlap(a, b)
     pairs = pairwise_agreement(a, b)
-    return JudgeAgreement(
-        overlap=top.overlap,
-        n_groups=top.n_groups,
-        agreement=pairs.agreement,
-        n_pairs=pairs.n_pairs,
-        n_agree=pairs.n_agree,
-        n_tied=pairs.n_tied,
-    )
+    return JudgeAgreement(overlap=top.overlap, n_groups=top.n_groups, **pairs.model_dump(),
+                          **unmatched(a, b).model_dump())
 
 
 def read_scores_jsonl(path: str | os.PathLike[str]) -> ScoresFile:
@@ -179,3 +226,38 @@ def read_scores_jsonl(path: str | os.PathLike[str]) -> ScoresFile:
     if not seen:
         raise DataError(f"{path} holds no scores: give one JSON line per (group, candidate) with its score.")
     return ScoresFile(scores=scores, n_valid=n_valid, n_invalid=n_invalid)
+
+
+def report_rows(result: JudgeAgreement) -> list[dict[str, str]]:
+    """The agreement as table rows (measure, value, 95 % interval, n, what it means)."""
+    from coevo.metric_defs import MIN_ITEMS
+
+    def num(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    few = result.n_pairs < MIN_ITEMS
+    interval = ("" if result.agreement_lo is None or result.agreement_hi is None
+                else "too few to tell" if few else f"[{num(result.agreement_lo)}, {num(result.agreement_hi)}]")
+    return [
+        {"measure": "pairwise agreement", "value": num(result.agreement), "95% interval": interval,
+         "n": f"{result.n_pairs} pairs",
+         "note": f"{result.n_agree} agree; {result.n_tied} pairs tied by either left out"},
+        {"measure": "chance agreement", "value": num(result.chance_agreement), "95% interval": "",
+         "n": f"{result.n_pairs} pairs", "note": "two independent raters with these marginals"},
+        {"measure": "Cohen's kappa", "value": num(result.kappa), "95% interval": "", "n": f"{result.n_pairs} pairs",
+         "note": "0: chance level, 1: full agreement"},
+        {"measure": "top-1 overlap", "value": num(result.overlap), "95% interval": "", "n": f"{result.n_groups} groups",
+         "note": "groups whose top-scored candidates overlap"},
+    ]
+
+
+def left_out_lines(result: JudgeAgreement, a: str = "A", b: str = "B") -> list[str]:
+    """What was not compared, in words: the groups only one side holds, a few named."""
+    lines = []
+    for side, count, examples in ((a, result.unmatched_a, result.unmatched_a_examples),
+                                  (b, result.unmatched_b, result.unmatched_b_examples)):
+        if count:
+            more = f", ... ({count - len(examples)} more)" if count > len(examples) else ""
+            lines.append(f"left out: {count} group{'s' if count != 1 else ''} only in {side} "
+                         f"({', '.join(examples)}{more})")
+    return lines

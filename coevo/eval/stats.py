@@ -135,6 +135,18 @@ def t_interval(values: Sequence[float], alpha: float = 0.05) -> tuple[float, flo
     return mean, mean - half, mean + half
 
 
+def mean_metrics(name: str, values: Sequence[float]) -> dict[str, float | None]:
+    """A mean over items as metrics: `name`, `name_n` and, from two items up, its Student-t 95 %
+    interval `name_lo` / `name_hi` (the viewer shows fewer than 5 as "too few to tell")."""
+    values = [float(v) for v in values]
+    if not values:
+        return {name: None, f"{name}_n": 0.0}
+    if len(values) < 2:
+        return {name: values[0], f"{name}_n": 1.0}
+    mean, low, high = t_interval(values)
+    return {name: mean, f"{name}_lo": low, f"{name}_hi": high, f"{name}_n": float(len(values))}
+
+
 def wilson_interval(successes: float, n: int, alpha: float = 0.05) -> tuple[float, float, float]:
     """Share ``successes / n`` and its Wilson score ``1 - alpha`` interval.
 

@@ -3,14 +3,20 @@
 Key = (model id, messages, sampling, sample index). A resumed or repeated run therefore
 asks the model nothing it already answered; only the missing sample indices of a call
 are requested, so a call for n=4 after a crash at n=2 costs two completions, not four.
+
+Beside each call's request the store keeps `"call"`: who asked and in which stage (the
+tags of `llm/call_tags.py`), the seconds it took and whether it stopped at its token
+limit. None of that is in the key: a resumed run, tagged or timed differently, still hits.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 from coevo.llm.base import ChatModel, PerRequestSampling
+from coevo.llm.call_tags import current_tags
 from coevo.store import RunStore
 from coevo.types import Completion, Conversation, Sampling
 
@@ -61,8 +67,11 @@ class CachedModel(PerRequestSampling):
         for i, entry in enumerate(found):
             if len(entry) < n:
                 by_missing.setdefault(n - len(entry), []).append(i)
+        # Read here, in the caller's context: a backend may answer from threads of its own.
+        tags = current_tags()
         for missing, rows in by_missing.items():
             arrived: dict[int, list[Completion]] = {}  # filled from the backend's thread as answers come
+            began = time.perf_counter()
             try:
                 fresh = generate_each(self.inner, [conversations[i] for i in rows], [samplings[i] for i in rows],
                                       missing, on_result=arrived.__setitem__)
@@ -70,21 +79,40 @@ class CachedModel(PerRequestSampling):
                 # A request failed for good (a server down past the retry budget) or the
                 # run was stopped: keep the answers that did arrive, so a resumed run asks
                 # the model nothing that finished.
+                seconds = (time.perf_counter() - began) / len(rows)
                 for j, completions in list(arrived.items()):
                     i = rows[j]
-                    self._keep(keys[i], found[i], n, completions, requests[i])
+                    self._keep(keys[i], found[i], n, completions, requests[i], {**tags, "seconds": seconds})
                 raise
+            # A batch is one backend call: its time is shared evenly among its items.
+            seconds = (time.perf_counter() - began) / len(rows)
             for i, completions in zip(rows, fresh):
-                self._keep(keys[i], found[i], n, completions, requests[i])
+                self._keep(keys[i], found[i], n, completions, requests[i], {**tags, "seconds": seconds})
         return [
             [found[i][idx].model_copy(update={"cached": idx in hits[i]}) for idx in range(n)]
             for i in range(len(conversations))
         ]
 
     def _keep(self, key: str, found: dict[int, Completion], n: int, completions: list[Completion],
-              request: dict) -> None:
-        """Store new completions in the sample slots still free, and note them in `found`."""
+              request: dict, call: dict | None = None) -> None:
+        """Store new completions in the sample slots still free, and note them in `found`;
+        `call` (tags and seconds) is kept beside the request, never in the key."""
         free = [idx for idx in range(n) if idx not in found]
         new = dict(zip(free, completions))
-        self.store.cache_put(key, self.model_id, new, request=request)
+        # One stored request per cut-off value: the samples of one call may differ in it.
+        by_cut: dict[bool | None, dict[int, Completion]] = {}
+        for idx, completion in new.items():
+            by_cut.setdefault(cut_off(completion, request), {})[idx] = completion
+        for cut, part in by_cut.items():
+            self.store.cache_put(key, self.model_id, part,
+                                 request={**request, "call": {**(call or {}), "cut_off": cut}})
         found.update(new)
+
+
+def cut_off(completion: Completion, request: dict) -> bool | None:
+    """Whether a completion stopped at its token limit (None where either is unknown: a
+    backend that counts no tokens, a replay model, leaves `completion_tokens` at 0)."""
+    limit = (request.get("sampling") or {}).get("max_tokens")
+    if not completion.completion_tokens or limit is None:
+        return None
+    return completion.completion_tokens >= limit

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coevo.llm.base import ChatModel, user
+from coevo.llm.call_tags import tagged
 from coevo.prompts import Template, load_template
 from coevo.roles.base import Role
 from coevo.roles.parsing import strip_reasoning
@@ -25,6 +26,7 @@ class Actor(Role):
     """
 
     default_template = "reviser"
+    call_role = "actor"
 
     def __init__(
         self,
@@ -64,7 +66,7 @@ class Actor(Role):
 
     def respond(self, samples: Sequence[Sample]) -> list[str]:
         """One initial response y0 per sample, in order."""
-        return self._generate([self.respond_prompt(s.prompt) for s in samples], self.sampling)
+        return self._generate([self.respond_prompt(s.prompt) for s in samples], self.sampling, "respond")
 
     def revise(
         self, prompts: Sequence[str], responses: Sequence[str], critiques: Sequence[str]
@@ -72,7 +74,7 @@ class Actor(Role):
         """One revision y1 per (x, y0, c) with the Table 7 reviser prompt, in order."""
         _same_length(prompts=prompts, responses=responses, critiques=critiques)
         texts = [self.revision_prompt(x, y, c) for x, y, c in zip(prompts, responses, critiques)]
-        return self._generate(texts, self.revise_sampling)
+        return self._generate(texts, self.revise_sampling, "revise")
 
     def revise_without_critique(
         self, prompts: Sequence[str], responses: Sequence[str]
@@ -80,12 +82,14 @@ class Actor(Role):
         """The no-critique control (D.6): revise (x, y0) with no feedback at all."""
         _same_length(prompts=prompts, responses=responses)
         texts = [self.revision_prompt(x, y, None) for x, y in zip(prompts, responses)]
-        return self._generate(texts, self.revise_sampling)
+        return self._generate(texts, self.revise_sampling, "revise_no_critique")
 
-    def _generate(self, texts: list[str], sampling: Sampling) -> list[str]:
+    def _generate(self, texts: list[str], sampling: Sampling, step: str) -> list[str]:
         if not texts:
             return []
-        outputs = self.model.generate([user(t) for t in texts], sampling, n=1)
+        # The step tells a revision from the y0 it may equal word for word (the viewer).
+        with tagged(**self.call_tags(step)):
+            outputs = self.model.generate([user(t) for t in texts], sampling, n=1)
         # A reasoning model's <think> block is not part of the answer the judge should see.
         return [strip_reasoning(c[0].text) if c else "" for c in outputs]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from coevo.llm.base import ChatModel, generate_each, user
+from coevo.llm.call_tags import tagged
 from coevo.prompts import Template, load_template
 from coevo.roles import schemas
 from coevo.roles.expected import TOP_LOGPROBS
@@ -48,6 +49,11 @@ class Role:
 
     #: The bundled template a role uses unless a config names another file.
     default_template: ClassVar[str]
+    #: Who this role is in the model calls it makes (kept with each cached call, so the
+    #: viewer files a call under the role that made it; see llm/call_tags.py).
+    call_role: ClassVar[str] = "model"
+    #: What the role's `ask` is for, where one word says it (a judge's "judge").
+    call_step: ClassVar[str | None] = None
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None):
         self.model = model
@@ -65,9 +71,14 @@ class Role:
         answer_schemas = answer_schemas if answer_schemas is not None else [None] * len(prompts)
         base = sampling or self.sampling
         samplings = [base.model_copy(update={"json_schema": schemas.as_text(schema)}) for schema in answer_schemas]
-        outputs = generate_each(self.model, [user(p) for p in prompts], samplings, n=1)
+        with tagged(**self.call_tags()):
+            outputs = generate_each(self.model, [user(p) for p in prompts], samplings, n=1)
         # A backend that returns no completion for an item is a model failure, not ours.
         return [completions[0] if completions else Completion(text="") for completions in outputs]
+
+    def call_tags(self, step: str | None = None) -> dict[str, str | None]:
+        """The tags of this role's calls: its name and (`step`, else `call_step`) what for."""
+        return {"role": self.call_role, "step": step or self.call_step}
 
 
 class ScoringRole(Role):

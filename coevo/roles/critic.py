@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coevo.llm.base import ChatModel, user
+from coevo.llm.call_tags import tagged
 from coevo.prompts import load_template
 from coevo.roles.base import Role
 from coevo.roles.parsing import strip_reasoning
@@ -37,6 +38,8 @@ class Critic(Role):
     """
 
     default_template = "critic"
+    call_role = "critic"
+    call_step = "critique"
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None, *,
                  max_prompt_tokens: int | None = None, count_tokens: TokenCounter | None = None):
@@ -90,7 +93,8 @@ class Critic(Role):
         if not prompts:
             return []
         conversations = [user(self.critique_prompt(x, y)) for x, y in zip(prompts, responses)]
-        outputs = self.model.generate(conversations, self.sampling, n=n)
+        with tagged(**self.call_tags()):
+            outputs = self.model.generate(conversations, self.sampling, n=n)
         # Pad a short answer list with "" so every response still gets n (empty) critiques.
         return [
             [strip_reasoning(c.text) for c in completions[:n]] + [""] * (n - len(completions))

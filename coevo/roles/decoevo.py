@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coevo.llm.base import ChatModel, user
+from coevo.llm.call_tags import tagged
 from coevo.prompts import load_template
 from coevo.roles.base import Role, ScoringRole
 from coevo.roles.expected import expected_value, integer_answers, keyed_value_offsets
@@ -71,6 +72,7 @@ class Solver(_Role):
     """Answers a question with the solver skill in its prompt."""
 
     default_template = "decoevo_solver"
+    call_role, call_step = "solver", "respond"
 
     def solve(self, questions: Sequence[Sample], skill: str, n: int = 1,
               sampling: Sampling | None = None) -> list[list[str]]:
@@ -78,7 +80,8 @@ class Solver(_Role):
         if not questions:
             return []
         prompts = [user(self.template.render(skill=skill, question=q.prompt)) for q in questions]
-        outputs = self.model.generate(prompts, sampling or self.sampling, n=n)
+        with tagged(**self.call_tags()):
+            outputs = self.model.generate(prompts, sampling or self.sampling, n=n)
         return [[strip_reasoning(c.text) for c in group] for group in outputs]
 
 
@@ -102,6 +105,7 @@ class RubricGenerator(_Role):
     """Question -> weighted, positively phrased criteria, following the generator skill."""
 
     default_template = "decoevo_rubric_generator"
+    call_role = "rubric_generator"
     POINTS = (1, 2, 3, 4, 5)
 
     def __init__(self, model: ChatModel, sampling: Sampling, *, min_criteria: int = 3,
@@ -206,6 +210,7 @@ class CriterionJudge(_ScoringRole):
     """
 
     default_template = "decoevo_judge"
+    call_role, call_step = "judge:criteria", "judge"
 
     def schema(self, rubric: Rubric) -> dict[str, Any]:
         """The answer's JSON Schema: one verdict per criterion of `rubric`, in its order."""
@@ -308,6 +313,7 @@ class SolverRewriter(_Rewriter):
     """Consolidates criterion-level failures into general solver rules."""
 
     default_template = "decoevo_solver_rewriter"
+    call_role = "solver_rewriter"
     note_key = "diagnosis"
 
     def rewrite(self, skill: str, failures: Sequence[dict[str, str]], seed: int | None = None) -> Rewrite:
@@ -322,6 +328,7 @@ class GeneratorRewriter(_Rewriter):
     """Distils structural and contrastive audit records into general rubric principles."""
 
     default_template = "decoevo_generator_rewriter"
+    call_role = "generator_rewriter"
     note_key = "analysis"
 
     def rewrite(self, skill: str, structural: Sequence["StructuralAudit"],
@@ -364,6 +371,7 @@ class StructuralAuditor(_ScoringRole):
     """
 
     default_template = "decoevo_structural_auditor"
+    call_role = "structural_auditor"
 
     def __init__(self, model: ChatModel, sampling: Sampling, spec: str, template: str | None = None,
                  text_chars: int = 240):
@@ -430,6 +438,7 @@ class ContrastiveAuditor(_Role):
     """Two stages: blind preference first, then the rubric and its per-criterion breakdown."""
 
     default_template = "decoevo_contrastive_blind"
+    call_role = "contrastive_auditor"
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | None = None,
                  explain_template: str | None = None, seed: int = 0, text_chars: int = 240):
@@ -478,7 +487,8 @@ class ContrastiveAuditor(_Role):
         if not conversations:
             return []
         sampling = self.sampling.model_copy(update={"json_schema": json.dumps(self.explain_schema)})
-        outputs = self.model.generate(conversations, sampling, n=1)
+        with tagged(**self.call_tags("explain")):
+            outputs = self.model.generate(conversations, sampling, n=1)
         out = []
         for group in outputs:
             data = extract_json_object(group[0].text if group else "", ["why_missed", "principle"]) or {}

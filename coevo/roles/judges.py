@@ -50,6 +50,7 @@ class Judge(ScoringRole):
     """
 
     name: ClassVar[str]
+    call_step = "judge"
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None,
                  *, structured: bool = True, scoring: Scoring | None = None, reask: int = 1):
@@ -64,6 +65,10 @@ class Judge(ScoringRole):
         super().__init__(model, sampling, template, scoring=scoring)
         self.structured = structured
         self.reask = reask
+
+    def call_tags(self, step: str | None = None) -> dict[str, str | None]:
+        """A judge's calls are filed under its name, as its Judgments are (`judge:taiscore`)."""
+        return {"role": f"judge:{self.name}", "step": step or self.call_step}
 
     def score(self, rollouts: Sequence[Rollout],
               samples: Mapping[str, Sample] | None = None) -> list[Judgment]:

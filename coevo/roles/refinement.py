@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from coevo.config import Models, SamplingConfig
 from coevo.llm.base import ChatModel
+from coevo.llm.call_tags import tagged
 from coevo.progress import progress_bar
 from coevo.prompts import Templates
 from coevo.roles.actor import Actor
@@ -81,7 +82,8 @@ def refine(
     todo = [s for s in samples if s.id not in done]
     with progress_bar(f"{stage}", total=len(samples), completed=len(samples) - len(todo)) as advance:
         for batch in batches(todo, batch_size):
-            rollouts = refine_batch(list(batch), actor, critic, judges, by_id, y0 or {})
+            with tagged(stage=stage):
+                rollouts = refine_batch(list(batch), actor, critic, judges, by_id, y0 or {})
             for rollout in rollouts:
                 if store:
                     store.save_rollout(stage, rollout)

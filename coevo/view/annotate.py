@@ -1,63 +1,67 @@
-"""Pairwise human annotation in the viewer, and its export for `coevo eval agreement`.
+"""Blind pairwise human annotation in the viewer: the labels, who made them, and the pages.
 
-Pick a stage; get its pairs one at a time, each shown left / right in a seeded random order,
-the judges' verdicts hidden; press A, B or tie (buttons, or the keys a / b / t). Each label is
-saved at once into the run store (records kind "annotation", keyed by the pair, so a second
-label of a pair replaces the first), so closing the page loses nothing and coming back
-resumes at the first pair not yet labelled.
+Pick a stage; get its pairs (coevo.view.annotate_pairs) one at a time, the judges' verdicts
+hidden; press A, B or tie (buttons, or the keys a / b / t). Each label is saved at once into
+the run store (records kind "annotation", one per annotator and pair), so closing the page
+loses nothing and coming back resumes at the first pair not yet labelled. Labelling a pair
+again replaces its label (the earlier ones kept in the record's `history`); the review page
+lists a person's labels, each with a link to change it and an undo that deletes it.
 
-Several people can label the same run: each works under an annotator name (the page's
-`annotator` field; default DEFAULT_ANNOTATOR, which records saved before names existed
-also belong to), and sees their own progress. `export_annotations` then writes each one's
-labels, their majority vote and Fleiss' κ (`coevo.eval.annotators`), as the TAIScore paper
-merges its three annotators.
+Blinding: which text is on which side is drawn at random the first time a pair is served to
+a person and kept on the server, in a record (kind "annotation_served") under an opaque
+random token; the page holds only that token, and a label is taken only with a token the
+server handed out (400 otherwise). Pair urls name the pair, so the browser's Back shows the
+pair labelled last, whose label can then be changed; the pages are not cached.
 
-Two kinds of pair come from a stage's rollouts:
-- `revision`: y0 against y1 of one rollout (did the critique-guided revision help?);
-- `critique`: two different critiques of the same response (same x and y0), where a stage
-  holds several (TAIScore's GRPO groups, the controls' conditions).
-
-`export_annotations` writes the labels as `human.jsonl` and the judges' scores of the same
-pairs as `judge.jsonl`, both `{group, candidate, score}` lines (group = the pair), which is
-what `coevo eval agreement --a human.jsonl --b judge.jsonl` reads: judge-human agreement is
-one command. A human label becomes scores 1 / 0 (0.5 each for a tie); a judge's scores are
-its own: a pairwise verdict P(y1 preferred) for y1 and 1 - P for y0; a per-response judge
-(the gold rubric) S(y0) and S(y1); a critique's reward for each critique.
+Several people can label the same run: each is asked their name once (kept in a cookie; the
+`annotator` url parameter switches) and sees their own progress. `coevo eval annotations`
+(coevo.view.annotate_export) writes each one's labels, their majority vote and Fleiss' κ.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
+import secrets
 import shlex
 import time
-from dataclasses import dataclass, field
-from itertools import combinations
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
 
-from coevo.eval.annotators import DEFAULT_ANNOTATOR, MergeResult
+from coevo.eval.annotators import DEFAULT_ANNOTATOR
+from coevo.view.annotate_pairs import (
+    KIND,
+    KIND_TITLES,
+    PAIR_KINDS,
+    Pair,
+    annotator_of,
+    labels_by_annotator,
+    queue,
+    round0_stage,
+    store_pairs,
+)
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from fastapi.responses import Response
+
     from coevo.store import RunStore
-    from coevo.types import Rollout
 
 router = APIRouter()
 
-KIND = "annotation"
-PairKind = Literal["revision", "critique"]
-PAIR_KINDS: tuple[PairKind, ...] = ("revision", "critique")
+#: Server-side side mapping of served pairs: token -> {pair, stage, kind, left, annotator, seed}.
+SERVED = "annotation_served"
 LABELS = ("A", "B", "tie")
-#: Critique pairs per response at most: a GRPO group of 8 critiques has 28 pairs; a few,
-#: chosen by the seeded order, say as much about agreement at a fraction of the clicks.
-MAX_CRITIQUE_PAIRS = 6
-#: Judges whose score is not about one candidate, so they give no pair's scores.
-_NOT_PER_CANDIDATE = ("pairwise_vs_round0", "pairwise_vs_round0_swapped")
+#: The cookie that remembers who is labelling in this browser.
+COOKIE = "coevo_annotator"
 #: An annotator name: it names files (human_NAME.jsonl), so letters, digits, _ . - only.
 _ANNOTATOR_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+#: Every annotation page shows what the store holds now: Back must fetch it again, not
+#: bring back a copy whose buttons were already used.
+_NO_STORE = {"Cache-Control": "no-store"}
 
 
 def check_annotator(name: str) -> str:
@@ -75,142 +79,36 @@ def record_key(pair_key: str, annotator: str) -> str:
     return pair_key if annotator == DEFAULT_ANNOTATOR else f"{pair_key}#annotator={annotator}"
 
 
-def annotator_of(record: dict[str, Any]) -> str:
-    """Who made a stored label (records without a name are DEFAULT_ANNOTATOR's)."""
-    return str(record.get("annotator") or DEFAULT_ANNOTATOR)
-
-
-@dataclass
-class Pair:
-    """Two candidates to compare for one prompt. `key` (stage, kind and rollout ids) is the
-    group id of the exports and the annotation record's key."""
-
-    key: str
-    stage: str
-    kind: PairKind
-    x: str
-    #: The response both critiques are about (critique pairs), shown above them.
-    context: str | None
-    candidates: tuple[str, str]
-    texts: tuple[str, str]
-    rollout_ids: tuple[int, ...]
-    #: judge name -> {candidate: score or None (unreadable)}; hidden while annotating.
-    judges: dict[str, dict[str, float | None]] = field(default_factory=dict)
-
-    def text_of(self, candidate: str) -> str:
-        return self.texts[self.candidates.index(candidate)]
-
-
-def _rank(seed: int, key: str) -> str:
-    # sha256, not Python's salted hash: the same order on every visit and every machine.
-    return hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()
-
-
-def shown_order(pair: Pair, seed: int = 0) -> tuple[str, str]:
-    """(left, right) candidates of `pair`: a seeded coin flip per pair, so y1 is on the left
-    about half the time and a person cannot learn which side the revision is on."""
-    swap = int(_rank(seed, "side:" + pair.key)[:8], 16) % 2 == 1
-    a, b = pair.candidates
-    return (b, a) if swap else (a, b)
-
-
-def _revision_scores(rollout: Rollout) -> dict[str, dict[str, float | None]]:
-    """Each judge's scores of y0 and y1 of one rollout, where it gave one per response."""
-    out: dict[str, dict[str, float | None]] = {}
-    for name, j in rollout.judgments.items():
-        if name.endswith("_y0") or name in _NOT_PER_CANDIDATE:
-            continue
-        if name == "pairwise" or "shown_order" in (j.model_extra or {}):
-            # The pairwise judge's score is P(y1 preferred) (0.5: tie), in the original order.
-            p = j.score if j.valid else None
-            out[name] = {"y0": None if p is None else 1.0 - p, "y1": p}
-        elif f"{name}_y0" in rollout.judgments:
-            before = rollout.judgments[f"{name}_y0"]
-            out[name] = {"y0": before.score if before.valid else None, "y1": j.score if j.valid else None}
-    return out
-
-
-def stage_pairs(rows: list[dict[str, Any]], stage: str, seed: int = 0,
-                limit: int | None = MAX_CRITIQUE_PAIRS) -> dict[PairKind, list[Pair]]:
-    """The pairs of one stage's rollouts (`store.rollout_rows(stage)`), by kind; at most
-    `limit` critique pairs per response (the first in the seeded order; None: all)."""
-    revision: list[Pair] = []
-    by_response: dict[tuple[str, str], list[tuple[int, Rollout]]] = {}
-    for row in rows:
-        r: Rollout = row["rollout"]
-        rid = row["id"]
-        if r.y1 is not None and r.y1.strip() and r.y0.strip():
-            revision.append(Pair(key=f"{stage}|revision|{rid}", stage=stage, kind="revision", x=r.x, context=None,
-                                 candidates=("y0", "y1"), texts=(r.y0, r.y1), rollout_ids=(rid,),
-                                 judges=_revision_scores(r)))
-        if r.c and r.c.strip():
-            by_response.setdefault((r.x, r.y0), []).append((rid, r))
-    critique: list[Pair] = []
-    for (x, y0), group in by_response.items():
-        distinct: dict[str, tuple[int, Rollout]] = {}
-        for rid, r in group:
-            distinct.setdefault((r.c or "").strip(), (rid, r))
-        found = []
-        for (ra, a), (rb, b) in combinations(sorted(distinct.values(), key=lambda item: item[0]), 2):
-            ca, cb = f"c{ra}", f"c{rb}"
-            judges = {}
-            for name in a.judgments.keys() & b.judgments.keys():
-                if name.endswith("_y0") or name in _NOT_PER_CANDIDATE or name == "pairwise":
-                    continue
-                ja, jb = a.judgments[name], b.judgments[name]
-                judges[name] = {ca: _critique_score(ja), cb: _critique_score(jb)}
-            found.append(Pair(key=f"{stage}|critique|{ra}-{rb}", stage=stage, kind="critique", x=x, context=y0,
-                              candidates=(ca, cb), texts=(a.c or "", b.c or ""), rollout_ids=(ra, rb),
-                              judges=judges))
-        found.sort(key=lambda p: _rank(seed, p.key))
-        critique += found if limit is None else found[:limit]
-    return {"revision": revision, "critique": critique}
-
-
-def _critique_score(judgment: Any) -> float | None:
-    # What the critic was rewarded with where it trained on it (unreadable answers got
-    # `invalid_reward`), else the judge's score.
-    if judgment.reward is not None:
-        return judgment.reward
-    return judgment.score if judgment.valid else None
-
-
-def queue(pairs: list[Pair], seed: int = 0) -> list[Pair]:
-    """The pairs in the seeded random order a person labels them in."""
-    return sorted(pairs, key=lambda p: _rank(seed, p.key))
-
-
-def labels_by_annotator(store: RunStore, stage: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
-    """The labels saved so far, of one stage or all: annotator -> pair key -> record."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for _, record in store.get_records(KIND):
-        if stage is None or record.get("stage") == stage:
-            out.setdefault(annotator_of(record), {})[record["pair"]] = record
-    return dict(sorted(out.items()))
-
-
 def labels(store: RunStore, stage: str | None = None,
            annotator: str = DEFAULT_ANNOTATOR) -> dict[str, dict[str, Any]]:
     """One annotator's labels saved so far (pair key -> record), of one stage or all."""
     return labels_by_annotator(store, stage).get(annotator, {})
 
 
-def stages_overview(store: RunStore, seed: int = 0, annotator: str = DEFAULT_ANNOTATOR) -> list[dict[str, Any]]:
-    """Per stage and kind with pairs: how many pairs there are and how many `annotator`
-    has labelled."""
-    done = labels(store, annotator=annotator)
+def stages_overview(store: RunStore, seed: int = 0, annotator: str | None = DEFAULT_ANNOTATOR) -> list[dict[str, Any]]:
+    """Per stage and kind with pairs: how many pairs there are and how many `annotator` has
+    labelled; `headline` marks the last round's `vs_round0` pairs (win_rate_vs_round0's)."""
+    done = labels(store, annotator=annotator) if annotator else {}
     out = []
     for stage, _ in store.rollout_stages():
-        for kind, pairs in stage_pairs(store.rollout_rows(stage), stage, seed).items():
+        for kind, pairs in store_pairs(store, stage, seed).items():
             if pairs:
-                out.append({"stage": stage, "kind": kind, "pairs": len(pairs),
+                out.append({"stage": stage, "kind": kind, "pairs": len(pairs), "headline": False,
                             "labelled": sum(p.key in done for p in pairs)})
+    last: dict[str | None, dict[str, Any]] = {}
+    for row in out:
+        if row["kind"] == "vs_round0":
+            # Stages come in the order they began: a condition's last one seen is its last round.
+            last[round0_stage(row["stage"])] = row
+    for row in last.values():
+        row["headline"] = True
     return out
 
 
-def label_record(pair: Pair, left: str, label: str, seed: int,
-                 annotator: str = DEFAULT_ANNOTATOR) -> dict[str, Any]:
-    """The store record of one label: who, what was shown where, the choice, its winner."""
+def label_record(pair: Pair, left: str, label: str, seed: int, annotator: str = DEFAULT_ANNOTATOR,
+                 earlier: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The store record of one label: who, what was shown where, the choice, its winner, and
+    (`earlier`: the label it replaces) the labels it replaced, oldest first."""
     check_annotator(annotator)
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
@@ -218,149 +116,65 @@ def label_record(pair: Pair, left: str, label: str, seed: int,
         raise ValueError(f"left must be one of {pair.candidates}, not {left!r}")
     right = pair.candidates[1 - pair.candidates.index(left)]
     winner = {"A": left, "B": right, "tie": "tie"}[label]
+    history = []
+    if earlier:
+        history = [*earlier.get("history", []),
+                   {k: earlier.get(k) for k in ("label", "winner", "left", "labelled_at")}]
     return {"pair": pair.key, "stage": pair.stage, "kind": pair.kind, "candidates": list(pair.candidates),
             "rollout_ids": list(pair.rollout_ids), "left": left, "right": right, "label": label,
-            "winner": winner, "seed": seed, "annotator": annotator, "labelled_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "winner": winner, "seed": seed, "annotator": annotator,
+            "labelled_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "history": history}
+
+
+def _writing(run_dir: str | Path):
+    # The viewer reads through read-only stores; its writes (labels, served pairs) go through
+    # a writable store opened for each and closed at once (SQLite's WAL lets it go beside a
+    # run that is still writing).
+    from coevo.store import RunStore
+
+    return RunStore(run_dir)
 
 
 def save_label(run_dir: str | Path, record: dict[str, Any]) -> None:
-    """Write one label into the run's store. The viewer reads through read-only stores; this
-    is its one write, through a writable store opened for it and closed at once (SQLite's
-    WAL lets it go beside a run that is still writing)."""
-    from coevo.store import RunStore
-
-    store = RunStore(run_dir)
+    """Write one label into the run's store (replacing the annotator's earlier one)."""
+    store = _writing(run_dir)
     try:
         store.put_record(KIND, record_key(record["pair"], annotator_of(record)), record)
     finally:
         store.close()
 
 
-# ─── export ─────────────────────────────────────────────────────────────────────────
-
-#: Which judge judge.jsonl holds when the labelled pairs have several: the one that
-#: decides between the two candidates first, then the per-response and reward judges.
-_JUDGE_PREFERENCE = ("pairwise", "gold_rubric", "taiscore", "outcome_gain", "critique_quality", "adherence")
-
-
-@dataclass
-class AnnotationExport:
-    """The JSONL lines of an export: the human labels (one annotator's, or with several their
-    majority vote), each annotator's, and each judge's scores of the same pairs; `judge` is
-    the judge judge.jsonl holds (None when no pair has a judge's score); `merge` the majority
-    vote and agreement where several annotators labelled."""
-
-    human: list[dict[str, Any]]
-    judges: dict[str, list[dict[str, Any]]]
-    judge: str | None
-    labels: int
-    annotators: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    merge: MergeResult | None = None
-
-
-def _human_lines(done: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    # A label as scores: 1 for the preferred text, 0 for the other, 0.5 each for a tie.
-    return [{"group": key, "candidate": candidate,
-             "score": 0.5 if record["winner"] == "tie" else float(record["winner"] == candidate),
-             "stage": record["stage"], "kind": record["kind"]}
-            for key, record in done.items() for candidate in record["candidates"]]
-
-
-def annotation_lines(store: RunStore, stage: str | None = None, annotator: str | None = None) -> AnnotationExport:
-    """The human labels of a run (or one stage; one annotator's, or everyone's) and the
-    judges' scores of the same pairs, as {group, candidate, score} lines. With several
-    annotators `human` is their majority vote over the pairs all labelled (no-majority pairs
-    left out) and `merge` says more; raises DataError where they share no pair. A pair whose
-    rollouts are gone (a stage re-run) keeps its human lines; the judges then have no score."""
-    from coevo.eval.annotators import from_records, majority_score_lines, merge_annotators
-
-    by_annotator = labels_by_annotator(store, stage)
-    if annotator is not None:
-        by_annotator = {annotator: by_annotator.get(annotator, {})} if annotator in by_annotator else {}
-    done: dict[str, dict[str, Any]] = {}
-    for records in by_annotator.values():
-        done.update(records)  # every labelled pair, whoever labelled it, for the judges' lines
-    pairs: dict[str, Pair] = {}
-    for st in sorted({record["stage"] for record in done.values()}):
-        for kind_pairs in stage_pairs(store.rollout_rows(st), st, limit=None).values():
-            pairs.update((p.key, p) for p in kind_pairs)
-    per_annotator = {name: _human_lines(records) for name, records in by_annotator.items()}
-    merge = None
-    if len(by_annotator) > 1:
-        merge = merge_annotators([from_records(name, records.values(), "the run's labels")
-                                  for name, records in by_annotator.items()])
-        human = majority_score_lines(merge)
-    else:
-        human = next(iter(per_annotator.values()), [])
-    judges: dict[str, list[dict[str, Any]]] = {}
-    names: dict[str, int] = {}
-    for key, record in done.items():
-        pair = pairs.get(key)
-        for name, scores in (pair.judges if pair else {}).items():
-            names[name] = names.get(name, 0) + 1
-            judges.setdefault(name, []).extend(
-                {"group": key, "candidate": c, "score": scores.get(c), "judge": name} for c in record["candidates"])
-    ranked = sorted(names, key=lambda n: (-names[n], _JUDGE_PREFERENCE.index(n) if n in _JUDGE_PREFERENCE
-                                          else len(_JUDGE_PREFERENCE), n))
-    return AnnotationExport(human=human, judges={n: judges[n] for n in ranked},
-                            judge=ranked[0] if ranked else None, labels=len(done), annotators=per_annotator,
-                            merge=merge)
-
-
-def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | None = None,
-                       annotator: str | None = None) -> dict[str, Any]:
-    """Write `human.jsonl` (the labels) and `judge.jsonl` (the judge that scored most of the
-    labelled pairs), plus `judge_<name>.jsonl` per judge when several did, into `out_dir`.
-    Where several annotators labelled (and `annotator` does not pick one), human.jsonl is
-    their majority vote, `human_<name>.jsonl` each one's labels and `majority.jsonl` every
-    merged pair's votes and majority. Returns {"labels", "human", "judge", "judge_name",
-    "judges": {name: path}, "annotators": {name: path}, "majority": path or None, "merge":
-    the majority vote and Fleiss' κ or None}. Raises DataError when there is no label to
-    export (naming where to make them)."""
-    from coevo.eval.annotators import majority_lines
-    from coevo.store import RunStore
-    from coevo.tasks.loaders import DataError
-
-    store = RunStore(run_dir, read_only=True)
+def delete_label(run_dir: str | Path, pair_key: str, annotator: str) -> bool:
+    """Delete `annotator`'s label of a pair (undo); whether there was one."""
+    store = _writing(run_dir)
     try:
-        names = list(labels_by_annotator(store, stage))
-        lines = annotation_lines(store, stage, annotator)
-        stages = [s for s, _ in store.rollout_stages()]
+        return store.delete_record(KIND, record_key(pair_key, annotator))
     finally:
         store.close()
-    if stage is not None and stage not in stages:
-        raise DataError(f"{run_dir} has no stage {stage!r}; its stages: {', '.join(stages) or 'none'}")
-    if annotator is not None and annotator not in names:
-        where = f" in stage {stage!r}" if stage else ""
-        raise DataError(f"{run_dir} holds no label by annotator {annotator!r}{where}; its annotators: "
-                        f"{', '.join(names) or 'none'}")
-    if not lines.labels:
-        where = f" of stage {stage!r}" if stage else ""
-        raise DataError(f"{run_dir} holds no annotation{where} yet: label pairs in `coevo view {run_dir}` "
-                        "(Annotate), then export them")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = {"labels": lines.labels, "human": str(_write(out / "human.jsonl", lines.human)),
-                              "judge": None, "judge_name": lines.judge, "judges": {}, "annotators": {},
-                              "majority": None, "merge": None}
-    if lines.merge is not None:
-        result["annotators"] = {name: str(_write(out / f"human_{name}.jsonl", rows))
-                                for name, rows in lines.annotators.items()}
-        result["majority"] = str(_write(out / "majority.jsonl", majority_lines(lines.merge)))
-        result["merge"] = lines.merge.model_dump()
-    if lines.judge is not None:
-        result["judge"] = str(_write(out / "judge.jsonl", lines.judges[lines.judge]))
-        if len(lines.judges) > 1:
-            result["judges"] = {name: str(_write(out / f"judge_{name}.jsonl", rows))
-                                for name, rows in lines.judges.items()}
-        else:
-            result["judges"] = {lines.judge: result["judge"]}
-    return result
 
 
-def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    return path
+def served(store: RunStore, run_dir: str | Path, pair: Pair, annotator: str, seed: int) -> tuple[str, str]:
+    """(token, left candidate) of `pair` as served to `annotator`: the one drawn the first
+    time it was served to them, else a new random side under a new unguessable token."""
+    for token, record in store.get_records(SERVED):
+        if record.get("pair") == pair.key and record.get("annotator") == annotator:
+            return token, record["left"]
+    token, left = secrets.token_urlsafe(18), secrets.choice(pair.candidates)
+    writer = _writing(run_dir)
+    try:
+        writer.put_record(SERVED, token, {"pair": pair.key, "stage": pair.stage, "kind": pair.kind, "left": left,
+                                          "annotator": annotator, "seed": seed,
+                                          "served_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    finally:
+        writer.close()
+    return token, left
+
+
+def shown_label(record: dict[str, Any] | None, left: str) -> str | None:
+    """A stored label in the terms of a page whose left text is `left`: "A", "B" or "tie"."""
+    if record is None:
+        return None
+    return "tie" if record["winner"] == "tie" else ("A" if record["winner"] == left else "B")
 
 
 # ─── routes ─────────────────────────────────────────────────────────────────────────
@@ -368,94 +182,177 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def _pairs_of(store: RunStore, stage: str, kind: str, seed: int) -> list[Pair]:
     if kind not in PAIR_KINDS:
-        raise HTTPException(status_code=400, detail=f"kind must be revision or critique, not {kind!r}")
+        raise HTTPException(status_code=400, detail=f"kind must be one of {', '.join(PAIR_KINDS)}, not {kind!r}")
     stages = [s for s, _ in store.rollout_stages()]
     if stage not in stages:
         raise HTTPException(status_code=404, detail=f"no stage {stage!r} with rollouts in this run; "
                             f"its stages: {', '.join(stages) or 'none'}")
-    return queue(stage_pairs(store.rollout_rows(stage), stage, seed)[kind], seed)  # type: ignore[index]
+    return queue(store_pairs(store, stage, seed)[kind], seed)  # type: ignore[index]
 
 
-def _annotator(name: str) -> str:
-    try:
-        return check_annotator(name or DEFAULT_ANNOTATOR)
-    except ValueError as exc:
-        raise HTTPException(status_code=400, detail=str(exc)) from None
+def _who(request: Request, given: str) -> str | None:
+    """The annotator: the `annotator` parameter (400 when malformed), else the cookie's, else
+    None (the page asks)."""
+    if given:
+        try:
+            return check_annotator(given)
+        except ValueError as exc:
+            raise HTTPException(status_code=400, detail=str(exc)) from None
+    remembered = request.cookies.get(COOKIE, "")
+    return remembered if _ANNOTATOR_RE.fullmatch(remembered) else None
+
+
+def _remember(response: Response, given: str, annotator: str | None) -> Response:
+    for name, value in _NO_STORE.items():
+        response.headers[name] = value
+    if given and annotator:  # named in the url: this browser labels under that name from now on
+        response.set_cookie(COOKIE, annotator, max_age=365 * 24 * 3600, samesite="lax")
+    return response
 
 
 @router.get("/runs/{run_id}/annotate")
 def annotate_page(request: Request, run_id: str, stage: str = "", kind: str = "revision", seed: int = 0,
-                  annotator: str = DEFAULT_ANNOTATOR):
-    """Without a stage: the stages to annotate, with `annotator`'s progress. With one: the
-    next pair `annotator` has not labelled."""
+                  annotator: str = "", pair: str = ""):
+    """Without a stage: the stages to annotate, with the annotator's progress. With one and no
+    `pair`: a redirect to the next pair the annotator has not labelled (the stage's "all
+    labelled" page when none is left). With `pair`: that pair, with its label if it has one."""
+    from fastapi.responses import RedirectResponse
+
     from coevo.view.context import reading, render, run_path
 
-    annotator = _annotator(annotator)
-    # Links keep the name; the default one stays out of them, so old bookmarks stay the same.
-    who = "" if annotator == DEFAULT_ANNOTATOR else f"&annotator={annotator}"
+    given, who = annotator, _who(request, annotator)
+    run_dir = run_path(request, run_id)
+    common = {"run_id": run_id, "active": "annotate", "needs_plotly": False, "seed": seed, "annotator": who,
+              "kind_titles": KIND_TITLES, "run_dir": shlex.quote(str(run_dir))}
     with reading(request, run_id) as store:
         if not stage:
             everyone = labels_by_annotator(store)
-            return render(request, "annotate.html", run_id=run_id, active="annotate", needs_plotly=False,
-                          overview=stages_overview(store, seed, annotator), stage=None, seed=seed,
-                          run_dir=shlex.quote(str(run_path(request, run_id))), total_labels=store.record_count(KIND),
-                          annotator=annotator, who=who,
-                          annotators={name: len(done) for name, done in everyone.items()})
+            page = render(request, "annotate.html", overview=stages_overview(store, seed, who), stage=None,
+                          total_labels=store.record_count(KIND), mine=len(everyone.get(who or "", {})),
+                          annotators={name: len(done) for name, done in everyone.items()}, **common)
+            return _remember(page, given, who)
         pairs = _pairs_of(store, stage, kind, seed)
-        done = labels(store, stage, annotator)
-    todo = [p for p in pairs if p.key not in done]
-    pair = todo[0] if todo else None
-    left, right = shown_order(pair, seed) if pair else (None, None)
-    return render(request, "annotate.html", run_id=run_id, active="annotate", needs_plotly=False, overview=None,
-                  stage=stage, kind=kind, seed=seed, pair=pair, left=left, right=right, annotator=annotator, who=who,
-                  labelled=len(pairs) - len(todo), total=len(pairs), run_dir=shlex.quote(str(run_path(request, run_id))))
+        if who is None:
+            return _remember(render(request, "annotate.html", stage=stage, kind=kind, ask_name=True, pair_key=pair,
+                                    **common), given, who)
+        done = labels(store, stage, who)
+        todo = [p for p in pairs if p.key not in done]
+        if not pair and todo:
+            query = {"stage": stage, "kind": kind, **({"seed": seed} if seed else {}),
+                     **({"annotator": given} if given else {}), "pair": todo[0].key}
+            return _remember(RedirectResponse(f"/runs/{run_id}/annotate?{urlencode(query)}", status_code=303),
+                             given, who)
+        shown = next((p for p in pairs if p.key == pair), None)
+        if pair and shown is None:
+            raise HTTPException(status_code=404, detail=f"stage {stage!r} has no {kind} pair {pair!r}")
+        token = left = right = None
+        if shown is not None:
+            token, left = served(store, run_dir, shown, who, seed)
+            right = shown.candidates[1 - shown.candidates.index(left)]
+    page = render(request, "annotate.html", stage=stage, kind=kind, pair=shown, token=token, left=left, right=right,
+                  current=shown_label(done.get(shown.key) if shown else None, left or ""),
+                  labelled=len(pairs) - len(todo), total=len(pairs), todo=len(todo), ask_name=False, **common)
+    return _remember(page, given, who)
 
 
-@router.post("/runs/{run_id}/annotate/label")
-async def annotate_label(request: Request, run_id: str):
-    """Save one label (form or JSON: stage, kind, pair, left, label, seed, annotator), then
-    go on to the next pair (303 to the stage's page; JSON in, JSON out)."""
-    from fastapi.responses import JSONResponse, RedirectResponse
-
-    from coevo.view.context import reading, run_path
-
+async def _form(request: Request) -> tuple[dict[str, Any], bool]:
     body = await request.body()
-    is_json = request.headers.get("content-type", "").startswith("application/json")
-    if is_json:
+    if request.headers.get("content-type", "").startswith("application/json"):
         try:
             form = json.loads(body or b"{}")
         except json.JSONDecodeError as exc:
             raise HTTPException(status_code=400, detail=f"the body is not JSON: {exc}") from None
-    else:
-        from urllib.parse import parse_qs
+        if not isinstance(form, dict):
+            raise HTTPException(status_code=400, detail="the body must be a JSON object: {\"token\", \"label\"}")
+        return form, True
+    from urllib.parse import parse_qs
 
-        form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8"), keep_blank_values=True).items()}
-    missing = [k for k in ("stage", "pair", "left", "label") if not form.get(k)]
+    return {k: v[-1] for k, v in parse_qs(body.decode("utf-8"), keep_blank_values=True).items()}, False
+
+
+@router.post("/runs/{run_id}/annotate/label")
+async def annotate_label(request: Request, run_id: str):
+    """Save one label (form or JSON: `token`, the pair page's, and `label`: A, B or tie), then
+    go on to the next pair (303 to the stage's queue; JSON in, JSON out). A token this viewer
+    did not serve is refused (400): the side a label means is known only for a served pair."""
+    from fastapi.responses import JSONResponse, RedirectResponse
+
+    from coevo.view.context import reading, run_path
+
+    form, is_json = await _form(request)
+    missing = [k for k in ("token", "label") if not form.get(k)]
     if missing:
-        raise HTTPException(status_code=400, detail=f"a label needs {', '.join(missing)}")
-    stage, kind = str(form["stage"]), str(form.get("kind") or "revision")
-    try:
-        seed = int(form.get("seed") or 0)
-    except (TypeError, ValueError):
-        raise HTTPException(status_code=400, detail=f"seed must be a number, not {form.get('seed')!r}") from None
-    annotator = _annotator(str(form.get("annotator") or DEFAULT_ANNOTATOR))
+        raise HTTPException(status_code=400, detail=f"a label needs {' and '.join(missing)} (the pair page's "
+                            "form sends both)")
+    token, label = str(form["token"]), str(form["label"])
+    if label not in LABELS:
+        raise HTTPException(status_code=400, detail=f"label must be one of {', '.join(LABELS)}, not {label!r}")
     with reading(request, run_id) as store:
-        pairs = {p.key: p for p in _pairs_of(store, stage, kind, seed)}
-    pair = pairs.get(str(form["pair"]))
+        serving = store.get_record(SERVED, token)
+        if serving is None:
+            raise HTTPException(status_code=400, detail=f"unknown pair token {token[:40]!r}: this viewer takes "
+                                "labels only for pairs it served; reload the annotation page and label from it")
+        stage, kind, who = serving["stage"], serving["kind"], serving["annotator"]
+        pair = next((p for p in _pairs_of(store, stage, kind, serving["seed"]) if p.key == serving["pair"]), None)
+        earlier = store.get_record(KIND, record_key(serving["pair"], who))
     if pair is None:
-        raise HTTPException(status_code=404, detail=f"stage {stage!r} has no {kind} pair {form['pair']!r}")
-    try:
-        record = label_record(pair, str(form["left"]), str(form["label"]), seed, annotator)
-    except ValueError as exc:
-        raise HTTPException(status_code=400, detail=str(exc)) from None
+        raise HTTPException(status_code=404, detail=f"stage {stage!r} no longer has {kind} pair {serving['pair']!r}")
+    record = label_record(pair, serving["left"], label, serving["seed"], who, earlier)
     save_label(run_path(request, run_id), record)
     if is_json:
-        return JSONResponse({"saved": record})
-    from urllib.parse import urlencode
-
-    query = urlencode({"stage": stage, "kind": kind, **({"seed": seed} if seed else {}),
-                       **({"annotator": annotator} if annotator != DEFAULT_ANNOTATOR else {})})
+        # In the page's terms only: the winner's name would say which side was which.
+        return JSONResponse({"saved": {k: record[k] for k in ("pair", "label", "annotator", "labelled_at")},
+                             "replaced": shown_label(earlier, serving["left"])})
+    seed = serving["seed"]
+    query = urlencode({"stage": stage, "kind": kind, **({"seed": seed} if seed else {}), "annotator": who})
     return RedirectResponse(f"/runs/{run_id}/annotate?{query}", status_code=303)
+
+
+@router.get("/runs/{run_id}/annotate/review")
+def annotate_review(request: Request, run_id: str, annotator: str = ""):
+    """The annotator's labels, newest first: the pair, the text they preferred, when, a link
+    to change it and an undo."""
+    from coevo.view.context import reading, render
+
+    given, who = annotator, _who(request, annotator)
+    rows = []
+    with reading(request, run_id) as store:
+        mine = labels(store, annotator=who) if who else {}
+        pairs: dict[str, Pair] = {}
+        for stage in sorted({record["stage"] for record in mine.values()}):
+            for kind_pairs in store_pairs(store, stage, limit=None).values():
+                pairs.update((p.key, p) for p in kind_pairs)
+    for key, record in sorted(mine.items(), key=lambda item: item[1].get("labelled_at", ""), reverse=True):
+        pair = pairs.get(key)
+        winner = record["winner"]
+        rows.append({"key": key, "stage": record["stage"], "kind": record["kind"], "x": pair.x if pair else None,
+                     "tie": winner == "tie", "preferred": pair.text_of(winner) if pair and winner != "tie" else None,
+                     "other": (pair.text_of(pair.candidates[1 - pair.candidates.index(winner)])
+                               if pair and winner != "tie" else None),
+                     "changes": len(record.get("history", [])), "at": record.get("labelled_at", ""),
+                     "change": f"/runs/{run_id}/annotate?" + urlencode(
+                         {"stage": record["stage"], "kind": record["kind"], "pair": key})})
+    page = render(request, "annotate_review.html", run_id=run_id, active="annotate", needs_plotly=False,
+                  annotator=who, rows=rows)
+    return _remember(page, given, who)
+
+
+@router.post("/runs/{run_id}/annotate/undo")
+async def annotate_undo(request: Request, run_id: str):
+    """Delete one of the annotator's labels (form: `pair`; the annotator from the cookie or
+    an `annotator` field), then back to the review list."""
+    from fastapi.responses import RedirectResponse
+
+    from coevo.view.context import run_path
+
+    form, _ = await _form(request)
+    who = _who(request, str(form.get("annotator") or ""))
+    if who is None:
+        raise HTTPException(status_code=400, detail="whose label? give your annotator name (the annotate page asks)")
+    key = str(form.get("pair") or "")
+    if not delete_label(run_path(request, run_id), key, who):
+        raise HTTPException(status_code=404, detail=f"{who} has no label of pair {key!r} to undo")
+    return RedirectResponse(f"/runs/{run_id}/annotate/review?{urlencode({'annotator': who})}", status_code=303)
 
 
 @router.get("/runs/{run_id}/annotate/export")
@@ -467,13 +364,15 @@ def annotate_export(request: Request, run_id: str, stage: str = "", file: str = 
     from fastapi.responses import Response
 
     from coevo.tasks.loaders import DataError
+    from coevo.view.annotate_export import annotation_lines
     from coevo.view.context import reading
 
     if file not in ("human", "judge"):
         raise HTTPException(status_code=400, detail=f"file must be human or judge, not {file!r}")
+    chosen_annotator = _who(request, annotator) if annotator else None
     with reading(request, run_id) as store:
         try:
-            lines = annotation_lines(store, stage or None, _annotator(annotator) if annotator else None)
+            lines = annotation_lines(store, stage or None, chosen_annotator)
         except DataError as exc:  # several annotators who share no pair: no majority to give
             raise HTTPException(status_code=409, detail=str(exc)) from None
     if not lines.labels:

@@ -1,4 +1,4 @@
-"""`coevo view`: a local, read-only web app over run folders (FastAPI + Jinja2).
+"""`coevo view`: a local web app over run folders (FastAPI + Jinja2); it writes only annotation labels.
 
 URLs: `/` the runs list; `/runs/{run_id}` a run's page (the same page report.html holds);
 `/runs/{run_id}/report.html` that page as the self-contained file; `/static/...` the
@@ -20,7 +20,8 @@ from fastapi.staticfiles import StaticFiles
 from coevo.view.context import STATIC, RunIndex, plotly_js, reading, render, run_ref
 
 #: Modules that add pages, each exposing `router` (an APIRouter); a missing one is skipped.
-PAGE_MODULES = ("coevo.view.samples", "coevo.view.annotate", "coevo.view.rlac", "coevo.view.decoevo")
+PAGE_MODULES = ("coevo.view.samples", "coevo.view.annotate", "coevo.view.rlac", "coevo.view.decoevo",
+                "coevo.view.compare")
 
 
 def create_app(paths: list[Path]) -> FastAPI:
@@ -36,6 +37,7 @@ def create_app(paths: list[Path]) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def runs_list(request: Request) -> HTMLResponse:
+        from coevo.metric_defs import describe
         from coevo.runinfo import format_duration, run_info
 
         index: RunIndex = request.app.state.runs
@@ -45,7 +47,7 @@ def create_app(paths: list[Path]) -> FastAPI:
         for _, info in rows:
             columns.extend(k for k in info.headline if k not in columns)
         return render(request, "runs.html", rows=rows, headline_columns=columns, roots=index.paths,
-                      format_duration=format_duration, needs_plotly=False)
+                      format_duration=format_duration, describe=describe, needs_plotly=False)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(request: Request, run_id: str) -> HTMLResponse:
@@ -67,11 +69,57 @@ def create_app(paths: list[Path]) -> FastAPI:
         return Response(_plotly_cached(), media_type="application/javascript",
                         headers={"Cache-Control": "max-age=86400"})
 
+    _error_pages(app)
     for name in PAGE_MODULES:
         if importlib.util.find_spec(name) is not None:
             app.include_router(importlib.import_module(name).router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     return app
+
+
+#: A page's heading per HTTP status (others: "Something went wrong").
+HEADINGS = {400: "Bad request", 404: "Not found", 405: "Not allowed", 409: "Conflict", 500: "The run cannot be read"}
+
+
+def _error_pages(app: FastAPI) -> None:
+    """Errors as pages a person reads (the problem in words and a way back) for a browser;
+    JSON, as FastAPI gives it, for a script (one that does not ask for text/html)."""
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    def page(request: Request, status: int, message: str, detail: object) -> Response:
+        if "text/html" not in request.headers.get("accept", ""):
+            return JSONResponse({"detail": detail}, status_code=status)
+        response = render(request, "error.html", status=status, message=message,
+                          heading=HEADINGS.get(status, "Something went wrong"), needs_plotly=False)
+        response.status_code = status
+        return response
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"There is no page at {request.url.path}."
+        return page(request, exc.status_code, message, exc.detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_value(request: Request, exc: RequestValidationError) -> Response:
+        # "/samples/abc": name the part of the address and what it must be, not pydantic's dump.
+        parts = []
+        for error in exc.errors():
+            where = " ".join(str(p) for p in error.get("loc", ())[1:]) or "the request"
+            parts.append(f"{where} must be {_expected(error)}, not {error.get('input')!r}")
+        return page(request, 400, f"{request.url.path}: " + "; ".join(parts) + ".", exc.errors())
+
+
+def _expected(error: dict) -> str:
+    kind = str(error.get("type", ""))
+    if kind.startswith("int"):
+        return "a whole number"
+    if kind.startswith("float"):
+        return "a number"
+    return error.get("msg", "valid").lower()
 
 
 _PLOTLY: str | None = None

@@ -96,17 +96,13 @@ def audit_figure(metrics: list[dict[str, Any]]) -> dict[str, Any] | None:
             series[THRESHOLD] = [(r, threshold, None, None, f"flagged when the whole CI is "
                                   f"{'above' if 'MAX' in threshold_name else 'below'} {threshold:g}")
                                  for r in rounds]
-        panels.append((title, series))
+        panels.append(plots.Panel(title, series, metric=name))  # a rate: drawn on all of [0, 1]
     if not panels:
         return None
     figure = plots.small_multiples(TITLE, panels, "round", columns=3)
     for trace in figure["figure"]["data"]:
         if trace["name"] == THRESHOLD:  # a rule to read the points against, not a measurement
             trace.update({"mode": "lines", "line": {"color": "#9aa4ae", "dash": "dot", "width": 1.5}})
-    # Rates: the axis shows the whole 0-1 range, so a CI of [0.78, 1] reads as near the top.
-    for key, axis in figure["figure"]["layout"].items():
-        if key.startswith("yaxis"):
-            axis["range"] = [-0.05, 1.05]
     figure["json"] = plots.figure_json(figure["figure"])
     return figure
 

@@ -68,7 +68,7 @@ def trajectory(store: RunStore) -> dict[str, dict[str, dict[int, list[float]]]]:
 
 def trajectory_figure(points: dict[str, dict[str, dict[int, list[float]]]]) -> dict[str, Any] | None:
     """Two panels, proxy and gold, a line per method (its mean over seeds at each step)."""
-    from coevo.view.plots import small_multiples
+    from coevo.view.plots import Panel, small_multiples
 
     panels = []
     for kind, label in (("proxy", "proxy: score under generated rubrics"), ("gold", "gold-rubric score")):
@@ -76,13 +76,11 @@ def trajectory_figure(points: dict[str, dict[str, dict[int, list[float]]]]) -> d
                  for method, by in points.items()}
         lines = {method: line for method, line in lines.items() if line}
         if lines:
-            panels.append((label, lines))
+            # Both scores are 0-1 (diag_proxy, diag_gold): the registry's one scale, so the panels compare.
+            panels.append(Panel(label, lines, metric=f"diag_{kind}"))
     if not panels:
         return None
     figure = small_multiples("Diagnostic trajectory: proxy vs gold", panels, "inner step", columns=2)
-    for key, axis in figure["figure"]["layout"].items():
-        if key.startswith("yaxis"):  # both scores are 0-1: one scale, so the panels compare
-            axis["range"] = [-0.03, 1.03]
     figure["id"] = "plot-trajectory"
     return figure
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, NamedTuple
+
+from coevo.metric_defs import MetricDef, describe
+from coevo.view.plot_axes import (TRAINING, axis_title, definition_of, hover_definition, unit_suffix,
+                                  y_range)
 
 #: Metric groups in page order: (title, name pattern). First match wins; the rest is "Other".
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -37,11 +41,9 @@ BOOKKEEPING = re.compile(r"^(eval_prompts|eval_judgments|eval_invalid|reward_cou
                          r"|eval_before_dpo_(judgments|invalid)|.*critic_prompts_shortened"
                          r"|.*_steps|proposals|world_size|.*_count|.*_n|.*_records)$")
 
-#: Per-step training curves worth a panel, in order: (history key, label).
-TRAINING_KEYS = (("loss", "loss"), ("reward", "reward mean"), ("reward_std", "reward sd"),
-                 ("kl", "KL"), ("grad_norm", "grad norm"), ("frac_reward_zero_std", "zero-std fraction"),
-                 ("rewards/margins", "DPO reward margin"), ("rewards/accuracies", "DPO reward accuracy"),
-                 ("learning_rate", "learning rate"))
+#: Per-step training curves worth a panel, in order: (history key, panel title); their
+#: units and definitions are plot_axes.TRAINING's.
+TRAINING_KEYS = tuple((key, definition.title) for key, definition in TRAINING.items())
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777",
            "#4b5563", "#65a30d")
@@ -77,45 +79,99 @@ def integer_axis(values: list[int]) -> dict[str, Any]:
     return {"tickmode": "linear", "tick0": values[0], "dtick": max(1, math.ceil(span / 10))}
 
 
-def small_multiples(title: str, panels: list[tuple[Any, ...]], xlabel: str, integer_x: bool = True,
-                    columns: int = 3) -> dict[str, Any]:
-    """One figure, a panel per (panel title, {series: [(x, y)]}[, panel's x label]), each
-    panel with its own y scale; a series keeps its colour in every panel and appears once in
-    the legend. A point may be (x, y, lo, hi, hover): an interval drawn as an error bar (lo,
-    hi None: none) and a line of hover text (its n, say). x may be a category (a method's
-    name): that panel's axis is then categorical, never integer ticks."""
-    n = len(panels)
-    cols = min(columns, n)
+class Panel(NamedTuple):
+    """One panel of a small-multiples figure: its title in words, its lines ({series: [(x, y)
+    [, lo, hi, hover]]}), its own x label where it differs from the figure's, and what its y
+    values are (a registry name or a definition: the y axis's unit, range and hover text)."""
+
+    title: str
+    series: dict[str, list[tuple[Any, ...]]]
+    xlabel: str | None = None
+    metric: str | MetricDef | None = None
+
+
+#: A panel's plotting height and the room between two rows (x ticks and title, the next
+#: row's panel titles), in pixels: a figure is rows x this tall at any width.
+PANEL_PX, ROW_GAP_PX = 230, 64
+#: Under this many pixels per panel a grid drops a column (view.js picks the layout).
+MIN_PANEL_PX = 300
+#: Paper-width gap between columns: room for the next panel's tick labels and y title.
+COLUMN_GAP = 0.08
+
+
+def grid_layout(n: int, cols: int, xlabels: list[tuple[bool, str]]) -> dict[str, Any]:
+    """The geometry of n panels in `cols` columns: the figure's height, each panel's axis
+    domains, title position and x title (only under the last panel of a column, or where a
+    panel's x label is its own: `xlabels` are (own, label)), and the legend's place under the
+    bottom row."""
     rows = math.ceil(n / cols)
-    names = list(dict.fromkeys(s for panel in panels for s in panel[1]))
-    colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(names)}
-    gap_x, gap_y = 0.07, 0.55 / max(rows, 1) / 2 if rows > 1 else 0.0
-    width = (1 - gap_x * (cols - 1)) / cols
+    plot_px = PANEL_PX * rows
+    gap_y = ROW_GAP_PX / plot_px if rows > 1 else 0.0
+    width = (1 - COLUMN_GAP * (cols - 1)) / cols
     height = (1 - gap_y * (rows - 1)) / rows
+    panels = []
+    for i in range(n):
+        row, col = divmod(i, cols)
+        x0, y1 = col * (width + COLUMN_GAP), 1 - row * (height + gap_y)
+        below = i + cols < n
+        panels.append({"x": [x0, x0 + width], "y": [y1 - height, y1], "title_at": [x0 + width / 2, y1],
+                       "xtitle": xlabels[i][1] if xlabels[i][0] or not below else ""})
+    # The legend sits a fixed distance below the plotting area (paper units are relative to
+    # it), under the bottom row's axis titles whatever the number of rows.
+    return {"columns": cols, "height": plot_px + 140, "legend_y": -62 / plot_px, "panels": panels}
+
+
+def _relayout(geometry: dict[str, Any]) -> dict[str, Any]:
+    """A grid's geometry as the flat updates `Plotly.relayout` takes (view.js applies them)."""
+    out: dict[str, Any] = {"height": geometry["height"], "legend.y": geometry["legend_y"]}
+    for i, panel in enumerate(geometry["panels"]):
+        axis = "" if i == 0 else str(i + 1)
+        out |= {f"xaxis{axis}.domain": panel["x"], f"yaxis{axis}.domain": panel["y"],
+                f"xaxis{axis}.title.text": panel["xtitle"], f"annotations[{i}].x": panel["title_at"][0],
+                f"annotations[{i}].y": panel["title_at"][1]}
+    return out
+
+
+def small_multiples(title: str, panels: list[Panel | tuple[Any, ...]], xlabel: str, integer_x: bool = True,
+                    columns: int = 3) -> dict[str, Any]:
+    """One figure, a panel per `Panel` (or a tuple of its fields), each panel with its own y
+    scale; a series keeps its colour in every panel and appears once in the legend. A point
+    may be (x, y, lo, hi, hover): an interval drawn as an error bar (lo, hi None: none) and a
+    line of hover text (its n, say). x may be a category (a method's name): that panel's axis
+    is then categorical, never integer ticks.
+
+    The figure is laid out for `columns` columns; its "grid" holds the layout for each fewer
+    column count, which view.js uses where the page is too narrow for the panels (a figure's
+    height follows its rows, so the page gives its box that height)."""
+    panels = [p if isinstance(p, Panel) else Panel(*p) for p in panels]
+    n = len(panels)
+    names = list(dict.fromkeys(s for panel in panels for s in panel.series))
+    colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(names)}
+    xlabels = [(p.xlabel is not None, p.xlabel or xlabel) for p in panels]
+    layouts = [grid_layout(n, cols, xlabels) for cols in range(min(columns, n), 0, -1)]
+    widest = layouts[0]
     data, annotations, layout = [], [], {}
     shown: set[str] = set()
-    xs_all: list[float] = []
-    for i, (panel, series, *own_label) in enumerate(panels):
-        row, col = divmod(i, cols)
+    for i, (panel, geometry) in enumerate(zip(panels, widest["panels"])):
         axis = "" if i == 0 else str(i + 1)
-        x0 = col * (width + gap_x)
-        y1 = 1 - row * (height + gap_y)
-        xs_panel = [p[0] for points in series.values() for p in points]
-        xs_all.extend(xs_panel)
-        x_axis: dict[str, Any] = {"domain": [x0, x0 + width], "anchor": f"y{axis}", "zeroline": False}
+        metric = definition_of(panel.metric)
+        xs_panel = [p[0] for points in panel.series.values() for p in points]
+        x_axis: dict[str, Any] = {"domain": geometry["x"], "anchor": f"y{axis}", "zeroline": False,
+                                  "title": {"text": geometry["xtitle"], "font": {"size": 11}}}
         if integer_x and all(isinstance(x, (int, float)) for x in xs_panel):
             x_axis.update(integer_axis([int(x) for x in xs_panel]))
-        if own_label or row == rows - 1 or i + cols >= n:
-            x_axis["title"] = {"text": own_label[0] if own_label else xlabel, "font": {"size": 11}}
         layout[f"xaxis{axis}"] = x_axis
-        # Interval ends count as values: a constant rate with error bars keeps plotly's range.
-        ys_panel = [v for pts in series.values() for p in pts for v in p[1:4] if isinstance(v, (int, float))]
-        layout[f"yaxis{axis}"] = {"domain": [y1 - height, y1], "anchor": f"x{axis}", "zeroline": False,
-                                  "automargin": True, **_constant_range(ys_panel)}
-        annotations.append({"text": f"<b>{panel}</b>", "x": x0 + width / 2, "y": y1, "xref": "paper",
-                            "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,
-                            "font": {"size": 12}})
-        for name, points in series.items():
+        # Interval ends count as values: the axis must hold the error bars too.
+        ys_panel = [v for pts in panel.series.values() for p in pts for v in p[1:4] if isinstance(v, (int, float))]
+        layout[f"yaxis{axis}"] = {"domain": geometry["y"], "anchor": f"x{axis}", "zeroline": False,
+                                  "automargin": True, **y_range(ys_panel, metric)}
+        if metric is not None:
+            layout[f"yaxis{axis}"]["title"] = axis_title(metric)
+        annotations.append({"text": f"<b>{panel.title}</b>", "x": geometry["title_at"][0],
+                            "y": geometry["title_at"][1], "xref": "paper", "yref": "paper", "xanchor": "center",
+                            "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
+                            **({"hovertext": hover_definition(metric)} if metric is not None else {})})
+        for name, points in panel.series.items():
             if all(isinstance(p[0], (int, float)) for p in points):
                 points = sorted(points, key=lambda p: p[0])  # categories keep the caller's order
             trace = {"type": "scatter", "mode": "lines+markers", "name": name, "legendgroup": name,
@@ -123,20 +179,35 @@ def small_multiples(title: str, panels: list[tuple[Any, ...]], xlabel: str, inte
                      "y": [p[1] for p in points], "xaxis": f"x{axis}", "yaxis": f"y{axis}",
                      "line": {"color": colour[name]}, "marker": {"size": 6}}
             trace.update(_error_bars(points))
+            trace["hovertemplate"] = _hover(panel, metric, xlabels[i][1], "text" in trace)
             data.append(trace)
             shown.add(name)
-    # The legend sits a fixed distance below the plotting area (paper units are relative to
-    # it), under the bottom row's axis titles whatever the number of rows.
-    plot_height = 230 * rows
-    layout.update({"height": plot_height + 140, "margin": {"l": 50, "r": 20, "t": 40, "b": 100},
+    layout.update({"height": widest["height"], "margin": {"l": 50, "r": 20, "t": 40, "b": 100},
                    "annotations": annotations, "hovermode": "closest",
-                   "legend": {"orientation": "h", "x": 0, "y": -62 / plot_height, "yanchor": "top",
+                   "legend": {"orientation": "h", "x": 0, "y": widest["legend_y"], "yanchor": "top",
                               "font": {"size": 11}},
                    "template": None, "plot_bgcolor": "#fff", "paper_bgcolor": "#fff"})
     for key, value in layout.items():
         if key.startswith(("xaxis", "yaxis")):
             value.update({"showgrid": True, "gridcolor": "#eceff3", "linecolor": "#9aa4ae", "showline": True})
-    return {"id": plot_id(title), "title": title, "figure": {"data": data, "layout": layout}}
+            if key.startswith("yaxis"):
+                value["exponentformat"] = "e"  # 1e-05, as a learning rate is written, not plotly's 10μ
+    figure: dict[str, Any] = {"data": data, "layout": layout}
+    if len(layouts) > 1:
+        figure["grid"] = {"min_panel_px": MIN_PANEL_PX,
+                          "layouts": [[g["columns"], _relayout(g)] for g in layouts]}
+    return {"id": plot_id(title), "title": title, "figure": figure}
+
+
+def _hover(panel: Panel, metric: MetricDef | None, xlabel: str, has_text: bool) -> str:
+    """A point's hover: its line, x and y with the y's unit, its own text (n, interval), then
+    what the panel's metric is."""
+    lines = ["%{fullData.name}", f"{xlabel} %{{x}}: %{{y:.4g}}{unit_suffix(metric)}"]
+    if has_text:
+        lines.append("%{text}")
+    if metric is not None:
+        lines += ["", f"<b>{panel.title}</b>", hover_definition(metric)]
+    return "<br>".join(lines) + "<extra></extra>"
 
 
 def _error_bars(points: list[tuple[Any, ...]]) -> dict[str, Any]:
@@ -149,17 +220,7 @@ def _error_bars(points: list[tuple[Any, ...]]) -> dict[str, Any]:
                           "arrayminus": [p[1] - p[2] if len(p) > 3 and p[2] is not None else 0 for p in points]}
     if any(len(p) > 4 and p[4] for p in points):
         out["text"] = [p[4] if len(p) > 4 and p[4] else "" for p in points]
-        out["hovertemplate"] = "%{fullData.name}<br>%{x}: %{y:.4g}<br>%{text}<extra></extra>"
     return out
-
-
-def _constant_range(values: list[float]) -> dict[str, Any]:
-    """A y range around a panel's one value: plotly's own (value ± 1) flattens a constant
-    0.002 onto the 0 tick, which reads as "nothing changed"."""
-    if not values or min(values) != max(values) or values[0] == 0:
-        return {}
-    v = abs(values[0])
-    return {"range": [values[0] - v / 2, values[0] + v / 2]}
 
 
 def metric_figures(metrics: list[dict[str, Any]], xlabel: str = "round") -> list[dict[str, Any]]:
@@ -182,7 +243,9 @@ def metric_figures(metrics: list[dict[str, Any]], xlabel: str = "round") -> list
     order = [title for title, _ in GROUPS] + ["Other"]
     figures = []
     for group in order:
-        panels = [(name, plotted[name]) for name in sorted(plotted, key=_metric_order) if group_of(name) == group]
+        # A panel's title is the metric's in words; its raw name is in the title's hover.
+        panels = [Panel(describe(name).title, plotted[name], metric=name)
+                  for name in sorted(plotted, key=_metric_order) if group_of(name) == group]
         if panels:
             figures.append(small_multiples(f"{group} by {xlabel}", panels, xlabel))
     return figures
@@ -219,8 +282,8 @@ def training_figures(logs: list[dict[str, Any]], kinds: dict[str, str]) -> list[
     names = {"grpo": "GRPO (critic)", "dpo": "DPO"}
     for kind, panels in by_kind.items():
         # A constant learning rate is a setting, not a curve: shown only when it was scheduled.
-        ordered = [(label, panels[label]) for _, label in TRAINING_KEYS if label in panels
-                   and (label != "learning rate" or len({y for pts in panels[label].values() for _, y in pts}) > 1)]
+        ordered = [Panel(label, panels[label], metric=TRAINING[key]) for key, label in TRAINING_KEYS if label in panels
+                   and (key != "learning_rate" or len({y for pts in panels[label].values() for _, y in pts}) > 1)]
         if ordered:
             figures.append(small_multiples(f"Training curves: {names.get(kind, kind)} per step", ordered, "step"))
     return figures
@@ -236,25 +299,48 @@ def _guess_kind(history: list[Any]) -> str:
 
 
 def series_figure(title: str, series: dict[str, Any]) -> dict[str, Any] | None:
-    """An experiment's own plot (meta "plots": {series: [(x, y)], "_xlabel": ...})."""
+    """An experiment's own plot (meta "plots": {series: [(x, y)], "_xlabel": ..., "_metric": ...}).
+    Its y values are `_metric`, else the metric its title starts with where the registry knows
+    it (RLAC's "factscore_precision vs verification calls"): then its words, unit and scale."""
     xlabel = series.get("_xlabel", "round") if series else "round"
     lines = {k: [tuple(p) for p in v if p[1] is not None] for k, v in (series or {}).items()
              if not k.startswith("_") and v}
     lines = {k: v for k, v in lines.items() if v}
     if not lines:
         return None
-    integer = all(float(x).is_integer() for v in lines.values() for x, _ in v)
-    figure = small_multiples(title, [(title if len(title) <= 70 else title[:67] + "...", lines)], xlabel,
-                             integer_x=integer, columns=1)
+    metric = (series or {}).get("_metric") or _registered(title.split()[0])
+    shown = title if not metric else title.replace(metric, describe(metric).title, 1)
+    integer = all(float(x).is_integer() for v in lines.values() for x, *_ in v)
+    figure = small_multiples(title, [Panel(shown if len(shown) <= 70 else shown[:67] + "...", lines, metric=metric)],
+                             xlabel, integer_x=integer, columns=1)
+    figure["title"] = shown  # the id stays the logged title's: links and tests find it by that
     figure["figure"]["layout"]["height"] = 360
     return figure
 
 
+def _registered(name: str) -> str | None:
+    """`name` when the metric registry defines it."""
+    from coevo.metric_defs import is_defined
+
+    return name if is_defined(name) else None
+
+
+def _pale(colour: str, alpha: float = 0.15) -> str:
+    """`#rrggbb` as a see-through rgba()."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+#: The metric a kept distribution's values are samples of (its y axis's unit and scale), by title.
+DISTRIBUTION_METRICS = {"critic training reward (GRPO)": "reward_mean"}
+
+
 def distribution_figures(distributions: dict[str, dict[str, dict[str, list[float]]]]) -> list[dict[str, Any]]:
-    """Box plots per round of values an experiment kept ({title: {series: {round: [values]}}})."""
+    """Box plots per round of values an experiment kept ({title: {series: {round: [values]}}}),
+    each value drawn as a point on its box (jittered across the box's width, never beside it)."""
     figures = []
     for title, series in sorted(distributions.items()):
-        data, rounds = [], set()
+        data, rounds, values_all = [], set(), []
         for i, (name, by_round) in enumerate(sorted(series.items())):
             xs, ys = [], []
             for r, values in sorted(by_round.items(), key=lambda kv: int(kv[0])):
@@ -262,13 +348,20 @@ def distribution_figures(distributions: dict[str, dict[str, dict[str, list[float
                 xs.extend([str(int(r))] * len(values))  # categories: one box per round, never a 1.5
                 ys.extend(values)
             if ys:
-                data.append({"type": "box", "name": name, "x": xs, "y": ys, "boxpoints": "all", "jitter": 0.3,
-                             "marker": {"color": PALETTE[i % len(PALETTE)], "size": 4}})
+                values_all.extend(ys)
+                colour = PALETTE[i % len(PALETTE)]
+                # A pale box under full-colour points: each value stays visible on its box.
+                data.append({"type": "box", "name": name, "x": xs, "y": ys, "boxpoints": "all", "pointpos": 0,
+                             "jitter": 0.5, "fillcolor": _pale(colour), "line": {"color": colour, "width": 1.5},
+                             "marker": {"color": colour, "size": 6, "line": {"color": "#fff", "width": 1}}})
         if data:
+            metric = definition_of(DISTRIBUTION_METRICS.get(title))
+            y_axis = {"zeroline": False, "automargin": True, **y_range(values_all, metric),
+                      "title": axis_title(metric) or {"text": title, "font": {"size": 10, "color": "#5f6b76"}}}
             layout = {"height": 340, "boxmode": "group", "margin": {"l": 50, "r": 20, "t": 20, "b": 50},
                       "xaxis": {"title": {"text": "round"}, "type": "category",
                                 "categoryorder": "array", "categoryarray": [str(r) for r in sorted(rounds)]},
-                      "yaxis": {"zeroline": False}, "plot_bgcolor": "#fff", "legend": {"orientation": "h"}}
+                      "yaxis": y_axis, "plot_bgcolor": "#fff", "legend": {"orientation": "h"}}
             figures.append({"id": plot_id(title), "title": title, "figure": {"data": data, "layout": layout}})
     return figures
 

@@ -93,7 +93,8 @@ def verdict_counts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def verification_figure(store: RunStore) -> dict[str, Any] | None:
     """The held-out metric (FactScore precision or pass@1) against verification calls spent
     by the end of each round: by this run, and by enumerative checking of the same outputs."""
-    from coevo.view.plots import small_multiples
+    from coevo.metric_defs import describe
+    from coevo.view.plots import Panel, small_multiples
 
     values: dict[tuple[str, int], dict[str, float]] = {}
     for m in store.metrics():
@@ -120,8 +121,9 @@ def verification_figure(store: RunStore) -> dict[str, Any] | None:
     lines = {k: v for k, v in lines.items() if v}
     if not lines:
         return None
-    title = f"{metric} vs verification calls"
-    figure = small_multiples(title, [(f"held-out {metric} after each round", lines)], "verification calls",
+    words = describe(metric).title
+    figure = small_multiples(f"{words} vs verification calls",
+                             [Panel(f"held-out {words} after each round", lines, metric=metric)], "verification calls",
                              integer_x=False, columns=1)
     figure["figure"]["layout"]["height"] = 360
     figure["id"] = "plot-verification"

@@ -64,6 +64,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "intervals": _intervals(summary),
         "costs": _costs(summary),
         "round_tables": round_tables(metrics),
+        "headline": headline_rows(info, metrics),
         "round_label": ROUND_LABEL.get(info.algorithm, "round"),
         "figures": figures,
         "targets": targets,
@@ -125,25 +126,62 @@ def _costs(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def round_tables(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per stage, a table of metric × round: results first (in plot-group order), then the
     bookkeeping counts (how much was measured) as a separate table."""
+    from coevo.metric_defs import describe, is_interval_part, values_by_stage_round
+
     by_stage: dict[str, dict[str, dict[Any, float | None]]] = defaultdict(lambda: defaultdict(dict))
     for m in metrics:
         by_stage[m["stage"]][m["name"]][m["round"]] = m["value"]
+    logged = values_by_stage_round(metrics)
     order = {title: i for i, (title, _) in enumerate(plots.GROUPS)}
     order |= {"Other": len(order), plots.AUDIT_GROUP: len(order) + 1}  # the audit's rows last
     out = []
     for i, (stage, names) in enumerate(by_stage.items()):
         rounds = sorted({r for values in names.values() for r in values}, key=lambda r: -1 if r is None else r)
-        results = [n for n in names if not plots.is_bookkeeping(n)]
+        # An interval's ends are shown in their metric's cell, not as rows of their own.
+        results = [n for n in names if not plots.is_bookkeeping(n)
+                   and not (is_interval_part(n) and n.rsplit("_", 1)[0] in names)]
         results.sort(key=lambda n: (order.get(plots.group_of(n), len(order)), plots._metric_order(n)))
         counts = sorted(n for n in names if plots.is_bookkeeping(n))
         out.append({
             "id": f"table-rounds-{i}", "stage": stage,
             "rounds": ["—" if r is None else r for r in rounds],
-            "results": [{"name": n, "group": plots.group_of(n), "values": [names[n].get(r) for r in rounds]}
+            "results": [{"name": n, "group": plots.group_of(n), "title": describe(n).title,
+                         "definition": describe(n).definition, "values": [names[n].get(r) for r in rounds],
+                         "cells": [_cell_text(logged.get((stage, r), {}), n) for r in rounds]}
                         for n in results],
             "counts": [{"name": n, "values": [names[n].get(r) for r in rounds]} for n in counts],
         })
     return out
+
+
+def _cell_text(values: dict[str, float | None], name: str) -> dict[str, Any]:
+    """One rounds-table cell: the value as the metric registry writes it (with n and interval
+    where logged, "too few to tell" under 5 items) and whether it is too few to tell."""
+    from coevo.metric_defs import estimate_of
+
+    if values.get(name) is None:
+        return {"text": None, "too_few": False}
+    estimate = estimate_of(values, name)
+    if estimate.n is None and estimate.low is None:
+        from coevo.view.context import format_number
+
+        return {"text": format_number(estimate.value), "too_few": False}
+    return {"text": estimate.text(), "too_few": estimate.too_few}
+
+
+def headline_rows(info: Any, metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run's headline numbers for the page: title in words, definition, and the text with
+    its n and interval (or "too few to tell")."""
+    from coevo.metric_defs import MIN_ITEMS, describe
+
+    rows = []
+    for name in info.headline:
+        definition = describe(name)
+        text = info.headline_text.get(name) or str(info.headline[name])
+        rows.append({"name": name, "title": definition.title, "definition": definition.definition,
+                     "text": text, "too_few": "too few to tell" in text or "n not logged" in text,
+                     "min_items": MIN_ITEMS})
+    return rows
 
 
 def _judgment_rows(store: RunStore) -> list[dict[str, Any]]:

@@ -2,9 +2,10 @@
 
 `/runs/{run_id}/samples` lists the rollouts (x -> y0 -> critique -> y1 and their judgments)
 of every stage, filterable by stage, round, condition, judge validity and score range and
-sortable by reward or score. `/runs/{run_id}/samples/{rollout_id}` shows one side by side,
-with an inline diff of y0 -> y1, each judge's per-criterion scores and reasons, and the model
-calls behind it, found in the run's cache by the texts they answered.
+sortable by reward or score, narrowed to rollouts with a text cut off at its token limit or
+holding a search text. `/runs/{run_id}/samples/{rollout_id}` shows one side by side, with an
+inline diff of y0 -> y1, each judge's per-criterion scores and reasons, and the model calls
+behind it, filed under the role and stage each call recorded (see `calls_behind`).
 
 The data functions (`sample_rows`, `filter_rows`, `word_diff`, `calls_behind`) take a store
 and plain values, so they are tested without a server.
@@ -19,7 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException, Request
 
+from coevo.eval.constraints import CONSTRAINTS
+from coevo.roles.parsing import strip_reasoning
 from coevo.store import stage_round
+from coevo.view.calls import call_info, cut_off_texts
 
 if TYPE_CHECKING:
     from coevo.store import RunStore
@@ -94,12 +98,22 @@ class Filters:
     score_max: float | None = None
     sort: str | None = None              # reward | score | (None: as saved)
     order: str = "desc"
+    cut_off: str | None = None           # yes: some text came from a call cut off at its limit | no
+    search: str | None = None            # a substring of x, y0, the critique or y1 (any case)
 
 
-def filter_rows(rows: list[SampleRow], f: Filters) -> list[SampleRow]:
-    """The rows `f` keeps, sorted as it asks; rows without the sort key go last."""
+def filter_rows(rows: list[SampleRow], f: Filters,
+                cut_texts: set[tuple[str, str]] | None = None) -> list[SampleRow]:
+    """The rows `f` keeps, sorted as it asks; rows without the sort key go last.
+    `cut_texts`: the run's `calls.cut_off_texts`, needed by the cut-off filter."""
+    needle = f.search.casefold() if f.search else None
     kept = []
     for row in rows:
+        if f.cut_off and (cut_off_row(row.rollout, cut_texts or set()) != (f.cut_off == "yes")):
+            continue
+        if needle and not any(needle in (text or "").casefold()
+                              for text in (row.rollout.x, row.rollout.y0, row.rollout.c, row.rollout.y1)):
+            continue
         if f.stage and row.stage != f.stage:
             continue
         if f.round is not None and row.round != f.round:
@@ -126,6 +140,22 @@ def filter_rows(rows: list[SampleRow], f: Filters) -> list[SampleRow]:
     return kept
 
 
+def cut_off_row(rollout: Rollout, cut_texts: set[tuple[str, str]]) -> bool:
+    """Whether any text of the rollout came from a call cut off at its token limit: its y0,
+    critique or y1 from a call of that step, a judgment from its judge's call, or any of
+    them from a call that records no step (older runs)."""
+    texts = {"y0": rollout.y0, "c": rollout.c, "y1": rollout.y1}
+    for part, text in texts.items():
+        text = (text or "").strip()
+        if text and ((part, text) in cut_texts or ("any", text) in cut_texts):
+            return True
+    for name, judgment in rollout.judgments.items():
+        raw = (judgment.raw or "").strip()
+        if raw and ((f"judge:{judgment.judge or name}", raw) in cut_texts or ("any", raw) in cut_texts):
+            return True
+    return False
+
+
 def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     """y0 -> y1 as (op, text) pieces, op one of equal / delete / insert, by words (spaces
     and punctuation kept as their own tokens, so the pieces join back into either text)."""
@@ -148,37 +178,99 @@ def _tokens(text: str) -> list[str]:
 
 #: How many cached calls to show per text (a replay model may give one answer to many calls).
 CALLS_PER_TEXT = 3
-#: Characters of a text searched for in the cache: enough to be distinctive, and a prefix
-#: of the model's answer even where the rollout kept it stripped.
+#: Characters of a text searched for in the cache: enough to be distinctive, and found in
+#: the model's answer even where the rollout kept it with its reasoning stripped.
 _NEEDLE = 200
+#: Cached calls read per text before ranking them (tagged calls are few per role and text).
+_CANDIDATES = 200
 
 
-def calls_behind(store: RunStore, rollout: Rollout) -> list[dict[str, Any]]:
-    """The cached model calls that produced this rollout's texts: y0, the critique, y1 and
-    each judge's answer. Each: {"role", "found": [call, ...], "more": n} with calls as
-    `store.cached_calls` gives them. Where several calls gave the same text (a replay model,
-    a short answer), those whose request holds the most of what that call must have been
-    shown (the prompt; then y0, the critique) are the ones kept."""
+@dataclass
+class Slot:
+    """One text of a rollout and what the call that made it must record."""
+
+    label: str                       # what the text is: "initial response y0", "judgment gold_rubric_y0"
+    text: str | None
+    tags: dict[str, str | list[str]]  # the recorded tags a call needs to have made it
+    role: str                        # the role to name where no call records one (older runs)
+    context: list[str | None]        # texts that call's prompt held (to rank calls with equal answers)
+
+
+def rollout_slots(rollout: Rollout) -> list[Slot]:
+    """y0, the critique, y1 and each judgment, with the step (or judge) that makes each."""
     x, y0, c, y1 = rollout.x, rollout.y0, rollout.c, rollout.y1
-    texts = [("actor: initial response y0", y0, [x]), ("critic: critique", c, [x, y0]),
-             ("actor: revision y1", y1, [x, y0, c])]
-    texts += [(f"judge: {name}", j.raw, [x, y1 if y1 and not name.endswith("_y0") else y0])
-              for name, j in rollout.judgments.items()]
-    seen: set[tuple[str, int]] = set()
-    out = []
-    for role, text, context in texts:
-        needle = (text or "").strip()[:_NEEDLE]
+    slots = [Slot("initial response y0", y0, {"step": "respond"}, "actor", [x]),
+             Slot("critique", c, {"step": "critique"}, "critic", [x, y0]),
+             # The no-critique control revises with a template of its own: a step of its own.
+             Slot("revision y1", y1, {"step": "revise" if c is not None else "revise_no_critique"}, "actor",
+                  [x, y0, c])]
+    # Constraint checks and `python:` scorers are code: no model call stands behind them.
+    slots += [Slot(f"judgment {name}", j.raw, {"role": f"judge:{j.judge or name}"}, f"judge:{j.judge or name}",
+                   [x, y1 if y1 and not name.endswith("_y0") else y0])
+              for name, j in rollout.judgments.items() if j.source == "model" and j.judge != CONSTRAINTS]
+    return slots
+
+
+def calls_behind(store: RunStore, rollout: Rollout, stage: str | None = None) -> list[dict[str, Any]]:
+    """The cached model calls that produced this rollout's texts: y0, the critique, y1 and
+    each judge's answer, each filed under the role and stage the call recorded. Each entry:
+    {"label", "role", "stage", "found": [call, ...], "more": n, "by_text": bool}, with calls
+    as `store.cached_calls` gives them plus "info" (a CallInfo); a text whose calls came
+    from several (role, stage) gets one entry per pair, one with no call an empty "found".
+
+    Only calls recording the step that makes the text (`respond` for y0, `revise` for y1,
+    the judge's own name for its answer) can stand behind it, so a revision equal to its
+    y0 is filed under the revision. Calls of older runs record nothing: for them (and only
+    when no recorded call fits) the calls are found by their answer's text, with
+    `by_text` set. Among calls that gave the same answer, those whose request holds the
+    most of what that call must have been shown (the prompt; then y0, the critique) are kept,
+    and of those the ones made in the rollout's own `stage`, where any was (a replay model or
+    a cache hit gives one text to calls of several stages)."""
+    out: list[dict[str, Any]] = []
+    seen_by_text: set[tuple[str, int]] = set()
+    for slot in rollout_slots(rollout):
+        needle = (slot.text or "").strip()[:_NEEDLE]
         if not needle:
             continue
-        calls = store.cached_calls(output_contains=needle, limit=50)
-        needles = [n.strip()[:_NEEDLE] for n in context if n and n.strip()]
-        ranked = [(sum(n in _request_text(call["request"]) for n in needles), call) for call in calls]
-        best = max((rank for rank, _ in ranked), default=0)
-        matching = [call for rank, call in ranked if rank == best]
-        chosen = [call for call in matching if (call["key"], call["index"]) not in seen][:CALLS_PER_TEXT]
-        seen.update((call["key"], call["index"]) for call in chosen)
-        out.append({"role": role, "found": chosen, "more": max(0, len(matching) - len(chosen))})
+        calls = store.cached_calls(output_contains=needle, limit=_CANDIDATES, tags=slot.tags)
+        by_text = not calls
+        if by_text:
+            calls = [call for call in store.cached_calls(output_contains=needle, limit=50, untagged=True)
+                     if (call["key"], call["index"]) not in seen_by_text]
+        matching = _best_matches(calls, slot, stage)
+        chosen = matching[:CALLS_PER_TEXT]
+        if by_text:  # one untagged call is not shown as the maker of two texts
+            seen_by_text.update((call["key"], call["index"]) for call in chosen)
+        groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+        for call in chosen:
+            call["info"] = info = call_info(call)
+            groups.setdefault((info.role or slot.role, info.stage), []).append(call)
+        more = max(0, len(matching) - len(chosen))
+        if not groups:
+            out.append({"label": slot.label, "role": slot.role, "stage": None, "found": [], "more": 0,
+                        "by_text": by_text})
+        for (role, made_in), found in groups.items():
+            out.append({"label": slot.label, "role": role, "stage": made_in, "found": found, "more": more,
+                        "by_text": by_text})
+            more = 0  # said once, under the text's first heading
     return out
+
+
+def _best_matches(calls: list[dict[str, Any]], slot: Slot, stage: str | None) -> list[dict[str, Any]]:
+    """The calls whose request held the most of `slot.context`; of those, the ones that gave
+    exactly the text, and of those, the ones made in `stage`."""
+    needles = [n.strip()[:_NEEDLE] for n in slot.context if n and n.strip()]
+    text = (slot.text or "").strip()
+
+    def rank(call: dict[str, Any]) -> tuple[int, bool, bool]:
+        shown = _request_text(call["request"])
+        answer = call["completion"].strip()
+        made_here = stage is not None and ((call["request"] or {}).get("call") or {}).get("stage") == stage
+        return sum(n in shown for n in needles), text in (answer, strip_reasoning(answer).strip()), made_here
+
+    ranked = [(rank(call), call) for call in calls]
+    best = max((r for r, _ in ranked), default=None)
+    return [call for r, call in ranked if r == best]
 
 
 def _request_text(request: dict[str, Any] | None) -> str:
@@ -213,7 +305,7 @@ def _number(name: str, value: str | None, kind: type = float) -> Any:
 @router.get("/runs/{run_id}/samples")
 def samples_page(request: Request, run_id: str, stage: str = "", round: str = "", condition: str = "",
                  validity: str = "", judge: str = "", score_min: str = "", score_max: str = "",
-                 sort: str = "", order: str = "desc", page: int = 1):
+                 sort: str = "", order: str = "desc", cut_off: str = "", q: str = "", page: int = 1):
     """Every rollout of every stage, filtered and sorted by the query parameters."""
     from coevo.view.context import reading, render
 
@@ -221,13 +313,17 @@ def samples_page(request: Request, run_id: str, stage: str = "", round: str = ""
         raise HTTPException(status_code=400, detail=f"validity must be valid, invalid or unjudged, not {validity!r}")
     if sort not in ("", "reward", "score"):
         raise HTTPException(status_code=400, detail=f"sort must be reward or score, not {sort!r}")
+    if cut_off not in ("", "yes", "no"):
+        raise HTTPException(status_code=400, detail=f"cut_off must be yes or no, not {cut_off!r}")
     f = Filters(stage=stage or None, round=_number("round", round, int), condition=condition or None,
                 validity=validity or None, judge=judge or None, score_min=_number("score_min", score_min),
                 score_max=_number("score_max", score_max), sort=sort or None,
-                order="asc" if order == "asc" else "desc")
+                order="asc" if order == "asc" else "desc", cut_off=cut_off or None, search=q.strip() or None)
     with reading(request, run_id) as store:
         rows = sample_rows(store)
-    kept = filter_rows(rows, f)
+        # Read only when asked for: it walks every cut-off call of the run.
+        cut_texts = cut_off_texts(store) if f.cut_off else None
+    kept = filter_rows(rows, f, cut_texts)
     pages = max(1, -(-len(kept) // PAGE_SIZE))
     page = min(max(1, page), pages)
     facets = {
@@ -253,7 +349,7 @@ def sample_page(request: Request, run_id: str, rollout_id: int):
             raise HTTPException(status_code=404, detail=f"run {run_id!r} has no rollout {rollout_id}; "
                                 f"see /runs/{run_id}/samples")
         rollout = row["rollout"]
-        calls = calls_behind(store, rollout)
+        calls = calls_behind(store, rollout, row["stage"])
         related = [SampleRow(r["id"], r["stage"], stage_round(r["stage"], r["round"]), r["rollout"])
                    for r in store.rollouts_of_sample(rollout.sample_id, limit=51) if r["id"] != rollout_id][:50]
     judges = [judgment_view(name, j) for name, j in rollout.judgments.items()]

@@ -69,7 +69,8 @@ def target_section(algorithm: str, task: str | None, metrics: list[dict[str, Any
         if algorithm == "taiscore":
             curve = grpo_reward_curve(logs, kinds)
             if curve:
-                panels.append(("critic's reward mean per GRPO step (each round)", curve, "GRPO step"))
+                panels.append(plots.Panel("critic's reward mean per GRPO step (each round)", curve, "GRPO step",
+                                          plots.TRAINING["reward"]))
             else:
                 missing.append({"target": "critic's reward per GRPO step",
                                 "why": "no GRPO stage logged a per-step reward (no TRL history kept)"})
@@ -106,7 +107,7 @@ def _round_panels(targets: tuple[Target, ...], metrics: list[dict[str, Any]]
             series.setdefault(stage, []).append((int(r), float(value), lo if _finite(lo) else None,
                                                  hi if _finite(hi) else None, ", ".join(hover)))
         if series:
-            panels.append((t.label, series))
+            panels.append(plots.Panel(t.label, series, metric=t.name))
         else:
             missing.append({"target": t.label, "why": t.missing})
     return panels, missing
@@ -140,14 +141,14 @@ def _decoevo_panels(metrics: list[dict[str, Any]], summary: dict[str, Any]
     panels: list[tuple[Any, ...]] = []
     missing: list[dict[str, str]] = []
     for name, label in (("diag_gold", "diagnostic gold-rubric score"),
-                        ("diag_proxy", "diagnostic proxy score (generated rubrics)")):
+                        ("diag_proxy", "diagnostic proxy score (generated rubrics)")):  # registry names
         series: dict[str, list[tuple[Any, ...]]] = {}
         for (metric, method, step), values in by_step.items():
             if metric == name:
                 series.setdefault(method, []).append((step, sum(values) / len(values), None, None,
                                                       f"mean of n = {len(values)} seed(s)"))
         if series:
-            panels.append((label, series, "inner step"))
+            panels.append(plots.Panel(label, series, "inner step", name))
         else:
             missing.append({"target": label, "why": "no diagnostic evaluation was logged (no diagnostic set)"})
     methods = summary.get("methods") if isinstance(summary.get("methods"), dict) else None
@@ -166,10 +167,11 @@ def _decoevo_panels(metrics: list[dict[str, Any]], summary: dict[str, Any]
             rate[method] = [(method, entry["constraint_pass_rate"], ci[0], ci[1],
                              f"n = {entry.get('constraint_count', 0)}, 95% CI [{ci[0]:.3g}, {ci[1]:.3g}]"
                              if None not in ci else f"n = {entry.get('constraint_count', 0)}")]
-    for label, series, why in (("test score (gold rubric, 0-1)", test, "no test answer was graded"),
-                               ("test constraint pass rate", rate, _NO_CONSTRAINTS.replace("held-out", "test"))):
+    for label, series, why, metric in (
+            ("test score (gold rubric, 0-1)", test, "no test answer was graded", "test_mean"),
+            ("test constraint pass rate", rate, _NO_CONSTRAINTS.replace("held-out", "test"), "constraint_pass_rate")):
         if series:
-            panels.append((label, series, "method"))
+            panels.append(plots.Panel(label, series, "method", metric))
         else:
             missing.append({"target": label, "why": why})
     return panels, missing

@@ -9,6 +9,8 @@ TRL history, judgments, rollouts, meta) and says what it saw and what to do abou
   - a metric at its ceiling in every round (it cannot show a gain), on few problems;
   - length inflation (revisions, or later rounds' answers, much longer);
   - a judge that failed checks of the run's judge audit in its latest audited round;
+  - headline numbers from too few items, cut-off generations, and training stages whose
+    weight change only shows Adam's first steps (view/trust_warnings.py);
 and the warnings the run itself recorded (meta "warnings").
 """
 
@@ -18,10 +20,12 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel
 
+from coevo.runinfo import HEADLINE_METRICS
 from coevo.store import RunStore
+from coevo.view.findings import Finding
 from coevo.view.plots import logged_steps
+from coevo.view.trust_warnings import adam_first_steps, cut_off_generations, too_few_items
 
 #: Above this share of unreadable judgments a judge's numbers are mostly noise.
 INVALID_RATE = 0.2
@@ -41,13 +45,6 @@ CEILINGS = {"gold_score": 10.0, "refine_S_y1": 10.0, "refine_S_y1_after_dpo": 10
             "diag_gold": 1.0}
 
 
-class Finding(BaseModel):
-    """One warning: `kind` (a short tag the page shows and tests look for) and the text."""
-
-    kind: str
-    text: str
-
-
 def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None,
                  logs: list[dict[str, Any]] | None = None, rollouts: list[Any] | None = None) -> list[Finding]:
     """Every warning about the run, computed ones first, then the run's own (meta "warnings").
@@ -65,6 +62,9 @@ def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None
     found += judge_audit(store, metrics)
     found += at_ceiling(metrics, store)
     found += length_inflation(store, metrics, rollouts)
+    found += cut_off_generations(store, metrics)
+    found += adam_first_steps(stage_results)
+    found += too_few_items(metrics, list(HEADLINE_METRICS))
     found += [Finding(kind="run", text=str(w)) for w in store.get_meta("warnings", []) or []]
     return found
 

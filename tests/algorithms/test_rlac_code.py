@@ -211,7 +211,7 @@ def test_pass_at_1_is_the_share_of_heldout_problems_that_pass_every_reference_te
     assert summary["baseline"]["heldout_n"] == 2
     assert (summary["baseline"]["pass_at_1_lo"], summary["baseline"]["pass_at_1_hi"]) == (
         pytest.approx(0.0945, abs=1e-4), pytest.approx(0.9055, abs=1e-4))
-    assert [row["pass_at_1"] for row in summary["table"]["rows"]] == ["0.500 [0.095, 0.905] (n=2)"] * 2
+    assert [row["pass_at_1"] for row in summary["table"]["rows"]] == ["0.500 (n=2: too few to tell)"] * 2
     # Only what the run measured: no FactScore keys on code, no KL with `kl: false`.
     assert set(summary["baseline"]) == {"pass_at_1", "pass_at_1_lo", "pass_at_1_hi", "heldout_n", "per_item",
                                         "heldout_output_chars"}

@@ -74,3 +74,32 @@ def test_kill_9_then_resume_loses_and_recomputes_nothing(tmp_path):
     again = _coevo("run", config, "--out", run_dir, "--resume")
     assert again.returncode == 0, again.stderr
     assert json.loads((run_dir / "summary.json").read_text())["llm_cache"]["misses"] == 0
+    _check_the_viewer_on_a_real_run(run_dir)
+
+
+def _check_the_viewer_on_a_real_run(run_dir):
+    """Issue 26 on the real model's run: every call records who made it, with real token counts
+    and latency; a sample page files each call under the role that made it; the real 48-token
+    caps are counted as cut-offs and warned about where a role hit them often."""
+    from coevo.store import RunStore
+    from coevo.view.calls import call_info, cut_off_shares
+    from coevo.view.samples import calls_behind
+    from coevo.view.trust_warnings import CUT_OFF_SHARE
+    from coevo.view.warnings import run_warnings
+
+    store = RunStore(run_dir, read_only=True)
+    try:
+        infos = [call_info(call) for call in store.cached_calls(limit=None)]
+        assert infos and all(i.role and i.stage and i.completion_tokens for i in infos)
+        assert all(i.cut_off == (i.completion_tokens >= i.max_tokens) for i in infos)
+        assert any(i.seconds and i.seconds > 0 for i in infos)
+        for row in store.rollout_rows():
+            for heading in calls_behind(store, row["rollout"], row["stage"]):
+                assert all(call["info"].role == heading["role"] for call in heading["found"]), heading
+                # A tagged run never falls back to text matching (the "generic" control's fixed
+                # critique, which no model wrote, has no call at all).
+                assert not (heading["by_text"] and heading["found"]), (row["stage"], heading)
+        often = [g for g in cut_off_shares(store) if g["cut_off"] / g["n"] >= CUT_OFF_SHARE]
+        assert bool(often) == any(f.kind == "cut-off" for f in run_warnings(store))
+    finally:
+        store.close()

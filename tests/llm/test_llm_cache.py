@@ -1,7 +1,10 @@
 """CachedModel: a repeated call asks nothing, a partly cached call asks only what is missing."""
 
+import json
+
 from coevo.llm.base import user
 from coevo.llm.cache import CachedModel, call_key, call_request
+from coevo.llm.call_tags import current_tags, tagged
 from coevo.store import RunStore
 from coevo.types import Completion, Sampling
 
@@ -106,3 +109,62 @@ def test_a_backend_with_one_sampling_per_call_gets_one_call_per_distinct_samplin
     out = generate_each(inner, [user("x"), user("y"), user("z")], [a, b, a])
     assert sorted(inner.requests) == [(1, 1), (2, 1)]
     assert [row[0].text.split("#")[0] for row in out] == ["x", "y", "z"]
+
+
+# -- who made a call: tags beside the request, never in the key ---------------------------------
+
+def test_a_cached_call_records_its_tags_seconds_and_cut_off_beside_the_request(tmp_path):
+    class Counting:
+        model_id = "counting:v1"
+
+        def generate(self, conversations, sampling, n=1):
+            return [[Completion(text=c[-1].content, prompt_tokens=3, completion_tokens=len(c[-1].content.split()))
+                     for _ in range(n)] for c in conversations]
+
+    store = RunStore(tmp_path)
+    model = CachedModel(Counting(), store)
+    sampling = Sampling(temperature=0.0, max_tokens=3)
+    with tagged(stage="taiscore/round1/eval"):
+        with tagged(role="actor", step="revise"):
+            assert current_tags() == {"stage": "taiscore/round1/eval", "role": "actor", "step": "revise"}
+            model.generate([user("one two three four"), user("one")], sampling)
+        assert current_tags() == {"stage": "taiscore/round1/eval"}
+    assert current_tags() == {}
+    calls = {call["completion"]: call for call in store.cached_calls()}
+    long, short = calls["one two three four"]["request"], calls["one"]["request"]
+    for request in (long, short):
+        assert {k: request["call"][k] for k in ("role", "stage", "step")} == {
+            "role": "actor", "stage": "taiscore/round1/eval", "step": "revise"}
+        assert request["call"]["seconds"] >= 0 and request["messages"] and request["sampling"]["max_tokens"] == 3
+    assert long["call"]["cut_off"] is True and short["call"]["cut_off"] is False
+    assert calls["one"]["prompt_tokens"] == 3 and calls["one"]["completion_tokens"] == 1
+
+
+#: `call_key` of the request below, as every earlier coevo computed it: a resumed run finds
+#: its cached calls only while this stays the same.
+PINNED_KEY = "b188f6e4fd7de71fdef138f5dfcab8649500873b1befcc0ba62a987ecbc8e7f8"
+
+
+def test_call_key_is_the_same_whatever_the_tags(tmp_path):
+    request = call_request(user("Name a planet."), Sampling(temperature=0.8, max_tokens=64, seed=3))
+    assert "call" not in request
+    assert call_key("replay:test", request) == PINNED_KEY
+
+    class Once:
+        model_id = "replay:test"
+        asked = 0
+
+        def generate(self, conversations, sampling, n=1):
+            Once.asked += 1
+            return [[Completion(text="Mars")] for _ in conversations]
+
+    store = RunStore(tmp_path)
+    model = CachedModel(Once(), store)
+    with tagged(role="actor", stage="one"):
+        model.generate([user("Name a planet.")], Sampling(temperature=0.8, max_tokens=64, seed=3))
+    with tagged(role="critic", stage="two"):
+        again = model.generate([user("Name a planet.")], Sampling(temperature=0.8, max_tokens=64, seed=3))
+    assert Once.asked == 1 and again[0][0].cached  # other tags, the same call: a hit
+    [stored] = store.cached_calls()
+    assert stored["key"] == PINNED_KEY and stored["request"]["call"]["stage"] == "one"
+    assert json.loads(json.dumps(stored["request"]))["messages"] == request["messages"]

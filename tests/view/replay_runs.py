@@ -171,3 +171,129 @@ def build_all(folder: Path) -> dict[str, Path]:
     data and replay files in `folder/inputs/`, out of the runs folder."""
     folder = Path(folder)
     return {name: build(folder / "runs" / name, folder / "inputs") for name, build in BUILDERS.items()}
+
+
+# -- two runs to compare -------------------------------------------------------------------
+
+#: What the second RLAC run of a comparison changes (the first is `build_rlac`'s): more
+#: outputs per instruction and one pair from each, so its curves differ from the first's.
+RLAC_VARIANT = {"k": 3, "max_pairs_per_output": 1}
+
+
+def build_rlac_variant(run: Path, inputs: Path) -> Path:
+    """`build_rlac`'s RLAC run with RLAC_VARIANT's settings changed: the same algorithm, two
+    settings apart (the compare page's and `coevo runs --compare`'s tests)."""
+    from coevo.runner import run_experiment
+
+    config = {"algorithm": "rlac", "task": "facts", "iterations": 2, "k": 2, "n": 2, "kl": False,
+              "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+              "facts": {"judge": "lexical", "atomic_facts": "sentences"},
+              "data": {"train_ids": ["Albert Einstein"], "heldout_ids": ["Marie Curie"]}, **RLAC_VARIANT}
+    with _rlac_fakes():
+        run_experiment(None, run, data=config)
+    return run
+
+
+def build_rlac_pair(folder: Path) -> dict[str, Path]:
+    """Two RLAC runs two settings apart in `folder/runs/` ("rlac-a": build_rlac's, "rlac-b":
+    the variant), their inputs in `folder/inputs/`."""
+    folder = Path(folder)
+    return {"rlac-a": build_rlac(folder / "runs" / "rlac-a", folder / "inputs"),
+            "rlac-b": build_rlac_variant(folder / "runs" / "rlac-b", folder / "inputs")}
+
+
+# -- TAIScore, with texts that look alike across roles (the sample pages' calls) ---------------
+
+#: Per topic: the actor's y0, the critic's critique and the revision y1. Topic 0's three texts
+#: are one short word each (every role wrote "Fine."); topic 1's revision is its y0 word for
+#: word; topic 2's revision runs past the revision's token limit (`TAI_REVISION_LIMIT`).
+TAI_TOPICS = ["rivers", "stones", "wind", "tides"]
+TAI_TEXTS = {0: ("Fine.", "Fine.", "Fine."),
+             1: ("Stones are grey and hard.", "Say where the stone was found.", "Stones are grey and hard."),
+             2: ("Wind blows.", "Name a sound the wind makes.",
+                 "The wind at night whistles through the shutters and hums along the wires of the old "
+                 "harbour, and the whole house listens to it until morning comes."),
+             3: ("Tides rise.", "Say why the moon matters.", "Tides rise and fall because the moon pulls the sea.")}
+TAI_REVISION_LIMIT = 16
+
+
+def _tai_rules() -> list[dict]:
+    gold = json.dumps({"criteria": [{"name": "clarity", "score": 6, "reason": "clear"},
+                                    {"name": "detail", "score": 5, "reason": "some detail"}]})
+    dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+    tai = json.dumps({**{d: {"score": 7, "reason": "r"} for d in dims}, "score": 7})
+    # Judges first: their prompts quote the responses the actor's rules would match.
+    rules = [{"match": "evaluation criteria", "completion": gold}, {"match": "Response B:\n", "completion": tai},
+             {"match": "Response 1:", "completion": "2"}]
+    for i, topic in enumerate(TAI_TOPICS):
+        _, c, y1 = TAI_TEXTS[i]
+        rules += [{"match": ["Your Critique:", topic], "completion": c},
+                  {"match": ["Revised Response:", topic], "completion": y1}]
+    rules += [{"match": topic, "completion": TAI_TEXTS[i][0]} for i, topic in enumerate(TAI_TOPICS)]
+    return rules
+
+
+@contextlib.contextmanager
+def _taiscore_fakes(rules: list[dict]):
+    """Replay models in every role, and GRPO / DPO stages that score and record, not train."""
+    import pytest
+
+    import coevo.algorithms.taiscore as taiscore
+    import coevo.llm.specs as specs
+    from coevo.llm.replay import ReplayModel
+    from coevo.train.common import TrainResult
+
+    class Local(ReplayModel):
+        """A 'trainable' replay model: training changes only its id."""
+
+        def __init__(self, spec, **options):
+            super().__init__(rules=rules)
+            self.model_id, self.model, self.tokenizer = f"fake:{spec}", None, None
+
+        def refresh_model_id(self):
+            return self.model_id
+
+    def result(output_dir, **metrics) -> TrainResult:
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0, seconds_per_step=0.0,
+                           peak_rss_mb=0.0, metrics=metrics)
+
+    def grpo(policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None):
+        # The reward as TRL calls it: N critiques per prompt (the critic's rules' texts).
+        n = settings.num_generations
+        completions = [[{"role": "assistant", "content": f"critique {i} of {k}"}] for k in range(len(prompts))
+                       for i in range(n)]
+        columns = {key: [v for v in values for _ in range(n)] for key, values in (extra_columns or {}).items()}
+        reward_fn(prompts=[p for p in prompts for _ in range(n)], completions=completions, **columns)
+        policy.model_id += "+grpo"
+        return result(output_dir, loss=0.5)
+
+    def dpo(policy, pairs, settings, output_dir, *, reference=None, resume=True):
+        policy.model_id += "+dpo"
+        return result(output_dir, train_loss=0.6)
+
+    backend = taiscore.Backend(load_trainable=Local, restore=lambda model, checkpoint, settings: None,
+                               train_grpo=grpo, train_dpo=dpo, load_frozen=Local,
+                               load_copy=lambda spec, checkpoint, **options: (Local(spec), False))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(taiscore, "default_backend", lambda: backend)
+        patch.setattr(specs, "check_spec", lambda spec: None)  # "actor", "critic", "judge": the fakes above
+        yield
+
+
+def build_taiscore(run: Path, inputs: Path) -> Path:
+    """A one-round TAIScore run on four prompts whose texts look alike across roles (see
+    TAI_TEXTS): held-out evaluation with refinement, a pair pool, GRPO rewards. Not in
+    BUILDERS: the sample pages' call tests build it for themselves."""
+    from coevo.runner import run_experiment
+
+    inputs.mkdir(parents=True, exist_ok=True)
+    data = inputs / "taiscore_data.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Write about {topic}.", "rubric": RUBRIC}) + "\n"
+                            for i, topic in enumerate(TAI_TOPICS)))
+    config = {"algorithm": "taiscore", "data": {"source": str(data)}, "rounds": 1, "pairs_per_round": 1,
+              "grpo": {"num_generations": 2}, "evaluation": {"holdout": 0.5},
+              "sampling": {"revision": {"max_tokens": TAI_REVISION_LIMIT}},
+              "models": {"actor": "actor", "critic": "critic", "judge": "judge"}}
+    with _taiscore_fakes(_tai_rules()):
+        run_experiment(None, run, data=config)
+    return run

@@ -8,24 +8,22 @@ agreement is worked out here from the judge's scores in the store, not by the ex
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
 from replay_runs import build_controls
 
 from coevo.store import RunStore
-from coevo.view.annotate import (
-    KIND,
-    export_annotations,
-    queue,
-    shown_order,
-    stage_pairs,
-)
+from coevo.view.annotate import COOKIE, KIND, SERVED
+from coevo.view.annotate_export import export_annotations
+from coevo.view.annotate_pairs import queue, stage_pairs, store_pairs
 from coevo.view.app import create_app
 
 STAGE = "controls"
@@ -37,11 +35,15 @@ def controls(tmp_path_factory) -> Path:
     return build_controls(folder / "runs" / "controls", folder / "inputs")
 
 
-def _client(run: Path) -> tuple[TestClient, str]:
-    """A fresh viewer (a new app each time: what it shows comes from the store, not memory)."""
+def _client(run: Path, annotator: str | None = "annotator1") -> tuple[TestClient, str]:
+    """A fresh viewer (a new app each time: what it shows comes from the store, not memory),
+    in a browser that remembers `annotator` as its name (None: a browser that never gave one)."""
     app = create_app([run.parent])
     [ref] = app.state.runs.runs()
-    return TestClient(app), ref.id
+    client = TestClient(app)
+    if annotator:  # as the viewer sets it, so that an `annotator=` link replaces it
+        client.cookies.set(COOKIE, annotator, domain="testserver.local", path="/")
+    return client, ref.id
 
 
 def _rows(run: Path) -> list[dict]:
@@ -52,14 +54,33 @@ def _rows(run: Path) -> list[dict]:
         store.close()
 
 
-def _shown(page: str) -> dict[str, str]:
-    """The pair on a page: its key, which candidate is left, the two texts, the progress."""
+def _records(run: Path, kind: str = KIND) -> dict[str, dict]:
+    store = RunStore(run, read_only=True)
+    try:
+        return dict(store.get_records(kind))
+    finally:
+        store.close()
+
+
+def _shown(page: str, run: Path | None = None) -> dict:
+    """The pair on a page: its key, its token, the two texts, the progress; with `run`, also
+    which candidate is on the left, as the server keeps it (the page does not say)."""
     fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page))
     progress = re.search(r'id="annotate-progress" data-labelled="(\d+)" data-total="(\d+)"', page)
+    key = re.search(r'<div class="pair" id="pair" data-pair="([^"]+)">', page)
     left = re.search(r'<pre id="pair-left">(.*?)</pre>', page, re.DOTALL)
     right = re.search(r'<pre id="pair-right">(.*?)</pre>', page, re.DOTALL)
-    return {**fields, "labelled": int(progress.group(1)), "total": int(progress.group(2)),
-            "left_text": left.group(1) if left else None, "right_text": right.group(1) if right else None}
+    shown = {**fields, "pair": html.unescape(key.group(1)) if key else None,
+             "labelled": int(progress.group(1)), "total": int(progress.group(2)),
+             "left_text": html.unescape(left.group(1)) if left else None,
+             "right_text": html.unescape(right.group(1)) if right else None}
+    if run is not None and "token" in fields:
+        shown["left"] = _records(run, SERVED)[fields["token"]]["left"]
+    return shown
+
+
+def _label(client: TestClient, run_id: str, token: str, label: str, **kwargs):
+    return client.post(f"/runs/{run_id}/annotate/label", data={"token": token, "label": label}, **kwargs)
 
 
 def _coevo(*args: str) -> subprocess.CompletedProcess:
@@ -74,7 +95,8 @@ def test_stages_list_their_pairs_and_a_pair_hides_the_judge(controls):
     assert "<h1>Annotate</h1>" in page and 'id="annotate-stages"' in page
     revisions = sum(bool(r["rollout"].y1) for r in rows)
     table = {(stage, kind): int(n) for stage, kind, n in re.findall(
-        r'<tr data-stage="([^"]+)" data-kind="(\w+)">\s*<td class="l">[^<]*</td>\s*<td class="l">[^<]*</td>\s*<td>(\d+)</td>',
+        r'<tr data-stage="([^"]+)" data-kind="(\w+)">\s*<td class="l">[^<]*</td>\s*<td class="l">[^<]*</td>\s*'
+        r'<td>(\d+)</td>',
         page)}
     assert table[(STAGE, "revision")] == revisions == 12
     # Critiques of one response: the controls' generic, shuffled and matched critiques of
@@ -89,9 +111,7 @@ def test_stages_list_their_pairs_and_a_pair_hides_the_judge(controls):
     shown = _shown(pair)
     assert shown["labelled"] == 0 and shown["total"] == 12
     [rollout] = [r["rollout"] for r in rows if f"{STAGE}|revision|{r['id']}" == shown["pair"]]
-    import html
-
-    assert {html.unescape(shown["left_text"]), html.unescape(shown["right_text"])} == {rollout.y0, rollout.y1}
+    assert {shown["left_text"], shown["right_text"]} == {rollout.y0, rollout.y1}
     # Nothing of the judges: no scores' reasons, no condition name, no critique.
     for judgment in rollout.judgments.values():
         for reason in judgment.reasons.values():
@@ -100,13 +120,36 @@ def test_stages_list_their_pairs_and_a_pair_hides_the_judge(controls):
     assert not re.search(rf"\b{rollout.condition}\b", visible)
 
 
-def test_sides_are_shuffled_by_a_seed(controls):
+def test_sides_are_drawn_once_per_person_and_only_the_server_knows_them(controls):
+    """Each pair's sides are drawn when it is first served and kept server-side: the page and
+    its source hold an opaque token, never the candidates' names, and a second visit shows
+    the same sides under the same token."""
+    client, run_id = _client(controls, "sides")
     pairs = stage_pairs(_rows(controls), STAGE)["revision"]
-    sides = [shown_order(p, 0)[0] for p in pairs]
-    assert {"y0", "y1"} == set(sides)  # y1 is not always on one side
-    assert sides == [shown_order(p, 0)[0] for p in pairs]  # and the same on every visit
-    assert [shown_order(p, 1)[0] for p in pairs] != sides  # another seed, another order
-    assert [p.key for p in queue(pairs, 0)] != [p.key for p in pairs]  # pairs come shuffled too
+    assert [p.key for p in queue(pairs, 0)] != [p.key for p in pairs]  # pairs come shuffled
+    assert [p.key for p in queue(pairs, 1)] != [p.key for p in queue(pairs, 0)]  # another seed, another order
+    lefts, tokens = {}, set()
+    for pair in pairs:
+        url = f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&pair={quote(pair.key)}"
+        page = client.get(url).text
+        source = page.split("<main>")[1].split("</main>")[0] + page.split("</main>")[1]
+        # No side's name anywhere in what the browser gets: not y0 / y1, no `left=` field.
+        assert not re.search(r"\by[01]\b", source), re.findall(r".{40}\by[01]\b.{40}", source)
+        assert "left=" not in source and 'name="left"' not in source and 'name="token"' in source
+        shown = _shown(page, controls)
+        assert shown["pair"] == pair.key and {shown["left_text"], shown["right_text"]} == set(pair.texts)
+        assert shown["left_text"] == pair.text_of(shown["left"])  # the server's record is what was shown
+        again = _shown(client.get(url).text, controls)
+        assert (again["token"], again["left_text"]) == (shown["token"], shown["left_text"])  # kept, not redrawn
+        lefts[pair.key] = shown["left"]
+        tokens.add(shown["token"])
+        assert pair.key not in shown["token"] and len(shown["token"]) >= 20  # opaque, unguessable
+    assert set(lefts.values()) == {"y0", "y1"}  # the revision is not always on one side
+    assert len(tokens) == len(pairs)
+    # Another person gets their own draw under their own tokens.
+    other, _ = _client(controls, "sides2")
+    theirs = _shown(other.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&pair={quote(pairs[0].key)}").text)
+    assert theirs["token"] not in tokens
 
 
 def _judge_pick(run: Path, key: str) -> tuple[float | None, float | None]:
@@ -125,7 +168,7 @@ def test_labels_are_saved_resumed_exported_and_compared_with_the_judge(controls,
     for i in range(12):
         if i == 4:  # leave and come back: a new viewer resumes where the labels stop
             client, run_id = _client(controls)
-        shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text)
+        shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text, controls)
         assert shown["labelled"] == i and shown["pair"] not in labelled
         s0, s1 = _judge_pick(controls, shown["pair"])
         if s0 is None or s1 is None:
@@ -146,9 +189,9 @@ def test_labels_are_saved_resumed_exported_and_compared_with_the_judge(controls,
             label = "A" if shown["left"] == wanted else "B"
             expected["n_pairs"] += 1
             expected["n_agree"] += agree
-        answer = client.post(f"/runs/{run_id}/annotate/label", follow_redirects=False,
-                             data={k: shown[k] for k in ("stage", "kind", "pair", "left", "seed")} | {"label": label})
-        assert answer.status_code == 303 and answer.headers["location"].endswith(f"stage={STAGE}&kind=revision")
+        answer = _label(client, run_id, shown["token"], label, follow_redirects=False)
+        assert answer.status_code == 303
+        assert answer.headers["location"].endswith(f"stage={STAGE}&kind=revision&annotator=annotator1")
         labelled.append(shown["pair"])
     assert expected["invalid_b"] > 0 and expected["n_tied"] > 0 and 0 < expected["n_agree"] < expected["n_pairs"]
     done = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text
@@ -170,6 +213,7 @@ def test_labels_are_saved_resumed_exported_and_compared_with_the_judge(controls,
     assert f"coevo eval agreement --a {out / 'human.jsonl'} --b {out / 'judge.jsonl'}" in result.stdout
     assert (out / "human.jsonl").read_text() == human.text
     assert len(human.text.splitlines()) == 24  # two candidates per labelled pair
+    assert {json.loads(line)["annotator"] for line in human.text.splitlines()} == {"annotator1"}
     judge_lines = [json.loads(line) for line in (out / "judge.jsonl").read_text().splitlines()]
     assert {line["judge"] for line in judge_lines} == {"gold_rubric"}
 
@@ -179,20 +223,24 @@ def test_labels_are_saved_resumed_exported_and_compared_with_the_judge(controls,
     for key, value in expected.items():
         assert agreement[key] == value, (key, agreement, expected)
     assert agreement["agreement"] == pytest.approx(expected["n_agree"] / expected["n_pairs"])
+    assert agreement["agreement_lo"] < agreement["agreement"] < agreement["agreement_hi"]
+    assert agreement["unmatched_a"] == agreement["unmatched_b"] == 0  # one export: every group matches
 
 
 def test_critique_pairs_export_each_critiques_judge_score(controls, tmp_path):
     client, run_id = _client(controls)
     rows = {r["id"]: r["rollout"] for r in _rows(controls)}
     for _ in range(3):
-        shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=critique").text)
+        page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=critique").text
+        shown = _shown(page, controls)
         ra, rb = (int(x) for x in shown["pair"].rsplit("|", 1)[1].split("-"))
         assert rows[ra].y0 == rows[rb].y0 and rows[ra].c != rows[rb].c  # two critiques of one response
-        assert 'id="pair-context"' in client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=critique").text
+        assert 'id="pair-context"' in page and not re.search(rf"\bc({ra}|{rb})\b", page)
         answer = client.post(f"/runs/{run_id}/annotate/label", headers={"content-type": "application/json"},
-                             content=json.dumps({k: shown[k] for k in ("stage", "kind", "pair", "left", "seed")}
-                                                | {"label": "B"}))
-        assert answer.status_code == 200 and answer.json()["saved"]["winner"] != shown["left"]
+                             content=json.dumps({"token": shown["token"], "label": "B"}))
+        assert answer.status_code == 200 and answer.json()["saved"]["label"] == "B"
+        assert "winner" not in answer.json()["saved"]  # the reply names no side either
+        assert _records(controls)[shown["pair"]]["winner"] not in (shown["left"], "tie")
     result = export_annotations(controls, tmp_path / "out", stage=STAGE)
     lines = [json.loads(line) for line in Path(result["judge"]).read_text().splitlines()]
     critique_lines = [line for line in lines if "|critique|" in line["group"]]
@@ -202,23 +250,73 @@ def test_critique_pairs_export_each_critiques_judge_score(controls, tmp_path):
         assert line["score"] == (judgment.score if judgment.valid else None)
 
 
-def test_bad_labels_are_refused_and_a_second_label_replaces_the_first(controls):
-    client, run_id = _client(controls)
+def test_a_label_needs_a_token_the_viewer_served(controls):
+    client, run_id = _client(controls, "dora")
     url = f"/runs/{run_id}/annotate/label"
-    pairs = stage_pairs(_rows(controls), STAGE)["revision"]
-    pair = pairs[0]
-    form = {"stage": STAGE, "kind": "revision", "pair": pair.key, "left": "y0", "seed": "0"}
-    assert client.post(url, data=form | {"label": "C"}).status_code == 400
-    assert client.post(url, data=form | {"label": "A", "left": "y9"}).status_code == 400
-    assert client.post(url, data=form | {"label": "A", "pair": "controls|revision|999"}).status_code == 404
-    assert client.post(url, data={"stage": STAGE, "label": "A"}).status_code == 400
-    assert client.post(url, data=form | {"label": "A", "stage": "nope"}).status_code == 404
-    for label, winner in (("A", "y0"), ("B", "y1")):
-        assert client.post(url, data=form | {"label": label}, follow_redirects=False).status_code == 303
-        store = RunStore(controls, read_only=True)
-        saved = [r for key, r in store.get_records(KIND) if key == pair.key]
-        store.close()
-        assert [r["winner"] for r in saved] == [winner]
+    key = stage_pairs(_rows(controls), STAGE)["revision"][0].key
+    before = _records(controls)
+    # What a script or a stale page could send: the pair's name and a side, but no served token.
+    refused = client.post(url, data={"stage": STAGE, "kind": "revision", "pair": key, "left": "y0", "label": "A"})
+    assert refused.status_code == 400 and "token" in refused.json()["detail"]
+    refused = client.post(url, data={"token": "made-up-token-0123456789", "label": "A"})
+    assert refused.status_code == 400
+    assert "unknown pair token 'made-up-token-0123456789'" in refused.json()["detail"]
+    token = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text)["token"]
+    assert client.post(url, data={"token": token, "label": "C"}).status_code == 400
+    assert client.post(url, data={"token": token}).status_code == 400
+    assert _records(controls) == before  # nothing saved by any of them
+
+
+def test_a_label_can_be_changed_reviewed_and_undone(controls):
+    client, run_id = _client(controls, "erin")
+    page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision")
+    pair_url = str(page.url)  # the queue redirects to the pair's own url, which Back returns to
+    assert "pair=" in pair_url and page.headers["cache-control"] == "no-store"
+    shown = _shown(page.text, controls)
+    key, right = shown["pair"], "y1" if shown["left"] == "y0" else "y0"
+    record = f"{key}#annotator=erin"
+    assert _label(client, run_id, shown["token"], "B", follow_redirects=False).status_code == 303
+    assert _records(controls)[record]["winner"] == right
+    # Back to the pair: it says what was chosen, and choosing again replaces the label.
+    back = client.get(pair_url).text
+    assert re.search(r'id="annotate-current" data-label="B"', back) and _shown(back)["token"] == shown["token"]
+    assert _label(client, run_id, shown["token"], "A", follow_redirects=False).status_code == 303
+    saved = _records(controls)[record]
+    assert (saved["winner"], saved["label"], saved["annotator"]) == (shown["left"], "A", "erin")
+    assert [h["winner"] for h in saved["history"]] == [right]  # the earlier label, kept
+    assert [k for k in _records(controls) if k.startswith(key)].count(record) == 1
+
+    review = client.get(f"/runs/{run_id}/annotate/review").text
+    rows = re.findall(r'<tr data-pair="([^"]+)">(.*?)</tr>', review, re.DOTALL)
+    assert [html.unescape(k) for k, _ in rows] == [key]
+    cells = rows[0][1]
+    preferred = re.search(r'<td class="l text choice">(.*?)</td>', cells, re.DOTALL).group(1)
+    assert html.unescape(preferred) == shown["left_text"]  # the chosen text itself, not a side name
+    assert "(1 earlier)" in cells and not re.search(r"\by[01]\b", cells)
+    change = html.unescape(re.search(r'class="review-change" href="([^"]+)"', cells).group(1))
+    assert _shown(client.get(change).text)["pair"] == key
+
+    undone = client.post(f"/runs/{run_id}/annotate/undo", data={"pair": key}, follow_redirects=False)
+    assert undone.status_code == 303 and record not in _records(controls)
+    assert 'id="review-empty"' in client.get(f"/runs/{run_id}/annotate/review").text
+    assert client.post(f"/runs/{run_id}/annotate/undo", data={"pair": key}).status_code == 404
+    first = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text)
+    assert first["pair"] == key and first["labelled"] == 0  # unlabelled again: it is first in the queue again
+
+
+def test_the_name_is_asked_once_and_kept_with_every_label(controls):
+    client, run_id = _client(controls, annotator=None)
+    asked = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text
+    assert 'id="annotate-ask"' in asked and 'id="label-form"' not in asked
+    assert 'name="annotator"' in asked and 'name="stage" value="controls"' in asked  # back to this stage after
+    named = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&annotator=frank")
+    assert named.cookies.get(COOKIE) == "frank" or client.cookies.get(COOKIE) == "frank"
+    # From now on this browser is frank's without saying so.
+    shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text, controls)
+    assert _label(client, run_id, shown["token"], "tie").status_code == 200
+    assert _records(controls)[f"{shown['pair']}#annotator=frank"]["annotator"] == "frank"
+    assert "as frank" in client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text
+    assert client.get(f"/runs/{run_id}/annotate?annotator=a%20b").status_code == 400
 
 
 def test_nothing_to_export_says_where_to_label(tmp_path):
@@ -276,20 +374,21 @@ def test_several_annotators_label_under_their_names_and_the_export_merges_them(t
     # bob: y1, y1, y0; carol: y0, tie, y0 -> majorities y1, y1, y0 (none is "no majority")
     for name, winners in (("bob", ("y1", "y1", "y0")), ("carol", ("y0", "tie", "y0"))):
         page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&annotator={name}").text
-        assert _shown(page)["labelled"] == 0 and _shown(page)["annotator"] == name  # each their own progress
+        assert _shown(page)["labelled"] == 0 and f"as {name}" in page  # each their own progress
         for pair, winner in zip(pairs, winners):
-            label = {"y0": "A", "y1": "B", "tie": "tie"}[winner]
-            form = {"stage": STAGE, "kind": "revision", "pair": pair.key, "left": "y0", "seed": "0",
-                    "label": label, "annotator": name}
-            answer = client.post(url, data=form, follow_redirects=False)
+            shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&pair={quote(pair.key)}"
+                                      f"&annotator={name}").text, run)
+            label = "tie" if winner == "tie" else "A" if shown["left"] == winner else "B"
+            answer = client.post(url, data={"token": shown["token"], "label": label}, follow_redirects=False)
             assert answer.status_code == 303 and f"annotator={name}" in answer.headers["location"]
         page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&annotator={name}").text
         assert _shown(page)["labelled"] == 3
+    # This browser is carol's now (the last name given); annotator1's progress is its own.
     assert _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text)["labelled"] == 3
+    first = _client(run)[0].get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text
+    assert _shown(first)["labelled"] == 3 and "as annotator1" in first
     overview = client.get(f"/runs/{run_id}/annotate").text
     assert 'id="annotator-form"' in overview and "annotator1 (3), bob (3), carol (3)" in overview
-    bad = {"stage": STAGE, "kind": "revision", "pair": pairs[0].key, "left": "y0", "label": "A", "annotator": "a b"}
-    assert client.post(url, data=bad).status_code == 400
 
     result = export_annotations(run, tmp_path / "out", stage=STAGE)
     assert set(result["annotators"]) == {"annotator1", "bob", "carol"}
@@ -310,3 +409,102 @@ def test_several_annotators_label_under_their_names_and_the_export_merges_them(t
     assert proc.returncode == 0, proc.stderr
     assert "Fleiss' kappa" in proc.stdout and "n = 3 pairs x 3 annotators" in proc.stdout
     assert (tmp_path / "cli" / "majority.jsonl").is_file() and (tmp_path / "cli" / "human_bob.jsonl").is_file()
+    for name in ("bob", "carol"):  # each one's file names who made its labels, for a later merge
+        lines = [json.loads(line) for line in (tmp_path / "cli" / f"human_{name}.jsonl").read_text().splitlines()]
+        assert {line["annotator"] for line in lines} == {name}
+
+
+def test_an_export_replaces_its_folder_and_never_takes_other_files(tmp_path):
+    run = build_controls(tmp_path / "runs" / "two", tmp_path / "inputs")
+    client, run_id = _client(run, "gina")
+    for kind in ("revision", "critique"):
+        shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind={kind}").text)
+        assert _label(client, run_id, shown["token"], "A").status_code == 200
+    out = tmp_path / "labels"
+    first = _coevo("eval", "annotations", str(run), "--out", str(out), "--json")
+    assert first.returncode == 0, first.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["human.jsonl", "judge.jsonl"]
+    (out / "judge_stale.jsonl").write_text("{}\n")  # what an earlier export (another stage, more judges) left
+    (out / "human_old.jsonl").write_text("{}\n")
+    again = _coevo("eval", "annotations", str(run), "--out", str(out), "--stage", STAGE)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["human.jsonl", "judge.jsonl"]  # nothing stale beside them
+    assert len((out / "human.jsonl").read_text().splitlines()) == 4
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".labels.")]  # no temp folder left behind
+
+    (out / "notes.md").write_text("my notes")
+    refused = _coevo("eval", "annotations", str(run), "--out", str(out), "--stage", STAGE)
+    assert refused.returncode == 2 and str(out) in refused.stderr and "notes.md" in refused.stderr
+    assert (out / "notes.md").read_text() == "my notes" and (out / "human.jsonl").is_file()
+
+
+def test_the_pairs_behind_win_rate_vs_round0_can_be_labelled(tmp_path):
+    """A TAIScore run's evaluation stages: round R's answers against round 0's for the same
+    prompts, judged in both shown orders; their pairs are offered (the last round's marked as
+    the headline's), and the export's judge lines are the averaged both-orders preference."""
+    from coevo.types import Judgment, Rollout
+
+    run = tmp_path / "runs" / "tai"
+    store = RunStore(run)
+    store.set_meta("algorithm", "taiscore")
+    prompts = {"p0": "Name a river.", "p1": "Name a stone.", "p2": "Name a wind."}
+    for sid, x in prompts.items():
+        store.save_rollout("taiscore/round0/eval", Rollout(sample_id=sid, x=x, y0=f"round-0 answer to {x}",
+                                                           condition="taiscore"), round=0)
+
+    def verdicts(p: float | None, q: float | None) -> dict[str, Judgment]:
+        def one(score):
+            return Judgment(judge="pairwise", score=score, valid=score is not None, shown_order=["round0", "current"])
+        return {"pairwise_vs_round0": one(p), "pairwise_vs_round0_swapped": one(q)}
+
+    both = {1: {"p0": (1.0, 0.0), "p1": (1.0, 1.0), "p2": (0.0, None)},
+            2: {"p0": (1.0, 1.0), "p1": (0.5, 0.0), "p2": (0.0, 0.0)}}
+    for r, by_sample in both.items():
+        for sid, (p, q) in by_sample.items():
+            store.save_rollout(f"taiscore/round{r}/eval", Rollout(
+                sample_id=sid, x=prompts[sid], y0=f"round-{r} answer to {prompts[sid]}", condition="taiscore",
+                judgments=verdicts(p, q)), round=r)
+    store.close()
+
+    client, run_id = _client(run, "hal")
+    overview = client.get(f"/runs/{run_id}/annotate").text
+    rows = dict(re.findall(r'<tr data-stage="([^"]+)" data-kind="vs_round0">\s*<td class="l">[^<]*</td>\s*'
+                           r'<td class="l">([^<]*)</td>', overview))
+    assert set(rows) == {"taiscore/round1/eval", "taiscore/round2/eval"}  # round 0 is not compared with itself
+    assert "headline" in rows["taiscore/round2/eval"] and "headline" not in rows["taiscore/round1/eval"]
+    link = re.search(r'id="headline-pairs-1">.*?<a href="([^"]+)"', overview, re.DOTALL)
+    assert html.unescape(link.group(1)).endswith("stage=taiscore/round2/eval&kind=vs_round0")
+
+    labelled = {}
+    for _ in range(3):
+        page = client.get(html.unescape(link.group(1))).text
+        shown = _shown(page, run)
+        x = html.unescape(re.search(r'<pre id="pair-x">(.*?)</pre>', page).group(1))
+        assert {shown["left_text"], shown["right_text"]} == {f"round-0 answer to {x}", f"round-2 answer to {x}"}
+        above = page.split("<main>")[1].split('<div class="pair"')[0]
+        above = above.replace("taiscore/round2/eval", "").replace("win_rate_vs_round0", "")
+        assert not re.search(r"round[02]\b", above)  # nothing but the texts says which is which round's
+        label = "A" if shown["left"] == "round2" else "B"  # this person always prefers the later round
+        assert _label(client, run_id, shown["token"], label).status_code == 200
+        labelled[shown["pair"]] = shown
+    result = export_annotations(run, tmp_path / "out", stage="taiscore/round2/eval")
+    assert result["judge_name"] == "pairwise_vs_round0"
+    judge = {(j["group"], j["candidate"]): j["score"]
+             for j in map(json.loads, Path(result["judge"]).read_text().splitlines())}
+    # The averaged both-orders preference for round 2's answer: p0 1.0, p1 0.25, p2 0.0.
+    expected = {"p0": 1.0, "p1": 0.25, "p2": 0.0}
+    reader = RunStore(run, read_only=True)
+    sample_of = {r["id"]: r["rollout"].sample_id for r in reader.rollout_rows("taiscore/round2/eval")}
+    assert len(labelled) == 3
+    for key in labelled:
+        sid = sample_of[int(key.rsplit("|", 1)[1].split("-")[0])]
+        assert judge[(key, "round2")] == expected[sid] and judge[(key, "round0")] == 1.0 - expected[sid]
+    human = {(h["group"], h["candidate"]): h["score"]
+             for h in map(json.loads, Path(result["human"]).read_text().splitlines())}
+    assert all(human[(key, "round2")] == 1.0 for key in labelled)
+    # Round 1's p2 has an unreadable verdict: no judge score, as win_rate_vs_round0 leaves it out.
+    round1 = {reader.rollout_row(p.rollout_ids[0])["rollout"].sample_id: p.judges["pairwise_vs_round0"]
+              for p in store_pairs(reader, "taiscore/round1/eval")["vs_round0"]}
+    reader.close()
+    assert round1 == {"p0": {"round0": 0.5, "round1": 0.5}, "p1": {"round0": 0.0, "round1": 1.0},
+                      "p2": {"round0": None, "round1": None}}

@@ -319,6 +319,10 @@ def test_annotation_round_trip_into_agreement(browser, viewer, run_folders, tmp_
     run = run_folders["controls"]
     run_id = open_run(browser, viewer, "controls")
     go(browser, viewer, "annotate")
+    name = browser.find_element(By.ID, "annotator")  # asked once; the default name keeps the pairs' own keys
+    name.clear()
+    name.send_keys("annotator1")
+    click(browser, browser.find_element(By.ID, "annotator-save"))
 
     def start_row():
         row = browser.find_element(By.CSS_SELECTOR, '#annotate-stages tr[data-stage="controls"][data-kind="revision"]')

@@ -163,8 +163,9 @@ def test_run_page_warns_in_plain_words(client):
     kinds = [k for k, _ in warnings]
     text = " ".join(t for _, t in warnings)
     assert "no-learning" in kinds and "did not change the policy" in text
-    assert "coevolution/round1/critic" in text  # names the stage
-    assert "coevolution/round1/actor" not in text  # the DPO stage changed its weights
+    no_learning = " ".join(t for k, t in warnings if k == "no-learning")
+    assert "coevolution/round1/critic" in no_learning  # names the stage
+    assert "coevolution/round1/actor" not in no_learning  # the DPO stage changed its weights
     assert "invalid-judgments" in kinds and "&#39;taiscore&#39;: 3 of 10 judgments (30%)" in text
     assert "constant-reward" in kinds
     assert "judge-agrees" in kinds and "pairwise" in text
@@ -208,7 +209,8 @@ def test_plots_have_integer_rounds_and_are_grouped(client):
     by_round = [f for k, f in figures.items() if k.endswith("-by-round")]
     assert 2 <= len(by_round) <= 6  # a few grouped figures, not one per metric
     panels = [a["text"] for f in by_round for a in f["layout"]["annotations"]]
-    assert "<b>gold_score</b>" in panels and "<b>refine_delta</b>" in panels
+    # panels are titled in words (the metric registry's), not by the metric's logged name
+    assert "<b>Gold-rubric score</b>" in panels and "<b>Refinement gain S(y1) − S(y0)</b>" in panels
     assert not any("eval_prompts" in p or "dpo_steps" in p for p in panels)  # bookkeeping is not plotted
     for f in by_round:
         for key, axis in f["layout"].items():
@@ -438,16 +440,20 @@ def test_taiscore_gold_gains_are_shown_as_paired_intervals(tmp_path):
     from coevo.view.run_page import _intervals
 
     run = make_taiscore_run(tmp_path / "gains")
-    gains = {"coevolution": {"mean_diff": 0.75, "low": 0.25, "high": 1.5, "n_pairs": 4},
-             "taiscore": {"mean_diff": -0.5, "low": -1.0, "high": 0.5, "n_pairs": 4}}
+    gains = {"coevolution": {"mean_diff": 0.75, "low": 0.25, "high": 1.5, "n_pairs": 8},
+             "taiscore": {"mean_diff": -0.5, "low": -1.0, "high": 0.5, "n_pairs": 8},
+             "baseline": {"mean_diff": 2.0, "low": 1.0, "high": 3.0, "n_pairs": 4}}
     (run / "summary.json").write_text(json.dumps({"gold_gain_ci": gains, "table": {}}))
     assert [ci["name"] for ci in _intervals({"gold_gain_ci": gains})] == ["gold gain: coevolution",
-                                                                         "gold gain: taiscore"]
+                                                                         "gold gain: taiscore", "gold gain: baseline"]
     page = TestClient(create_app([run])).get("/runs/gains").text
     table = page[page.index('id="table-intervals"'):]
     table = table[:table.index("</table>")]
     assert "gold gain: coevolution" in table and "better: the CI is above 0" in table
     assert "gold gain: taiscore" in table and "no clear difference: the CI contains 0" in table
+    # 4 pairs: however far its interval lies above 0, it is not read as "better" (issue 26)
+    baseline = table[table.index("gold gain: baseline"):]
+    assert "too few to tell (4 pairs" in baseline and "better" not in baseline
 
 
 def test_interval_bounds_get_no_panel_of_their_own():
@@ -456,7 +462,22 @@ def test_interval_bounds_get_no_panel_of_their_own():
     metrics = [{"name": name, "stage": "c", "round": r, "value": v + r / 10}
                for r in (0, 1) for name, v in (("constraint_pass_rate", 0.4), ("constraint_pass_rate_lo", 0.2),
                                                ("constraint_pass_rate_hi", 0.6), ("orphan_lo", 0.1))]
-    panels = [re.sub(r"</?b>", "", a["text"]) for f in metric_figures(metrics)
+    # a panel's title is in words; the metric's logged name leads its hover text
+    panels = [re.match(r"<i>([^<]+)</i>", a["hovertext"]).group(1) for f in metric_figures(metrics)
               for a in f["figure"]["layout"].get("annotations", [])]
     assert "constraint_pass_rate" in panels and "orphan_lo" in panels  # a _lo without its metric stays
     assert not {"constraint_pass_rate_lo", "constraint_pass_rate_hi"} & set(panels)
+
+
+def test_errors_are_pages_for_a_browser_and_json_for_a_script(client):
+    """A bad address names what is wrong in words, with a way back, where a browser asks
+    (issue 26: /samples/abc showed a validation dump); a script still gets JSON."""
+    html = {"accept": "text/html,application/xhtml+xml"}
+    run_id = client.get("/", headers=html).text.split('href="/runs/')[1].split('"')[0]
+    page = client.get(f"/runs/{run_id}/samples/abc", headers=html)
+    assert page.status_code == 400 and "text/html" in page.headers["content-type"]
+    assert "rollout_id must be a whole number, not &#39;abc&#39;" in page.text and 'href="/"' in page.text
+    assert "int_parsing" not in page.text
+    missing = client.get("/no/such/page", headers=html)
+    assert missing.status_code == 404 and "There is no page at /no/such/page." in missing.text
+    assert client.get(f"/runs/{run_id}/samples/abc").json()["detail"][0]["loc"] == ["path", "rollout_id"]

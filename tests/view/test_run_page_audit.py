@@ -113,10 +113,11 @@ def test_report_and_show_print_the_audit_warnings(audited_run):
     for args in (["report", str(audited_run)], ["show", str(audited_run), "--limit", "0"]):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
-        lines = [line for line in result.output.splitlines() if line.startswith("warning: ")]
+        # Every run warning is printed, a line each, its kind named; the audit's are two of them.
+        lines = [line for line in result.output.splitlines() if line.startswith("warning (judge-audit): ")]
         assert len(lines) == 2, result.output
-        assert lines[0].startswith("warning: the reward judge failed ") and "in round 2" in lines[0]
-        assert lines[1].startswith("warning: the pairwise judge failed ")
+        assert lines[0].startswith("warning (judge-audit): the reward judge failed ") and "in round 2" in lines[0]
+        assert lines[1].startswith("warning (judge-audit): the pairwise judge failed ")
     html = (audited_run / "report.html").read_text(encoding="utf-8")
     assert 'id="judge-audit"' in html and 'id="plot-judge-audit-by-round"' in html
 

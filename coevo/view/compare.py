@@ -1,0 +1,88 @@
+"""The compare page: `/compare?run=ID&run=ID...`, runs side by side (as a W&B project page).
+
+Its tables come from `coevo.view.comparison.compare_runs`, the function `coevo runs
+--compare` prints, so page and terminal never disagree; this module adds only what a browser
+needs: the overlaid curves (one figure per metric, a line per run), the "only the differing
+keys" link and the error pages (an unknown run id, fewer than two runs).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from coevo.view import plots
+from coevo.view.comparison import Comparison, Curve, compare_runs
+from coevo.view.context import RunIndex, render
+
+router = APIRouter()
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(request: Request, run: list[str] = Query(default=[]), only: str = "") -> HTMLResponse:
+    """`run`: the runs' ids, in column order (repeats dropped); `only=differing`: the config
+    table keeps only the keys whose values differ."""
+    index: RunIndex = request.app.state.runs
+    ids = list(dict.fromkeys(r for r in run if r))
+    unknown = [run_id for run_id in ids if index.get(run_id) is None]
+    if unknown:
+        names = ", ".join(repr(run_id) for run_id in unknown)
+        return render(request, "compare.html", status_code=404, needs_plotly=False,
+                      error=f"No run {names} here (a run id as the runs list shows it). Pick the runs to "
+                            "compare from the runs list.")
+    if len(ids) < 2:
+        return render(request, "compare.html", needs_plotly=False,
+                      error="Pick at least two runs to compare: tick them in the runs list, then "
+                            "“Compare selected”." + (f" Only {ids[0]!r} was picked." if ids else ""))
+    from coevo.store import StoreError
+
+    refs = [index.get(run_id) for run_id in ids]
+    try:
+        comparison = compare_runs([(ref.id, ref.path) for ref in refs])
+    except (StoreError, FileNotFoundError) as exc:  # a run folder deleted or broken since the list was shown
+        return render(request, "compare.html", status_code=500, needs_plotly=False,
+                      error=f"A run could not be read: {exc}")
+    figures = curve_figures(comparison, _round_label([ref.algorithm for ref in refs]))
+    only_differing = only == "differing"
+    return render(request, "compare.html", comparison=comparison, figures=figures,
+                  config_rows=comparison.differing if only_differing else comparison.config,
+                  only_differing=only_differing, toggle_url=_url(ids, not only_differing),
+                  needs_plotly=bool(figures))
+
+
+def _url(ids: list[str], only_differing: bool) -> str:
+    query = [("run", run_id) for run_id in ids] + ([("only", "differing")] if only_differing else [])
+    return "/compare?" + urllib.parse.urlencode(query)
+
+
+def _round_label(algorithms: list[str]) -> str:
+    from coevo.view.run_page import ROUND_LABEL
+
+    labels = {ROUND_LABEL.get(algorithm, "round") for algorithm in algorithms}
+    return labels.pop() if len(labels) == 1 else "round"
+
+
+def curve_figures(comparison: Comparison, xlabel: str = "round") -> list[dict[str, Any]]:
+    """One figure per curve: a panel per stage, a line per run (each run keeps its colour)."""
+    labels = [run.label for run in comparison.runs]
+    figures = []
+    for curve in comparison.curves:
+        figure = plots.small_multiples(curve.title, _panels(curve), xlabel)
+        for trace in figure["figure"]["data"]:  # a run keeps its colour from figure to figure
+            trace["line"]["color"] = plots.PALETTE[labels.index(trace["name"]) % len(plots.PALETTE)]
+        figure["id"] = "plot-compare-" + re.sub(r"[^a-z0-9]+", "-", curve.name.lower()).strip("-")
+        figure["name"], figure["definition"] = curve.name, curve.definition
+        figure["json"] = plots.figure_json(figure["figure"])
+        figures.append(figure)
+    return figures
+
+
+def _panels(curve: Curve) -> list[tuple[str, dict[str, list[tuple[Any, ...]]]]]:
+    return [(stage, {label: [(r, value, low, high, f"n={n}" if n is not None else "")
+                             for r, value, low, high, n in points]
+                     for label, points in by_run.items()})
+            for stage, by_run in curve.stages.items()]

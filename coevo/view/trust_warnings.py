@@ -1,0 +1,114 @@
+"""Warnings about numbers that look more certain than they are (issue 26):
+  - headline numbers from fewer items than an interval needs ("too few to tell");
+  - generations cut off at their token limit (per role, naming the stages; the critic's GRPO
+    samples from TRL's clipped ratio): a judge then scores text that ends mid-sentence;
+  - training stages so short that their weight change only shows Adam's first steps, which move
+    every weight by about the learning rate whatever the reward meant.
+`coevo.view.warnings.run_warnings` adds these to the run page, report.html and `coevo show`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from coevo.metric_defs import MIN_ITEMS, describe, latest_estimates
+
+from coevo.view.findings import Finding
+
+if TYPE_CHECKING:
+    from coevo.store import RunStore
+
+#: Above this share of a role's outputs cut at their token limit, its texts are not what the
+#: judges should be scoring (a revision that ends "They both" is scored as finished).
+CUT_OFF_SHARE = 0.25
+#: Training stages of at most this many optimizer steps: Adam's bias-corrected first steps
+#: move each weight by about the learning rate, whatever direction the reward asked for.
+FEW_STEPS = 3
+#: A largest weight change within this many learning rates per step is what those steps do
+#: to any gradient: it shows training ran, not that it learned.
+ADAM_STEP_MULTIPLE = 4.0
+
+
+def _finding(kind: str, text: str) -> Finding:
+    return Finding(kind=kind, text=text)
+
+
+def too_few_items(metrics: list[dict[str, Any]], headline: list[str]) -> list[Finding]:
+    """One warning naming the headline numbers measured on fewer than MIN_ITEMS items."""
+    estimates = latest_estimates(metrics, headline)
+    few = [(name, e) for name, e in estimates.items() if e.too_few]
+    if not few:
+        return []
+    listed = ", ".join(f"{describe(name).title} ({name}, n={e.n})" for name, e in few)
+    return [_finding("small-n", (
+        f"{listed}: measured on fewer than {MIN_ITEMS} items, so no interval is shown: a difference between "
+        "rounds or runs of this size can be chance alone. Evaluate on more held-out items "
+        "(the config's data sizes) before reading a gain from these numbers."))]
+
+
+def cut_off_generations(store: RunStore, metrics: list[dict[str, Any]]) -> list[Finding]:
+    """Per role, the share of its model calls that stopped at their token limit, with the
+    stages where they did (the run's call records; calls of older runs, which record no role,
+    grouped by their limit), and per GRPO stage TRL's clipped ratio of the critic's samples."""
+    from coevo.view.calls import call_info, cut_off_shares
+
+    by_role: dict[str, list[dict[str, Any]]] = {}
+    for group in cut_off_shares(store):
+        if group["role"] is not None or group["stage"] is not None:  # older runs' calls: below
+            by_role.setdefault(str(group["role"] or "a role"), []).append(group)
+    out = [finding for role, groups in by_role.items() for finding in _cut_off_finding(role, groups)]
+    untagged: Counter[int | None] = Counter()
+    untagged_cut: Counter[int | None] = Counter()
+    for call in store.cached_calls(limit=None, untagged=True):
+        info = call_info(call)
+        untagged[info.max_tokens] += 1
+        untagged_cut[info.max_tokens] += bool(info.cut_off)
+    for limit, n in untagged.items():
+        label = f"calls with a {limit}-token limit" if limit else "calls with no known limit"
+        out += _cut_off_finding(f"{label} (this run records no role per call)",
+                                [{"stage": None, "n": n, "cut_off": untagged_cut[limit]}])
+    for m in metrics:
+        if m["name"] == "grpo_clipped_ratio" and m["value"] is not None and m["value"] >= CUT_OFF_SHARE:
+            out.append(_finding("cut-off", (
+                f"{m['stage']} round {m['round']}: {m['value']:.0%} of the critic's GRPO samples stopped at their "
+                "token limit (TRL's clipped ratio): the reward scored unfinished critiques. Raise the critic's "
+                "max_tokens, or ask for shorter critiques in its prompt.")))
+    return out
+
+
+def _cut_off_finding(who: str, groups: list[dict[str, Any]]) -> list[Finding]:
+    """One warning for `who` when CUT_OFF_SHARE of its outputs over all `groups` (per stage:
+    {stage, n, cut_off}) were cut, naming the stages where any were."""
+    n, cut = sum(g["n"] for g in groups), sum(g["cut_off"] for g in groups)
+    if not n or cut / n < CUT_OFF_SHARE:
+        return []
+    stages = [f"{g['stage']} {g['cut_off']}/{g['n']}" for g in groups if g["cut_off"] and g["stage"]]
+    where = f" (by stage: {', '.join(stages)})" if stages else ""
+    return [_finding("cut-off", (
+        f"{who}: {cut} of {n} outputs ({cut / n:.0%}) stopped at their token limit{where}, so they end mid-text "
+        "and the judges scored unfinished answers. Raise this role's max_tokens (its sampling block) or ask for "
+        "shorter outputs; the Samples page's \"cut off\" filter lists them."))]
+
+
+def adam_first_steps(stage_results: dict[str, Any]) -> list[Finding]:
+    """Training stages of at most FEW_STEPS steps whose largest weight change is within what
+    Adam's first steps do to any gradient (ADAM_STEP_MULTIPLE learning rates a step)."""
+    out = []
+    for stage, result in stage_results.items():
+        if not isinstance(result, dict):
+            continue
+        metrics = result.get("metrics") or {}
+        steps, delta, lr = result.get("steps"), metrics.get("weight_delta"), metrics.get("learning_rate")
+        # Without the learning rate there is no yardstick for "about one Adam step": no warning.
+        if not isinstance(steps, int) or not 0 < steps <= FEW_STEPS or not delta:
+            continue
+        if not isinstance(lr, (int, float)) or lr <= 0 or delta > ADAM_STEP_MULTIPLE * steps * lr:
+            continue
+        scale = f" = {delta / lr:.1f}x its learning rate {lr:g}"
+        out.append(_finding("adam-first-step", (
+            f"{stage}: {steps} optimizer step{'s' if steps != 1 else ''}, largest weight change {delta:.2g}{scale}. "
+            "Adam's first steps move every weight by about the learning rate whatever the reward meant, so this "
+            "shows that training ran, not that the policy learned what its reward asks: judge that from held-out "
+            "metrics over more steps (benchmarks/learning_curves.py).")))
+    return out
