@@ -162,6 +162,9 @@ def quickstart(
 
     if prompts < 4:
         raise typer.BadParameter("--prompts must be at least 4 (2 held out, 2 or more to train on)")
+    if (blocking := _file_in_the_way(out_dir)) is not None:
+        raise typer.BadParameter(f"{blocking} is a file, not a folder: give --out a folder for the run",
+                                 param_hint="--out")
     if fresh:
         remove_run_folder(out_dir)
     # The budgets of examples/taiscore_tiny.yaml (see its comments): critiques that end
@@ -254,6 +257,9 @@ def run(
 
     if fresh and resume:
         raise typer.BadParameter("--fresh starts over and --resume continues: pass one of them")
+    if (blocking := _file_in_the_way(out_dir)) is not None:
+        raise typer.BadParameter(f"{blocking} is a file, not a folder: give --out a folder for the run "
+                                 "(a new one, or a run folder to --resume)", param_hint="--out")
     if unsafe_exec:
         os.environ[UNSAFE_ENV_VAR] = "1"  # read where the sandbox is built (and by every rank of a launch)
 
@@ -288,6 +294,13 @@ def refine(
     actor revises it into y1, and the TAIScore judge scores the refinement. Model specs:
     see `coevo models`.
     """
+    if not prompt.strip():  # the actor would answer nothing for minutes
+        raise typer.BadParameter("the instruction is empty: give the text to answer, e.g. "
+                                 "--prompt \"Write a two-line poem about rain.\"", param_hint="--prompt")
+    if response is not None and not response.strip():  # a blank y0 would be critiqued and "revised"
+        raise typer.BadParameter("the response is empty: give the y0 to refine, or leave --response out for the "
+                                 "actor to write one", param_hint="--response")
+
     from coevo.algorithms.refine import refine_one, texts_capped
     from coevo.config import SamplingConfig
 
@@ -327,6 +340,11 @@ def judge(
     kind = judge_name(kind)  # an unknown judge is named before any file is read
     if scoring not in ("expected", "sampled"):
         raise typer.BadParameter(f"--scoring must be expected or sampled, not {scoring!r}")
+    # Refused now, not when the judgments are written after minutes of judging.
+    if out_file.is_dir():
+        raise typer.BadParameter(f"{out_file} is a folder: give the JSONL file to write", param_hint="--out")
+    if (blocking := _file_in_the_way(out_file.parent)) is not None:
+        raise typer.BadParameter(f"{blocking} is a file, not a folder: give a file in a folder", param_hint="--out")
     counts = judge_file(kind, input, out_file, judge_model, scoring=scoring)
     out.print(f"wrote {out_file}: {counts['valid']} valid, {counts['invalid']} invalid judgments")
 
@@ -731,6 +749,9 @@ def runs(
         raise typer.BadParameter("--all shows every setting of compared runs: add --compare RUN RUN ...",
                                  param_hint="--all")
     root = paths[0] if paths else DEFAULT_RUNS
+    if paths and not root.is_dir():  # a typo'd folder is an error; no runs/ yet is not
+        raise FileNotFoundError(f"{root} is not a folder; give a folder of run folders or a run folder "
+                                "(`coevo runs` alone lists runs/)")
     infos = runs_under(root)
     if as_json:
         for info in infos:
@@ -1014,6 +1035,11 @@ def _require_run(run_dir: Path) -> None:
 
     if not (run_dir / STORE_FILE).exists():
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {STORE_FILE}); see `coevo runs`")
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The file at `folder` or above it, where a folder must be made (mkdir's traceback, else)."""
+    return next((path for path in (folder, *folder.parents) if path.exists() and not path.is_dir()), None)
 
 
 def _print_table(table: dict, title: str, define: bool = True) -> None:

@@ -11,17 +11,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+# Defined in a leaf module (the training glue needs them without loading models); kept
+# importable from here, where every config imports them.
+from coevo.strict import ConfigError, StrictModel
 from coevo.types import JudgeSampling, Sampling
-
-
-class ConfigError(ValueError):
-    """A config could not be read or validated; the message names the key or file."""
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ModelRoles(StrictModel):
@@ -62,10 +57,15 @@ class ModelRoles(StrictModel):
         return {**self.options.get("default", {}), **self.options.get(role, {})}
 
     def load(self, role: str, *, spec: str | None = None, store: Any = None, trainable: bool = False) -> Any:
-        """The model of `role` (or `spec` in that role's place) with the role's options."""
+        """The model of `role` (or `spec` in that role's place) with the role's options; a
+        trainable one through `load_trainable`, which tells the other ranks to load it too."""
+        if trainable:
+            from coevo.train.trainable import load_trainable
+
+            return load_trainable(spec or getattr(self, role), store=store, **self.options_for(role))
         from coevo.llm.specs import load_model
 
-        return load_model(spec or getattr(self, role), store=store, trainable=trainable, **self.options_for(role))
+        return load_model(spec or getattr(self, role), store=store, trainable=False, **self.options_for(role))
 
 
 def refuse_moved_keys(data: Any, moved: dict[str, str]) -> Any:
@@ -183,6 +183,9 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} does not exist")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:  # a binary file (a checkpoint, a .zip) given as the config
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start}): give a YAML config "
+                          "(see examples/)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

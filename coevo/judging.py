@@ -68,10 +68,17 @@ def judge_as_reward(rollouts: list[Rollout], judge: Scorer, name: str,
 
 def read_rollouts(path: Path) -> list[Rollout]:
     """Rollouts from JSONL: `x` (or `prompt`), `y0` (or `response`), optional `c`, `y1`."""
+    if path.is_dir():
+        raise DataError(f"input {path} is a folder: give a JSONL file, one JSON object per line")
     if not path.is_file():
         raise DataError(f"input file {path} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:  # a binary file (a .parquet, a .zip) given as --input
+        raise DataError(f"input file {path} is not UTF-8 text (byte {exc.start}): give a JSONL file, one JSON "
+                        "object per line") from None
     rollouts = []
-    for lineno, row in iter_jsonl(path.read_text(encoding="utf-8").splitlines(), str(path), DataError):
+    for lineno, row in iter_jsonl(text.splitlines(), str(path), DataError):
         x, y0 = row.get("x", row.get("prompt")), row.get("y0", row.get("response"))
         if x is None or y0 is None:
             raise DataError(f"{path}:{lineno}: needs 'x' (or 'prompt') and 'y0' (or 'response'); "

@@ -243,7 +243,9 @@ def run_experiment(
     if not distributed.is_main():
         # Ranks 1..N-1 of a many-process launch train when rank 0 says so, and nothing else:
         # no generation, no judge, never the run folder (coevo/train/distributed.py).
-        distributed.follow()
+        from coevo.ranks import follow
+
+        follow()
         return {}
     if fresh:
         remove_run_folder(out)

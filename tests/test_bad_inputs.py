@@ -5,6 +5,7 @@ and words its one line must hold. In process (`coevo.cli.main`), so the table st
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 import sys
 
@@ -13,12 +14,14 @@ import pytest
 from coevo import cli
 from coevo.store import RunStore
 
-# name -> (command line, words the error line must hold). {d} is the fixture's folder.
+# name -> (command line, quoted as in a shell; words the error line must hold). {d} is the
+# fixture's folder.
 CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     # run: the config file
     "config missing": ("run {d}/absent.yaml --out {d}/r", ("absent.yaml does not exist",)),
     "config malformed YAML": ("run {d}/malformed.yaml --out {d}/r", ("malformed.yaml",)),
     "config not a mapping": ("run {d}/list.yaml --out {d}/r", ("list.yaml",)),
+    "config a binary file": ("run {d}/binary.jsonl --out {d}/r", ("binary.jsonl is not UTF-8", "YAML")),
     "config empty": ("run {d}/empty.yaml --out {d}/r", ("'algorithm' must be one of",)),
     "unknown algorithm": ("run {d}/nope.yaml --out {d}/r", ("'algorithm' must be one of",)),
     "unknown key": ("run {d}/typo.yaml --out {d}/r", ("batch_sise",)),
@@ -51,8 +54,11 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "--resume on a missing folder": ("run {d}/ok.yaml --out {d}/absent --resume", ("nothing to resume",)),
     "a run there already": ("run {d}/ok.yaml --out {d}/run", ("--resume",)),
     "a run of another config": ("run {d}/taiscore.yaml --out {d}/run --resume", ("different config",)),
+    "--out is a file": ("run {d}/ok.yaml --out {d}/add.py", ("add.py is a file", "--out")),
+    "--out under a file": ("run {d}/ok.yaml --out {d}/add.py/r", ("add.py is a file", "--out")),
     "quickstart --fresh on a folder that is not a run": ("quickstart --out {d}/notrun --fresh", ("holds no run.sqlite",)),
     "quickstart with too few prompts": ("quickstart --out {d}/q --prompts 2", ("at least 4",)),
+    "quickstart --out is a file": ("quickstart --out {d}/add.py", ("add.py is a file", "--out")),
     # show / report / runs
     "show a folder that is not a run": ("show {d}/notrun", ("notrun",)),
     "show a corrupt store": ("show {d}/corrupt", ("run.sqlite",)),
@@ -61,6 +67,8 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "show with a negative limit": ("show {d}/run --limit -1", ("--limit",)),
     "report a folder that is not a run": ("report {d}/notrun", ("notrun",)),
     "report a corrupt store": ("report {d}/corrupt", ("run.sqlite",)),
+    "runs of a missing folder": ("runs {d}/nowhere", ("nowhere is not a folder",)),
+    "runs of a file": ("runs {d}/add.py --json", ("add.py is not a folder",)),
     "show an unknown stage": ("show {d}/run --stage nope", ("'nope'", "--stage")),
     "show a round that is not a number": ("show {d}/run --round one", ("--round",)),
     "a flag given a value": ("run {d}/ok.yaml --out {d}/r --fresh=yes", ("--fresh", "does not take a value")),
@@ -78,6 +86,11 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
                           ("--scoring",)),
     "judge unknown model spec": ("judge taiscore --input {d}/rollouts.jsonl --out {d}/o.jsonl --judge gpt5",
                                  ("gpt5",)),
+    "judge a binary input": ("judge taiscore --input {d}/binary.jsonl --out {d}/o.jsonl", ("binary.jsonl", "UTF-8")),
+    "judge a folder as input": ("judge taiscore --input {d}/notrun --out {d}/o.jsonl", ("notrun is a folder", "JSONL")),
+    "judge --out a folder": ("judge taiscore --input {d}/rollouts.jsonl --out {d}/notrun", ("notrun is a folder",)),
+    "judge --out under a file": ("judge taiscore --input {d}/rollouts.jsonl --out {d}/add.py/o.jsonl",
+                                 ("add.py is a file",)),
     # eval
     "agreement file missing": ("eval agreement --a {d}/none.jsonl --b {d}/scores.jsonl", ("none.jsonl",)),
     "agreement file empty": ("eval agreement --a {d}/empty.jsonl --b {d}/scores.jsonl", ("holds no scores",)),
@@ -97,7 +110,18 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
                                             ("none.jsonl",)),
     "validate fact bad mode": ("validate fact --entity E --sentence S --fact F --mode guess", ("--mode",)),
     "refine unknown model spec": ("refine --prompt hi --actor gpt5", ("gpt5",)),
+    "refine an empty prompt": ("refine --prompt ''", ("--prompt", "empty")),
+    "refine a blank prompt": ("refine --prompt '  \n '", ("--prompt", "empty")),
+    "refine a blank response": ("refine --prompt hi --response '  '", ("--response", "empty")),
+    # the other commands
+    "plan a missing config": ("plan {d}/absent.yaml", ("absent.yaml does not exist",)),
+    "view a missing folder": ("view {d}/nowhere", ("nowhere is not a folder",)),
+    "audit an unknown judge": ("audit judge --judge replay:{d}/replay.jsonl --kind nicest", ("nicest", "taiscore")),
+    "annotations file missing": ("eval annotations {d}/none.jsonl", ("none.jsonl",)),
 }
+#: Commands with no row, and why: what they read cannot be wrong.
+NO_BAD_INPUT = {"metrics": "an unknown name is listed as 'not a registered metric', by design",
+                "models": "takes no input but --prepare"}
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +146,7 @@ def folder(tmp_path_factory):
     }
     for name, text in files.items():
         (d / name).write_text(text)
+    (d / "binary.jsonl").write_bytes(b"PK\x03\x04\x14\x00\x08\x08\xa0\xff\xfe" * 20)  # a zip's start, not UTF-8
     (d / "notrun").mkdir()
     (d / "notrun" / "precious.txt").write_text("not coevo's")
     store = RunStore(d / "run")  # a run of the controls config, with work recorded
@@ -149,8 +174,22 @@ def run_cli(argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
     return ended.value.code, capsys.readouterr().err
 
 
-def test_the_table_is_long_enough():
-    assert len(CASES) >= 40
+def test_every_command_has_a_row():
+    # Catches a command added (or renamed) without a bad-input row: its first user to mistype
+    # a path may meet a traceback, and nothing here would say so.
+    import typer.main
+
+    def leaves(command, prefix=()):
+        subcommands = getattr(command, "commands", None)
+        if not subcommands:
+            return [" ".join(prefix)]
+        return [path for name, sub in subcommands.items() for path in leaves(sub, (*prefix, name))]
+
+    commands = set(leaves(typer.main.get_command(cli.app)))
+    covered = {path for path in commands for line, _ in CASES.values() if f"{line} ".startswith(f"{path} ")}
+    missing = commands - covered - set(NO_BAD_INPUT)
+    assert not missing, f"commands without a bad-input row in CASES: {sorted(missing)}"
+    assert set(NO_BAD_INPUT) <= commands, "a command in NO_BAD_INPUT is gone: drop it there"
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -158,7 +197,7 @@ def test_bad_input_is_one_line_and_exit_2(name, folder, monkeypatch, capsys):
     command, words = CASES[name]
     monkeypatch.delenv("COEVO_UNSAFE_EXEC", raising=False)
     monkeypatch.setenv("COEVO_QUIET", "1")  # no progress bars: the error line is all there is
-    code, stderr = run_cli(command.format(d=folder).split(), monkeypatch, capsys)
+    code, stderr = run_cli(shlex.split(command.format(d=folder)), monkeypatch, capsys)
     assert code == 2, (name, code, stderr)
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:"), (name, stderr)

@@ -135,9 +135,6 @@ def _quickstart_backend(monkeypatch, trained):
             super().__init__(spec.removeprefix("replay:"))
             trained.setdefault("loaded", []).append(spec)
 
-        def refresh_model_id(self):
-            return self.model_id
-
     def stage(kind):
         def train(policy, data, *args, **kwargs):
             settings, output_dir = args[-2:]
@@ -408,6 +405,7 @@ def test_runs_lists_status_duration_and_headline_metrics_one_line_each_when_pipe
     runs = {json.loads(line)["run"]: json.loads(line) for line in listed.stdout.splitlines()}
     assert {runs[name]["status"] for name in names.values()} == set(names)
     assert runs[names["finished"]]["headline"]["gold_score"] == 6.5
+    (tmp_path / "nothing-here").mkdir()  # an empty folder; a missing one is an error (tests/test_bad_inputs.py)
     assert coevo_proc("runs", tmp_path / "nothing-here").stdout.startswith("no run folders under")
 
 

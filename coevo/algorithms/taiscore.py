@@ -376,13 +376,14 @@ def default_backend() -> Backend:
     from coevo.llm.specs import load_model, vllm_copy
     from coevo.train.dpo import train_dpo
     from coevo.train.grpo import train_grpo
+    from coevo.train.trainable import load_trainable
 
     def restore(policy: Any, checkpoint: str, settings: Any) -> None:
         from coevo.train.stages import restore_checkpoint
 
         restore_checkpoint(policy, checkpoint, getattr(settings, "lora", None))
 
-    return Backend(load_trainable=lambda spec, **options: load_model(spec, trainable=True, **options),
+    return Backend(load_trainable=load_trainable,
                    restore=restore, train_grpo=train_grpo, train_dpo=train_dpo, load_frozen=load_model,
                    load_copy=vllm_copy)
 

@@ -46,6 +46,7 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     from coevo.roles.critic import Critic
     from coevo.roles.python_scorers import judge_for
     from coevo.train.dpo import DPOSettings, train_dpo
+    from coevo.train.trainable import load_trainable
 
     reward = reward or DEFAULT_JUDGE
     seeds = seeds or [0, 1]
@@ -82,7 +83,7 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
         raise ValueError(f"the judge {reward} preferred no revision over its y0 in {candidates} candidates: "
                          "nothing to train on; use more --rollouts or another judge")
 
-    policy = load_model(model, trainable=True)
+    policy = load_trainable(model)
     actor = Actor(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS))
 
     def held_out_pass() -> dict[str, float]:

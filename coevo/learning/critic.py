@@ -51,6 +51,7 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     from coevo.roles.critic import Critic
     from coevo.roles.python_scorers import judge_for
     from coevo.train.grpo import GRPOSettings, train_grpo
+    from coevo.train.trainable import load_trainable
 
     reward = reward or DEFAULT_REWARD
     if reward_kind not in ("critique_quality", "taiscore"):
@@ -80,7 +81,7 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
         notes.append(f"prompts whose y0 breaks at least one constraint: {len(train)} of {before[0]} training, "
                      f"{len(scored)} of {before[1]} scored")
 
-    policy = load_model(model, trainable=True)
+    policy = load_trainable(model)
     critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS), max_prompt_tokens=1024)
     judge = judge_for(reward_kind, load_model(reward), Sampling())
     reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)

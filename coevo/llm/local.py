@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from coevo.checkpoint_identity import checkpoint_identity
 from coevo.llm.base import ModelError
 from coevo.llm.common import copies, folder_digest, truncate_at_stop
 from coevo.types import Completion, Conversation, Sampling
@@ -103,18 +104,13 @@ class LocalModel:
 
     def refresh_model_id(self, saved: str | Path | None = None) -> str:
         """A new id after the weights changed in place. `saved`: the finished stage folder
-        that holds them (`final/`), named by its path and the digest of its result record,
-        which costs nothing at any size and is right under ZeRO-3, where each rank holds
-        only a slice of the weights. Without it, a digest of the current weights."""
+        that holds them (`final/`), named by its path and the digest of the result record
+        the trainer left there (`coevo/checkpoint_identity.py`, which costs nothing at any
+        size and is right under ZeRO-3). Without it, a digest of the current weights."""
         name = Path(str(self.model.name_or_path)).name or "model"
         if saved is not None:
-            from coevo.llm.common import file_digest
-            from coevo.train.common import RESULT_FILE
-
             folder = Path(saved)
-            record = folder / RESULT_FILE
-            digest = file_digest(record)[:16] if record.is_file() else "unfinished"
-            self.model_id = f"hf:{name}@{'/'.join(folder.parts[-4:])}:{digest}"
+            self.model_id = f"hf:{name}@{checkpoint_identity(folder)}"
             # An adapter folder holds only the LoRA part of the weights.
             self.weights_on_disk = None if (folder / "adapter_config.json").exists() else folder
         else:

@@ -53,7 +53,9 @@ def load_model(
     max_retries, backoff, timeout, extra_body, device, dtype, revision, model_id); `engine`
     picks the embedded model's frozen engine, as `smollm2:ENGINE` does.
     With trainable=True the result is always a fresh `LocalModel` (it exposes `.model` and
-    `.tokenizer`); specs that cannot train (gguf, openai, replay) are refused.
+    `.tokenizer`); specs that cannot train (gguf, openai, replay) are refused. A model meant
+    for training goes through `coevo.train.trainable.load_trainable`, which calls this and
+    tells the other ranks of a many-process run to load it too.
     """
     spec = spec.strip()
     if is_python_spec(spec):
@@ -63,9 +65,6 @@ def load_model(
         return function.bound(store) if store is not None else function  # caches its own calls
     if trainable:
         model = _build(spec, trainable=True, options=options)
-        from coevo.train import distributed
-
-        distributed.announce_load(model, spec, options)  # the other ranks load it too
     else:
         key = _shared_key(spec, options)
         with _loaded_lock:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from coevo.config import StrictModel
+from coevo.strict import StrictModel
 from coevo.types import Conversation, Message
 
 PROMPT_DIR = Path(__file__).parent

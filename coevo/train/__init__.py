@@ -6,6 +6,7 @@ Heavy libraries (torch, trl, peft) load only when a trainer runs.
 from coevo.train.common import LoRASettings, TrainError, TrainResult, machine_training_args, save_checkpoint
 from coevo.train.dpo import DPOSettings, pairs_to_dataset, train_dpo
 from coevo.train.grpo import GRPOSettings, prompts_to_dataset, train_grpo
+from coevo.train.trainable import load_trainable
 
 __all__ = [
     "DPOSettings",
@@ -13,6 +14,7 @@ __all__ = [
     "LoRASettings",
     "TrainError",
     "TrainResult",
+    "load_trainable",
     "machine_training_args",
     "pairs_to_dataset",
     "prompts_to_dataset",

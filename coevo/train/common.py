@@ -21,17 +21,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from coevo.config import StrictModel
+from coevo.checkpoint_identity import RESULT_FILE
+from coevo.strict import StrictModel
+from coevo.train.errors import TrainError
 from coevo.train.reporting import close_step_logs, current_stage, json_history
 
 log = logging.getLogger(__name__)
 
-#: Written into `final/` after everything else: its presence marks a stage as finished.
-RESULT_FILE = "trainer_result.json"
-
-
-class TrainError(ValueError):
-    """Training could not start (bad data or settings); the message names the fix."""
+# RESULT_FILE is written into `final/` after everything else: its presence marks a stage as
+# finished (and its digest names the weights there: coevo/checkpoint_identity.py).
 
 
 class LoRASettings(StrictModel):

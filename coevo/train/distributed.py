@@ -2,10 +2,11 @@
 
 Under `torchrun --nproc_per_node N` or `accelerate launch --multi_gpu --num_processes N`
 every process starts `coevo run`. Rank 0 alone runs the outer loop: every generation and
-judge call, every evaluation, every write to the run folder. The other ranks call `follow()`
-and do what rank 0 tells them, in the order it tells them:
+judge call, every evaluation, every write to the run folder. The other ranks run
+`coevo.ranks.follow()` and do what rank 0 tells them, in the order it tells them:
 
-    load     a trainable model (the same spec and options rank 0 loaded; named by a key)
+    load     a trainable model (the same spec and options rank 0 loaded through
+             `coevo.train.trainable.load_trainable`; named by a key)
     restore  a finished stage's checkpoint into one of them
     dpo      enter `train_dpo` with rank 0's pairs and settings (all ranks train together:
              DDP / DeepSpeed / FSDP as accelerate is configured, and leave together)
@@ -18,6 +19,9 @@ process with an actor, a judge and the run store) and sends each rank its reward
 
 Messages travel on a gloo process group (objects over a collective), which exists beside
 the training backend's (NCCL on GPUs). A one-process run never touches any of this.
+
+This module is the message layer only: the trainers import it, so it imports no trainer, no
+model loading and nothing above train/ (tests/test_import_layers.py).
 """
 
 from __future__ import annotations
@@ -123,12 +127,12 @@ def end() -> None:
     if is_distributed() and is_main() and _group is not None:
         try:
             _broadcast(("end", {}))
-            _leave()
+            leave()
         except Exception as exc:  # noqa: BLE001 - a group already torn down has nobody to tell
             log.debug("could not tell the other ranks the run ended: %s", exc)
 
 
-def _leave() -> None:
+def leave() -> None:
     """Every rank, at the end: meet, then take the process groups down. A process that
     exits with its gloo group still up can abort in the group's threads ("terminate called
     without an active exception")."""
@@ -141,32 +145,9 @@ def _leave() -> None:
     _group = None
 
 
-def follow() -> None:
-    """Ranks 1..N-1: do what rank 0 says until it says `end`."""
-    from coevo.llm.specs import load_model
-    from coevo.train.dpo import train_dpo
-    from coevo.train.grpo import train_grpo
-    from coevo.train.stages import restore_checkpoint
-
-    init()
-    policies: dict[str, Any] = {}
-    while True:
-        kind, payload = _broadcast(None)
-        log.debug("rank %d: %s", rank(), kind)
-        if kind == "end":
-            _leave()
-            return
-        if kind == "load":
-            policies[payload["key"]] = load_model(payload["spec"], trainable=True, **payload["options"])
-        elif kind == "restore":
-            restore_checkpoint(policies[payload["key"]], payload["checkpoint"], payload["lora"])
-        elif kind == "dpo":
-            reference = policies.get(payload.pop("reference_key") or "")
-            train_dpo(policies[payload.pop("key")], reference=reference, **payload)
-        elif kind == "grpo":
-            train_grpo(policies[payload.pop("key")], reward_fn=shared_reward(None), **payload)
-        else:
-            raise RuntimeError(f"rank {rank()}: unknown instruction {kind!r} from rank 0")
+def next_instruction() -> tuple[str, dict[str, Any]]:
+    """Ranks 1..N-1: wait for rank 0's next `tell` (coevo/ranks.py acts on it)."""
+    return _broadcast(None)
 
 
 def shared_reward(reward_fn: Callable[..., list[float]] | None) -> Callable[..., list[float]]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from coevo.config import StrictModel
+from coevo.strict import StrictModel
 from coevo.train import distributed
 from coevo.train.common import (
     RESULT_FILE,

@@ -24,6 +24,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
+from coevo.train.errors import TrainError
+
 log = logging.getLogger(__name__)
 #: TRL's per-step dicts (loss, reward, kl, ...): the file log, not the terminal (coevo/logs.py).
 steps_log = logging.getLogger("coevo.train.steps")
@@ -55,8 +57,6 @@ def reporters(value: str | list[str]) -> list[str]:
 def require_reporters(value: str | list[str], block: str) -> None:
     """Refuse, naming the install command, an integration whose package is missing: TRL
     would otherwise fail only when the trainer is built, after the run's first rollouts."""
-    from coevo.train.common import TrainError
-
     for name in reporters(value):
         if importlib.util.find_spec(name) is None and not (name == "tensorboard" and _has("tensorboardX")):
             raise TrainError(f"{block}.report_to: {name} is not installed; run `{REPORTERS[name]}` "

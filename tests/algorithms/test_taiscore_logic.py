@@ -58,9 +58,6 @@ class FakeLocal(ReplayModel):
         self.model_id = f"fake:{spec}"
         self.spec = spec
 
-    def refresh_model_id(self):
-        return self.model_id
-
 
 class FakeTrainers:
     def __init__(self):

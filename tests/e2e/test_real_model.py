@@ -25,10 +25,18 @@ def test_refine_json_on_the_embedded_model():
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["y0"].strip() and result["critique"].strip() and result["y1"].strip()
-    assert set(result["taiscore"]) >= {"critique_quality", "critique_uptake", "quality_gain",
-                                       "prompt_faithfulness", "score", "valid"}
-    if result["taiscore"]["valid"]:
-        assert 1 <= result["taiscore"]["score"] <= 10
+    taiscore = result["taiscore"]
+    diagnostics = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
+    assert set(taiscore) >= {*diagnostics, "score", "valid"}
+    # Whether or not the 135M judge wrote a readable answer, the judgment says which: a final
+    # score in 1-10 and no error, or no score and why. Catches a made-up score for an
+    # unreadable answer (a default 0 or 5), an invalid judgment without its reason, and a
+    # score or diagnostic outside the judge's 1-10 scale.
+    if taiscore["valid"]:
+        assert 1 <= taiscore["score"] <= 10 and "error" not in taiscore, taiscore
+    else:
+        assert taiscore["score"] is None and taiscore["error"].strip(), taiscore
+    assert all(taiscore[d] is None or 1 <= taiscore[d] <= 10 for d in diagnostics), taiscore
 
 
 def _cached_calls(run_dir):

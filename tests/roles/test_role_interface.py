@@ -6,6 +6,8 @@ import pytest
 
 from coevo.config import ConfigError
 from coevo.judging import JUDGE_NAMES, rollout_judge
+from coevo.llm.call_tags import current_tags
+from coevo.llm.replay import ReplayModel
 from coevo.roles.base import Role, Scorer
 from coevo.roles.decoevo import CriterionJudge, RubricGenerator, Solver, StructuralAuditor
 from coevo.types import Criterion, Rollout, Rubric, Sample
@@ -62,6 +64,32 @@ def test_unknown_judge_name_lists_the_choices(replay, judge_sampling):
         rollout_judge("query_filter", replay([{"completions": ["1"]}]), judge_sampling)
 
 
-def test_decoevo_roles_share_the_role_base():
-    for role in (Solver, RubricGenerator, CriterionJudge, StructuralAuditor):
-        assert issubclass(role, Role)
+class _TagRecordingReplay(ReplayModel):
+    """Answers "{}" to everything; keeps (call tags, batch size) of each `generate` call."""
+
+    def __init__(self):
+        super().__init__(rules=[{"completions": ["{}"]}])
+        self.seen: list[tuple[str | None, int]] = []
+
+    def generate(self, conversations, sampling, n=1):
+        self.seen.append((current_tags().get("role"), len(conversations)))
+        return super().generate(conversations, sampling, n)
+
+
+def test_decoevo_roles_tag_their_calls_with_their_names(judge_sampling):
+    # Catches a DecoEvo role that talks to its model around `Role.ask` / `Role.call_tags`
+    # (its calls untagged, so the viewer files them under no role) or under another role's
+    # name, and one that asks question by question instead of in one batched call.
+    questions = [Sample(id=f"q{i}", prompt=f"QUESTION {i}") for i in range(2)]
+    rubrics = [Rubric(criteria=[Criterion(name="c1", description="Clear", weight=2.0)])] * 2
+    calls = {
+        "solver": lambda model: Solver(model, judge_sampling).solve(questions, "SKILL"),
+        "rubric_generator": lambda model: RubricGenerator(model, judge_sampling).generate(questions, "SKILL"),
+        "judge:criteria": lambda model: CriterionJudge(model, judge_sampling).judge(questions, ["A", "B"], rubrics),
+        "structural_auditor": lambda model: StructuralAuditor(model, judge_sampling, spec="SPEC").audit(
+            questions, rubrics),
+    }
+    for role, call in calls.items():
+        model = _TagRecordingReplay()
+        call(model)
+        assert model.seen == [(role, 2)], role

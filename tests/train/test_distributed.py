@@ -1,7 +1,8 @@
-"""Many processes, one run (coevo/train/distributed.py), on two real gloo processes: rank 1
-loads, restores and trains exactly what rank 0 tells it, with rank 0's data, and its GRPO
-rewards are computed on rank 0. The training functions are recorders here; the real thing
-under torchrun is test_many_processes.py (slow)."""
+"""Many processes, one run (coevo/train/distributed.py, coevo/ranks.py), on two real gloo
+processes: rank 0 loads a trainable model through `load_trainable` and rank 1 loads the same,
+then restores and trains exactly what rank 0 tells it, with rank 0's data, and its GRPO
+rewards are computed on rank 0. Model loading and the training functions are recorders here;
+the real thing under torchrun is test_many_processes.py (slow)."""
 
 import json
 import os
@@ -12,14 +13,15 @@ import sys
 SCRIPT = r'''
 import json, sys
 from types import SimpleNamespace
-from coevo.train import distributed
+from coevo import ranks
+from coevo.train import distributed, trainable
 import coevo.llm.specs as specs, coevo.train.dpo as dpo, coevo.train.grpo as grpo, coevo.train.stages as stages
 
 log = []
 if distributed.is_main():
     distributed.init()
-    policy = SimpleNamespace()
-    distributed.announce_load(policy, "smollm2", {"batch_size": 2})
+    specs.load_model = lambda spec, store, trainable, **options: SimpleNamespace()
+    policy = trainable.load_trainable("smollm2", batch_size=2)
     distributed.tell("restore", key=distributed.key_of(policy), checkpoint="/ckpt/final", lora=None)
     distributed.tell("dpo", key=distributed.key_of(policy), pairs=["p1", "p2"], settings="S", output_dir="/out",
                      resume=True, reference_key=None)
@@ -35,13 +37,13 @@ if distributed.is_main():
     distributed.end()
     log = {"key": policy.dist_key, "rewards": rewards, "judge_saw": judge_saw}
 else:
-    specs.load_model = lambda spec, trainable, **options: log.append(["load", spec, trainable, options]) or SimpleNamespace(spec=spec)
+    specs.load_model = lambda spec, store, trainable, **options: log.append(["load", spec, trainable, options]) or SimpleNamespace(spec=spec)
     stages.restore_checkpoint = lambda policy, checkpoint, lora: log.append(["restore", policy.spec, checkpoint])
     dpo.train_dpo = lambda policy, reference=None, **kw: log.append(["dpo", policy.spec, kw["pairs"], str(kw["output_dir"])])
     def fake_grpo(policy, reward_fn, **kw):
         log.append(["grpo", kw["prompts"], reward_fn(prompts=["c"], completions=["cccccc"], x=["xc"], trainer_state="rank1-state")])
     grpo.train_grpo = fake_grpo
-    distributed.follow()
+    ranks.follow()
 json.dump(log, open(sys.argv[1], "w"))
 '''
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from coevo.train import LoRASettings, TrainResult, machine_training_args
+from coevo.train import LoRASettings, machine_training_args
 from coevo.train.common import PeakRSS, global_step, last_checkpoint
 from coevo.train.grpo import _Timed
 
@@ -50,12 +50,6 @@ def test_checkpoint_bookkeeping(tmp_path):
     assert last_checkpoint(tmp_path).endswith("checkpoint-12")
 
 
-def test_train_result_round_trips():
-    result = TrainResult(checkpoint="/x/final", steps=2, seconds=4.0, seconds_per_step=2.0, peak_rss_mb=900.0,
-                         metrics={"loss": 0.5})
-    assert TrainResult.model_validate_json(result.model_dump_json()) == result
-
-
 def test_timed_reward_keeps_its_name_and_counts():
     def taiscore_reward(prompts, completions, **_):
         time.sleep(0.02)
@@ -89,12 +83,21 @@ def test_trl_block_passes_any_trl_option_and_refuses_clashes_and_unknown_keys(tm
         trl_config(DPOConfig, "dpo", own, {"warmup_stepz": 1})
 
 
-def test_trl_mapping_is_part_of_the_training_blocks():
-    from coevo.train.dpo import DPOSettings
-    from coevo.train.grpo import GRPOSettings
+def test_a_run_configs_trl_mappings_reach_trls_configs(tmp_path):
+    # Catches a training block that drops its `trl:` mapping between a run config (README:
+    # `dpo: {trl: {loss_type: [ipo]}}`) and TRL's GRPOConfig / DPOConfig: a config field
+    # that is read and validated but never handed on, in TAIScore's blocks or RLAC's.
+    from coevo.config import apply_overrides
+    from coevo.runner import resolve_config
+    from coevo.train.dpo import dpo_config
+    from coevo.train.grpo import grpo_config
 
-    assert GRPOSettings(trl={"warmup_steps": 3}).trl == {"warmup_steps": 3}
-    assert DPOSettings(trl={"loss_type": ["ipo"]}).trl == {"loss_type": ["ipo"]}
+    trl = ["grpo.trl.warmup_steps=3", "dpo.trl.loss_type=[ipo]"]
+    _, taiscore = resolve_config(apply_overrides({"algorithm": "taiscore"}, trl), "taiscore config")
+    assert grpo_config(taiscore.grpo, tmp_path / "grpo").warmup_steps == 3
+    assert dpo_config(taiscore.dpo, tmp_path / "dpo").loss_type == ["ipo"]
+    _, rlac = resolve_config(apply_overrides({"algorithm": "rlac"}, trl[1:]), "rlac config")
+    assert dpo_config(rlac.dpo, tmp_path / "rlac").loss_type == ["ipo"]
 
 
 def test_trl_block_may_change_the_machine_defaults(tmp_path):

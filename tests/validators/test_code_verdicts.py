@@ -5,7 +5,6 @@ import pytest
 
 from coevo.tasks.code import load_humaneval
 from coevo.types import Proposal, Sample
-from coevo.validators.base import Validator
 from coevo.validators.code import (CodeValidator, ReferenceTests, parse_proposal, parse_testcase,
                                    run_reference_tests, stdout_equal, values_equal)
 from coevo.validators.sandbox import Sandbox
@@ -35,10 +34,6 @@ def validator():
 
 def verdict(validator, sample, output, critic_text):
     return validator.check(sample, output, parse_proposal(sample.id, output, critic_text))
-
-
-def test_is_a_validator(validator):
-    assert isinstance(validator, Validator) and validator.name == "code"
 
 
 @pytest.mark.parametrize("critic, expected", [

@@ -250,9 +250,6 @@ def _taiscore_fakes(rules: list[dict]):
             super().__init__(rules=rules)
             self.model_id, self.model, self.tokenizer = f"fake:{spec}", None, None
 
-        def refresh_model_id(self):
-            return self.model_id
-
     def result(output_dir, **metrics) -> TrainResult:
         return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0, seconds_per_step=0.0,
                            peak_rss_mb=0.0, metrics=metrics)

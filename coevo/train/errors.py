@@ -1,0 +1,8 @@
+"""The error training raises before it starts. Its own module so that the lowest train/
+modules (reporting.py) can raise it without importing common.py, which imports them."""
+
+from __future__ import annotations
+
+
+class TrainError(ValueError):
+    """Training could not start (bad data or settings); the message names the fix."""
