@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the result (and each problem's pass) here")
     args = parser.parse_args(argv)
 
-    from coevo.algorithms.rlac import CodeDomain, load_instructions
+    from coevo.algorithms.rlac.domains import CodeDomain
+    from coevo.algorithms.rlac.data import load_instructions
     from coevo.config import read_yaml
     from coevo.eval.stats import wilson_interval
     from coevo.roles.parsing import strip_reasoning

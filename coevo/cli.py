@@ -46,7 +46,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 def _print_version(value: bool) -> None:
     if value:
-        from coevo import __version__
+        from coevo.version import __version__
 
         out.print(f"coevo {__version__}", highlight=False)
         raise typer.Exit()
@@ -158,51 +158,19 @@ def quickstart(
     stopped (`--fresh` starts over).
     Model specs: see `coevo models`. Bigger runs: `coevo run examples/taiscore_tiny.yaml --out DIR`.
     """
-    from coevo.runner import remove_run_folder, run_experiment
+    from coevo.quickstart import run_quickstart
 
     if prompts < 4:
         raise typer.BadParameter("--prompts must be at least 4 (2 held out, 2 or more to train on)")
     if (blocking := _file_in_the_way(out_dir)) is not None:
         raise typer.BadParameter(f"{blocking} is a file, not a folder: give --out a folder for the run",
                                  param_hint="--out")
-    if fresh:
-        remove_run_folder(out_dir)
-    # The budgets of examples/taiscore_tiny.yaml (see its comments): critiques that end
-    # before their limit, and a judge scored by expectation, so GRPO has rewards to learn from.
-    data = {
-        "algorithm": "taiscore",
-        "data": {"source": "bundled:writing", "limit": prompts},
-        "models": {"actor": model, "critic": model, "judge": judge},
-        "templates": {"critic": "critic_brief"},
-        "sampling": {"rollout": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 320},
-                     "revision": {"temperature": 0.2, "top_p": 0.95, "max_tokens": 128},
-                     "judge": {"temperature": 0.2, "top_p": 1.0, "max_tokens": 320, "scoring": "expected",
-                               "reason_limit": 160}},
-        "rounds": 1,
-        "critic_queries": 2,
-        "pairs_per_round": 4,
-        "grpo": {"num_generations": 2, "batch_size": 1, "learning_rate": 1e-5, "max_steps": 2,
-                 "save_steps": 1},
-        "dpo": {"learning_rate": 1e-5, "max_steps": 2, "max_length": 512, "max_prompt_length": 384,
-                "save_steps": 1},
-        "evaluation": {"prompts": 2},
-        "audit": {"prompts": 2},  # the judges probed for gaming before and after the round
-    }
-    from coevo.store import STORE_FILE
-
-    # Run again, it resumes: --resume is implied when the folder already holds the quickstart.
     try:
-        summary = run_experiment(None, out_dir, resume=(out_dir / STORE_FILE).is_file(), data=data)
+        summary = run_quickstart(out_dir, prompts=prompts, model=model, judge=judge, fresh=fresh)
     except KeyboardInterrupt as exc:
         _interrupted(exc)
     _print_table(summary["table"], title="TAIScore quickstart: held-out metrics before and after one round")
-    from coevo.store import RunStore
-
-    store = RunStore(out_dir, read_only=True)
-    try:  # what the judge audit found, in plain words: can these numbers be trusted?
-        _print_run_warnings(store)
-    finally:
-        store.close()
+    _print_warnings_of(out_dir)  # what the judge audit found, in plain words: can these numbers be trusted?
     out.print(f"report: {summary['report']}")
 
 
@@ -407,50 +375,26 @@ def eval_annotations(
     Fleiss' kappa with its n and a bootstrap 95% CI over pairs; DIR/majority.jsonl holds
     each pair's votes, and DIR/human.jsonl becomes the majority labels.
     """
-    from coevo.eval.annotators import merge_files, summary_lines, vote_rows, write_merge
-    from coevo.view.annotate_export import export_annotations
+    from coevo.eval.annotators import vote_rows
+    from coevo.view.annotate_labels import collect_labels, written_lines
 
     runs = [p for p in sources if p.is_dir()]
     if runs and len(sources) > 1:
         raise typer.BadParameter("give one run folder, or annotator files (one JSONL per annotator), not both "
                                  f"or several runs: {', '.join(map(str, sources))}")
-    if runs:
-        if out_dir is None:
-            raise typer.BadParameter("--out DIR is needed to export a run's labels (the folder for human.jsonl)")
-        result = export_annotations(runs[0], out_dir, stage=stage)
-        merge = result["merge"]
-    else:
-        if stage is not None:
-            raise typer.BadParameter("--stage picks a run's labels; annotator files are merged as they are")
-        merged = merge_files(sources)
-        merge = merged.model_dump()
-        result = {**merge, **(write_merge(merged, out_dir) if out_dir else {})}
+    if runs and out_dir is None:
+        raise typer.BadParameter("--out DIR is needed to export a run's labels (the folder for human.jsonl)")
+    if not runs and stage is not None:
+        raise typer.BadParameter("--stage picks a run's labels; annotator files are merged as they are")
+    labels = collect_labels(sources, out_dir, stage)
     if as_json:
-        print(json.dumps(result))
+        print(json.dumps(labels.result))
         return
-    if merge is not None:
-        from coevo.eval.annotators import MergeResult
-
-        merged = MergeResult.model_validate(merge)
-        _print_table({"columns": ["pair", *merged.annotators, "majority"], "rows": vote_rows(merged)},
+    if labels.merge is not None:
+        _print_table({"columns": ["pair", *labels.merge.annotators, "majority"], "rows": vote_rows(labels.merge)},
                      title="majority vote")
-        for line in summary_lines(merged):
-            out.print(line, highlight=False, markup=False)
-        for name, path in (result["annotators"] if runs else {}).items():
-            out.print(f"wrote {path}: annotator {name}", highlight=False, markup=False)
-        if result.get("majority"):
-            out.print(f"wrote {result['majority']}: each pair's votes and majority", highlight=False, markup=False)
-    if not runs:
-        if out_dir:
-            out.print(f"wrote {result['human']}: the majority labels as scores", highlight=False, markup=False)
-        return
-    out.print(f"wrote {result['human']}: {result['labels']} labelled pairs")
-    if result["judge"] is None:
-        out.print("no judge scored these pairs, so there is no judge.jsonl to compare with")
-        return
-    for name, path in result["judges"].items():
-        out.print(f"wrote {path}: judge {name}")
-    out.print(f"agreement: coevo eval agreement --a {result['human']} --b {result['judge']}")
+    for line in written_lines(labels, out_dir):
+        out.print(line, highlight=False, markup=False)
 
 
 @eval_app.command("skill")
@@ -474,7 +418,7 @@ def eval_skill(
     the gold_rubric judge (0-1).
     """
     from coevo.algorithms.decoevo import evaluate_skill
-    from coevo.algorithms.skills import read_skill_file
+    from coevo.algorithms.decoevo.skills import read_skill_file
     from coevo.llm.specs import load_model
     from coevo.store import RunStore
     from coevo.tasks.loaders import load_samples
@@ -517,44 +461,15 @@ def validate_code(
     passed (every test ran and held: the harness's marker, never an exit code alone) or
     failed. Exit code 0 for every verdict.
     """
-    import time
-
-    from coevo.tasks.code import count_test_cases, load_code_problems
-    from coevo.tasks.loaders import DataError
-    from coevo.validators.code import CodeValidator, ReferenceTests, parse_proposal, parse_testcase
+    from coevo.validators.by_hand import check_code
+    from coevo.validators.code import parse_testcase
 
     parsed, why = parse_testcase(test) if test is not None else (None, "")
     if test is not None and parsed is None:
         raise typer.BadParameter(f"{why}; write the test as \"CALL: f(1, 2)\" or \"STDIN: input lines\"",
                                  param_hint="--test")
-    by_id = {s.id: s for s in load_code_problems(problems)}
-    if problem not in by_id:
-        raise DataError(f"no problem {problem!r} in {problems}; ids look like {next(iter(by_id), '?')!r}")
-    sample = by_id[problem]
-    code = solution.read_text(encoding="utf-8")
-    start = time.monotonic()
-    if test is None:
-        runner = ReferenceTests(timeout_s=timeout, unsafe_exec=unsafe_exec)
-        outcome = runner.run(sample, code)
-        result = {"problem": problem, "verdict": "passed" if outcome.passed else "failed",
-                  "reason": "every test passed" if outcome.passed else outcome.error,
-                  "status": outcome.status, "tests": count_test_cases(sample),
-                  "seconds": round(time.monotonic() - start, 4), "isolation": runner.sandbox.isolation}
-    else:
-        validator = CodeValidator(timeout_s=timeout, unsafe_exec=unsafe_exec)
-        verdict = validator.check(sample, code, parse_proposal(problem, code, test))
-        result = {"problem": problem, "verdict": verdict.verdict, "reason": verdict.reason,
-                  "test": verdict.details.get("test"),
-                  "reference_output": verdict.details.get("reference_output"),
-                  "candidate_output": verdict.details.get("candidate_output"),
-                  "reference_status": verdict.details.get("reference_status"),
-                  "candidate_status": verdict.details.get("candidate_status"),
-                  "seconds": round(time.monotonic() - start, 4), "isolation": validator.sandbox.isolation}
-    if as_json:
-        print(json.dumps(result, ensure_ascii=False))
-        return
-    for key, value in result.items():
-        out.print(f"[bold]{key}[/]: {escape(str(value))}", soft_wrap=True, highlight=False)
+    _print_fields(check_code(problem, solution, test=test, problems=problems, timeout_s=timeout,
+                             unsafe_exec=unsafe_exec), as_json)
 
 
 @validate_app.command("fact")
@@ -574,31 +489,15 @@ def validate_fact(
     First authenticity (is the fact in the sentence?), then verification against the
     corpus (BM25 passages and an entailment judge), as RLAC's fact validator does.
     """
-    import time
-
-    from coevo.types import Proposal, Sample
-    from coevo.validators.facts import build_fact_validator
+    from coevo.validators.by_hand import check_fact
 
     if mode not in ("llm", "lexical", "hybrid"):
         raise typer.BadParameter(f"--mode must be llm, lexical or hybrid, got {mode!r}")
-    if mode != "lexical":
-        from coevo.llm.specs import load_model
+    _print_fields(check_fact(entity, sentence, fact, corpus=corpus, judge=judge, mode=mode), as_json)
 
-        model = load_model(judge)
-    else:
-        model = None
-    validator = build_fact_validator(model, corpus=corpus, mode=mode)
-    sample = Sample(id="cli", prompt="", meta={"entity": entity})
-    start = time.monotonic()
-    verdict = validator.check(sample, sentence, Proposal(
-        sample_id="cli", output=sentence, text=f"sentence: 1\nerror_fact: {fact}"))
-    result = {"entity": entity, "verdict": verdict.verdict, "reason": verdict.reason,
-              "authenticity": verdict.details.get("authenticity"),
-              "judge_answer": verdict.details.get("judge_answer"),
-              "passages": verdict.details.get("passages", []),
-              "in_corpus": validator.knowledge.resolve(entity) is not None,
-              "validator_calls": validator.calls, "llm_calls": validator.llm_calls,
-              "seconds": round(time.monotonic() - start, 4)}
+
+def _print_fields(result: dict, as_json: bool) -> None:
+    """A flat result: one JSON object, or a `key: value` line per field."""
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
         return
@@ -667,6 +566,11 @@ def report(run_dir: Path = typer.Argument(..., metavar="RUN", help="Run folder."
 
     _require_run(run_dir)
     out.print(f"wrote {build_report(run_dir)}")
+    _print_warnings_of(run_dir)
+
+
+def _print_warnings_of(run_dir: Path) -> None:
+    """`_print_run_warnings` for a run folder, its store opened read-only for the look."""
     from coevo.store import RunStore
 
     store = RunStore(run_dir, read_only=True)
@@ -737,7 +641,8 @@ def runs(
 
     `coevo runs --compare A B` puts runs side by side, as `coevo view`'s compare page does.
     """
-    from coevo.runinfo import format_duration, runs_under
+    from coevo.runinfo import runs_under
+    from coevo.runs_display import run_rows
 
     if compare:
         _compare_runs(paths or [], all_settings=all_settings, as_json=as_json)
@@ -761,27 +666,16 @@ def runs(
         out.print(f"no run folders under {root} (start one: `coevo quickstart` or `coevo run CONFIG --out DIR`)",
                   highlight=False)
         return
-    rows = []
-    for info in infos:
-        status, _, why = info.status.partition(": ")  # "unreadable: <why>"
-        rows.append({"run": info.run, "algorithm": info.algorithm, "status": status,
-                     "started": info.started or "?", "duration": format_duration(info.duration_s),
-                     "rollouts": info.rollouts, "headline metrics": _headline(info),
-                     "error": info.error or why})  # last: long, and most rows have none
+    rows = run_rows(infos)
     _print_table({"columns": list(rows[0]), "rows": rows}, title=f"runs under {root}")
-
-
-def _headline(info) -> str:
-    """`name value [lo, hi] (n=N)` per headline number, as the viewer writes them."""
-    return ", ".join(f"{name} {info.headline_text.get(name) or _cell(value)}"
-                     for name, value in info.headline.items()) or "—"
 
 
 def _compare_runs(names: list[Path], all_settings: bool, as_json: bool) -> None:
     """`coevo runs --compare`: the compare page's two tables (coevo.view.comparison)."""
+    from coevo.runs_display import ConsoleTable, comparison_blocks, resolve_runs
     from coevo.view.comparison import compare_runs
 
-    chosen = _resolve_runs(names)
+    chosen = resolve_runs(names, DEFAULT_RUNS)
     if len(chosen) < 2:
         raise typer.BadParameter("give at least two runs to compare (run folders, or names `coevo runs` lists)",
                                  param_hint="RUN")
@@ -789,56 +683,11 @@ def _compare_runs(names: list[Path], all_settings: bool, as_json: bool) -> None:
     if as_json:
         print(json.dumps(comparison.model_dump(), ensure_ascii=False))
         return
-    labels = [run.label for run in comparison.runs]
-    for run in comparison.runs:
-        out.print(f"{run.label}: {run.algorithm} run in {run.path}", highlight=False, markup=False)
-    differing = comparison.differing
-    rows = [{"setting": ("≠ " if row.differs and all_settings else "") + row.key,
-             **{label: "(not set)" if v is None else v for label, v in zip(labels, row.values)}}
-            for row in (comparison.config if all_settings else differing)]
-    title = f"config: {len(differing)} of {len(comparison.config)} settings differ"
-    if rows:
-        _print_table({"columns": ["setting", *labels], "rows": rows}, title=title + (" (≠)" if all_settings else ""))
-    else:
-        out.print(f"{title}: the runs share one config", highlight=False)
-    metrics = [{"metric": row.name, "stage": row.stage,
-                **{label: cell.text if cell else "—" for label, cell in zip(labels, row.cells)}}
-               for row in comparison.metrics]
-    if metrics:
-        _print_table({"columns": ["metric", "stage", *labels], "rows": metrics},
-                     title="last value of each metric, 95% interval and n where known")
-    else:
-        out.print("no metric logged by two or more of these runs", highlight=False)
-    if comparison.curves:
-        out.print(f"{len(comparison.curves)} metrics were logged over rounds in two or more of the runs: "
-                  "`coevo view` draws them overlaid (tick the runs, then Compare selected)", highlight=False)
-
-
-def _resolve_runs(names: list[Path]) -> list[tuple[str, Path]]:
-    """(label, run folder) of each name, repeats dropped: a run folder by its path, else a run
-    under runs/ by the name `coevo runs` lists (its path there) or its `coevo view` id."""
-    from coevo.runinfo import find_runs
-    from coevo.store import STORE_FILE
-    from coevo.view.context import RunIndex
-
-    listed: dict[str, Path] | None = None
-    chosen: dict[str, Path] = {}
-    for name in names:
-        if (name / STORE_FILE).is_file():
-            chosen.setdefault(str(name), name)
-            continue
-        if listed is None:  # looked up once, and only when a name is not a run folder
-            listed = {}
-            if DEFAULT_RUNS.is_dir():
-                listed = {ref.id: ref.path for ref in RunIndex([DEFAULT_RUNS]).runs()}
-                listed.update({run_dir.relative_to(DEFAULT_RUNS).as_posix(): run_dir
-                               for run_dir in find_runs(DEFAULT_RUNS)})
-        key = name.as_posix()
-        if key not in listed:
-            raise FileNotFoundError(f"no run {key!r}: not a run folder (no {STORE_FILE}) and not a run `coevo runs` "
-                                    f"lists under {DEFAULT_RUNS}/")
-        chosen.setdefault(key, listed[key])
-    return list(chosen.items())
+    for block in comparison_blocks(comparison, all_settings):
+        if isinstance(block, ConsoleTable):
+            _print_table({"columns": block.columns, "rows": block.rows}, title=block.title)
+        else:
+            out.print(block, highlight=False, markup=False)
 
 
 @app.command()
@@ -880,66 +729,26 @@ def show(
 
 
 def _print_run_header(run_dir: Path) -> None:
-    """One line: algorithm, status (with the error and how to go on), start, duration, results."""
-    from coevo.runinfo import format_duration, run_info
+    """Algorithm, status (with the error and how to go on), start, duration, results."""
+    from coevo.runs_display import run_header_lines
 
-    info = run_info(run_dir)
-    line = f"[bold]{escape(info.algorithm)}[/] run, {escape(info.status)}"
-    if info.error:
-        line += f": {escape(info.error)}"
-    if info.status in ("failed", "interrupted", "resumable"):
-        line += f" (continue with `coevo run CONFIG --out {escape(str(run_dir))} --resume`)"
-    if info.started:
-        line += f"; started {info.started}, ran {format_duration(info.duration_s)}"
-    out.print(line, highlight=False)
-    if info.headline:
-        out.print(f"headline metrics: {_headline(info)}", highlight=False)
-        out.print("  (95 % intervals; `coevo metrics " + " ".join(info.headline) + "` says what each measures)",
-                  highlight=False, style="dim")
-    summary_file = run_dir / "summary.json"
-    if summary_file.is_file():
-        processes = json.loads(summary_file.read_text(encoding="utf-8")).get("world_size")
-        if processes:
-            out.print(f"trained by {processes} process{'es' if processes > 1 else ''} (world_size)")
+    for line in run_header_lines(run_dir):
+        out.print(line, highlight=False)
 
 
-def _print_rollouts(store, stages: list[tuple[str, int]], *, stage: str | None, round_: int | None,
-                    condition: str | None, limit: int) -> None:
-    """The rollouts that pass the filters, the first `limit` of them, each under a heading."""
-    if not stages:
-        out.print("no rollouts in this run yet")
-        return
-    from coevo.store import stage_round
+def _print_rollouts(store, stages: list[tuple[str, int]], **filters) -> None:
+    """The rollouts that pass the filters (`shown_rollouts`'s), each under a heading."""
+    from coevo.runs_display import shown_rollouts
 
-    every = store.rollout_rows(stage)
-    for row in every:  # a training stage saves its rollouts without a round; its name has it
-        row["round"] = stage_round(row["stage"], row["round"])
-    rows = [row for row in every if (round_ is None or row["round"] == round_)
-            and (condition is None or row["rollout"].condition == condition)]
-    picked = ", ".join(f"{name} {value}" for name, value in
-                       (("stage", stage), ("round", round_), ("condition", condition)) if value is not None)
-    if not rows:
-        rounds = sorted({row["round"] for row in every if row["round"] is not None}
-                        | {r for name, _ in stages if (r := stage_round(name, None)) is not None})
-        out.print(f"no rollouts with {picked}; stages: {', '.join(name for name, _ in stages)}; "
-                  f"rounds: {', '.join(map(str, rounds)) or 'none logged'}", highlight=False)
-        return
-    out.print(f"{min(limit, len(rows))} of {len(rows)} rollouts" + (f" ({picked})" if picked else "")
-              + (" (--limit N shows more)" if limit < len(rows) else "")
-              + "; stages: " + ", ".join(f"{name} ({n})" for name, n in stages), highlight=False)
-    for row in rows[:limit]:
-        rollout = row["rollout"]
-        heading = " · ".join(part for part in (
-            f"round {row['round']}" if row["round"] is not None else "",
-            f"stage {row['stage']}", f"sample {rollout.sample_id}", f"condition {rollout.condition}") if part)
-        _heading(heading)
-        for judge, judgment in rollout.judgments.items():
-            out.print(f"[bold]{escape(judge)}[/]: {escape(_judgment_line(judgment))}", highlight=False)
-        for label, text in (("x (instruction)", rollout.x), ("y0 (first answer)", rollout.y0),
-                            ("critique", rollout.c), ("y1 (revision)", rollout.y1)):
-            if text:
-                out.print(f"[bold]{label}[/]: ", end="")
-                out.print(text, markup=False, highlight=False)
+    shown = shown_rollouts(store, stages, **filters)
+    out.print(shown.summary, highlight=False, markup=False)
+    for rollout in shown.rollouts:
+        _heading(rollout.heading)
+        for judge, line in rollout.judgments:
+            out.print(f"[bold]{escape(judge)}[/]: {escape(line)}", highlight=False)
+        for label, text in rollout.texts:
+            out.print(f"[bold]{label}[/]: ", end="")
+            out.print(text, markup=False, highlight=False)
 
 
 def _heading(text: str) -> None:
@@ -949,19 +758,6 @@ def _heading(text: str) -> None:
         out.rule(escape(text))
     else:
         out.print(f"── {text}", markup=False, highlight=False)
-
-
-def _judgment_line(judgment) -> str:
-    """`7 (reward 7; critique_quality 6, quality_gain 6)`, or `invalid: why`."""
-    def number(value: float) -> str:
-        return f"{round(value, 3):g}"
-
-    if not judgment.valid or judgment.score is None:
-        return f"invalid: {judgment.error or 'unreadable answer'}"
-    parts = [f"reward {number(judgment.reward)}" if judgment.reward is not None else "",
-             ", ".join(f"{name} {number(value)}" for name, value in judgment.scores.items())]
-    parts = [part for part in parts if part]
-    return number(judgment.score) + (f" ({'; '.join(parts)})" if parts else "")
 
 
 @app.command()
@@ -1007,27 +803,18 @@ def models(prepare: bool = typer.Option(False, "--prepare", help="Convert the em
 
 
 def _print_skills(store) -> None:
-    from coevo.algorithms.skills import versions
+    from coevo.runs_display import skill_history
 
-    records = versions(store)
-    algorithm = store.get_meta("algorithm")
-    if not records and algorithm not in (None, "decoevo"):
-        from coevo.config import ConfigError
-
-        raise ConfigError(f"{store.run_dir} is a {algorithm} run: skill versions come from `algorithm: decoevo` "
-                          "runs; drop --skills to see its rollouts")
-    if not records:
+    history = skill_history(store)
+    if not history.lines:
         out.print("no skill versions in this run yet")
         return
     out.rule("skill history")
-    for r in records:  # one line per version: long reasons wrap instead of squeezing a table
-        parent = "" if r.parent is None else f" <- v{r.parent}"
-        out.print(f"{r.method} seed{r.seed} {r.name} v{r.version}{parent} (step {r.step}) "
-                  f"{r.decision.upper()}: {r.why}", markup=False, highlight=False)
-    for r in records:
-        if r.diff:
-            _heading(f"{r.method} seed{r.seed} {r.name} v{r.parent} -> v{r.version} ({r.decision})")
-            out.print(r.diff, markup=False, highlight=False)
+    for line in history.lines:
+        out.print(line, markup=False, highlight=False)
+    for heading, diff in history.diffs:
+        _heading(heading)
+        out.print(diff, markup=False, highlight=False)
 
 
 def _require_run(run_dir: Path) -> None:
@@ -1048,12 +835,13 @@ def _print_table(table: dict, title: str, define: bool = True) -> None:
     from rich.measure import Measurement
 
     from coevo.metric_defs import definitions_note
+    from coevo.runs_display import cell_text
 
     piped = not out.is_terminal
     view = Table(title=title)
     columns = [c for c in table["columns"] if any(row.get(c, "") != "" for row in table["rows"])
                or not table["rows"]]  # a column blank in every row (no errors, say) takes no room
-    cells = [[_cell(row.get(c)) for c in columns] for row in table["rows"]]
+    cells = [[cell_text(row.get(c)) for c in columns] for row in table["rows"]]
     for i, column in enumerate(columns):
         # On a terminal too, the first column (the row's name) and short values keep whole:
         # the long free-text columns wrap at spaces instead.
@@ -1071,12 +859,6 @@ def _print_table(table: dict, title: str, define: bool = True) -> None:
     natural = Measurement.get(out, out.options.update(max_width=100_000), view).maximum
     # A console of that width (Console.print's own `width` cannot exceed the console's).
     Console(width=max(natural, out.width), soft_wrap=True).print(view)
-
-
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return "—" if value is None else str(value)
 
 
 if __name__ == "__main__":

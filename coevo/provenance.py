@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import coevo
+from coevo.version import __version__
 
 
 def iso(timestamp: float | None) -> str | None:
@@ -33,7 +33,7 @@ def source_checkout() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the git checkout coevo runs from, or (None, None): installed from a
     wheel, git missing, or a checkout that is not coevo's own (a virtual environment inside
     some other repository must not lend that repository's commit)."""
-    package = Path(coevo.__file__).resolve().parent
+    package = Path(__file__).resolve().parent  # this module sits in the package folder
     try:
         top = _git(package, "rev-parse", "--show-toplevel")
         if top is None or Path(top).resolve() / "coevo" != package:
@@ -93,7 +93,7 @@ def provenance(started: float, *, finished: float | None = None, duration_s: flo
     """The provenance record of a run that started at `started` (UNIX time). `earlier`: the
     record an earlier process of the same run left (its running time is added)."""
     commit, dirty = source_checkout()
-    record = {"coevo_version": coevo.__version__, "git_commit": commit, "git_dirty": dirty,
+    record = {"coevo_version": __version__, "git_commit": commit, "git_dirty": dirty,
               "started": None, "finished": None, "duration_s": None, "hardware": hardware()}
     return timed(record, started, finished=finished, duration_s=duration_s, earlier=earlier)
 

@@ -60,7 +60,7 @@ def _experiments() -> dict[str, Experiment]:
     from coevo.algorithms.decoevo import DecoEvoConfig, run_decoevo
     from coevo.algorithms.rlac import RlacConfig, run_rlac
     from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
-    from coevo.eval.controls import ControlsConfig, run_controls
+    from coevo.algorithms.controls import ControlsConfig, run_controls
     from coevo.algorithms.refine import RefineRunConfig, run_refinement
 
     return {
@@ -70,13 +70,13 @@ def _experiments() -> dict[str, Experiment]:
                                "critique-content controls: none / generic / shuffled / matched"),
         "taiscore": Experiment(TaiScoreConfig, run_taiscore,
                                "TAIScore co-evolving critic (GRPO) and actor (DPO), with the paper's baselines",
-                               paper="coevo.algorithms.taiscore_paper"),
+                               paper="coevo.algorithms.taiscore.paper"),
         "decoevo": Experiment(DecoEvoConfig, run_decoevo,
                               "DecoEvo skill co-evolution vs zero-shot, SkillOpt and SC-CoEvo",
-                              paper="coevo.algorithms.decoevo_paper"),
+                              paper="coevo.algorithms.decoevo.paper"),
         "rlac": Experiment(RlacConfig, run_rlac,
                            "RLAC adversarial critic + external validator (facts or code), with baselines",
-                           paper="coevo.algorithms.rlac_paper"),
+                           paper="coevo.algorithms.rlac.paper"),
     }
 
 
@@ -173,7 +173,8 @@ def _check_python_scorers(config: BaseModel) -> None:
     `python:` spec is refused where no judge goes (an actor, a critic, a backbone)."""
     from coevo.algorithms.decoevo import DecoEvoConfig
     from coevo.algorithms.refine import RefineRunConfig
-    from coevo.algorithms.taiscore import TaiScoreConfig, check_python_judge
+    from coevo.algorithms.taiscore import TaiScoreConfig
+    from coevo.algorithms.taiscore.config import check_python_judge
     from coevo.config import ModelRoles
     from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.roles.python_scorers import KIND_OF_JUDGE
@@ -314,6 +315,32 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
     from coevo.train import distributed
 
     distributed.init()  # rank 0 of a many-process launch: join the group before any model loads
+    store, started_over = _open_run(out, config, resume)
+    try:
+        departures = _record_start(store, algorithm, config)
+        began, earlier = time.time(), (None if started_over else store.get_meta("provenance"))
+        facts = provenance(store.get_meta("started"), earlier=earlier, duration_s=0.0)
+        store.set_meta("provenance", facts)
+        try:
+            # Calls no algorithm stage claims (data loading, a query filter) are the run's own.
+            with tagged(stage=algorithm):
+                summary = summary_dict(_experiments()[algorithm].run(config, store))
+        except BaseException as exc:
+            _record_failure(out, store, exc, facts, began, earlier)
+            raise
+        _finish(out, store, summary, algorithm, departures, facts, began, earlier)
+    finally:
+        store.close()
+    from coevo.report import build_report
+
+    summary["report"] = str(build_report(out))
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    return summary
+
+
+def _open_run(out: Path, config: BaseModel, resume: bool) -> tuple[RunStore, bool]:
+    """The run folder's store, refused where it holds another run (or, resuming, another
+    config); and whether this start begins it over."""
     existing = (out / STORE_FILE).exists()
     store = RunStore(out)
     # A start that failed before recording anything does not hold its folder: it starts over
@@ -324,62 +351,65 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
         raise ConfigError(
             f"{out} already holds a run; pass --resume to continue it, --fresh to start over, or choose another --out"
         )
-    try:
-        stored = store.get_meta("config")
-        if resume and not started_over and stored is not None and stored != config.model_dump(mode="json"):
-            raise ConfigError(
-                f"{out} was started with a different config; resume it with the same config "
-                f"(see `coevo show {out} --config`) or start a new run folder"
-            )
-        store.set_meta("config", config.model_dump(mode="json"))
-        store.set_meta("algorithm", algorithm)
-        # Said before anything runs, so a run still going shows them in `coevo view` too.
-        found = _experiments()[algorithm].departures(config)
-        departures = None if found is None else [d.model_dump(mode="json") for d in found]
-        store.set_meta("departures", departures)
-        _say_departures(departures)
-        store.set_meta("started", store.get_meta("started") or time.time())
-        store.set_meta("status", "running")
-        store.set_meta("error", None)
-        began, earlier = time.time(), (None if started_over else store.get_meta("provenance"))
-        facts = provenance(store.get_meta("started"), earlier=earlier, duration_s=0.0)
-        store.set_meta("provenance", facts)
-        try:
-            # Calls no algorithm stage claims (data loading, a query filter) are the run's own.
-            with tagged(stage=algorithm):
-                summary = summary_dict(_experiments()[algorithm].run(config, store))
-        except BaseException as exc:
-            # The time it ran counts toward the run's duration when it is resumed.
-            with contextlib.suppress(Exception):
-                store.set_meta("provenance", timed(facts, store.get_meta("started"), earlier=earlier,
-                                                   duration_s=time.time() - began))
-            # Marked, so `coevo runs` / `coevo show` tell a crash from a run still going.
-            interrupted = isinstance(exc, KeyboardInterrupt)
-            full = not interrupted and _disk_full(exc)
-            error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:2000]
-            with contextlib.suppress(Exception):  # (a full disk may refuse these writes too)
-                store.set_meta("status", "interrupted" if interrupted else "failed")
-                store.set_meta("error", error)
-            if full:
-                raise _disk_full_error(out, exc) from exc
-            raise
-        summary.setdefault("algorithm", algorithm)
-        if departures is not None:
-            summary["departures"] = departures
-        # How many processes trained: a launch that silently fell back to one shows here.
-        summary["world_size"] = distributed.world_size()
-        summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
-        finished = time.time()
-        summary["provenance"] = timed(facts, store.get_meta("started"), finished=finished, earlier=earlier,
-                                      duration_s=finished - began)
-        store.set_meta("provenance", summary["provenance"])
-        (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-        store.set_meta("status", "finished")
-        store.set_meta("finished", finished)
-    finally:
+    stored = store.get_meta("config")
+    if resume and not started_over and stored is not None and stored != config.model_dump(mode="json"):
         store.close()
-    from coevo.report import build_report
+        raise ConfigError(
+            f"{out} was started with a different config; resume it with the same config "
+            f"(see `coevo show {out} --config`) or start a new run folder"
+        )
+    return store, started_over
 
-    summary["report"] = str(build_report(out))
+
+def _record_start(store: RunStore, algorithm: str, config: BaseModel) -> list[dict[str, Any]] | None:
+    """The run's config, algorithm, departures and status, before anything runs; returns the
+    departures (None: the algorithm reproduces no paper)."""
+    store.set_meta("config", config.model_dump(mode="json"))
+    store.set_meta("algorithm", algorithm)
+    # Said before anything runs, so a run still going shows them in `coevo view` too.
+    found = _experiments()[algorithm].departures(config)
+    departures = None if found is None else [d.model_dump(mode="json") for d in found]
+    store.set_meta("departures", departures)
+    _say_departures(departures)
+    store.set_meta("started", store.get_meta("started") or time.time())
+    store.set_meta("status", "running")
+    store.set_meta("error", None)
+    return departures
+
+
+def _record_failure(out: Path, store: RunStore, exc: BaseException, facts: dict[str, Any], began: float,
+                    earlier: Any) -> None:
+    """Mark a run that raised, so `coevo runs` / `coevo show` tell a crash from a run still
+    going; a full disk is raised as its own error, naming the folder."""
+    # The time it ran counts toward the run's duration when it is resumed.
+    with contextlib.suppress(Exception):
+        store.set_meta("provenance", timed(facts, store.get_meta("started"), earlier=earlier,
+                                           duration_s=time.time() - began))
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    full = not interrupted and _disk_full(exc)
+    error = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"[:2000]
+    with contextlib.suppress(Exception):  # (a full disk may refuse these writes too)
+        store.set_meta("status", "interrupted" if interrupted else "failed")
+        store.set_meta("error", error)
+    if full:
+        raise _disk_full_error(out, exc) from exc
+
+
+def _finish(out: Path, store: RunStore, summary: dict[str, Any], algorithm: str,
+            departures: list[dict[str, Any]] | None, facts: dict[str, Any], began: float, earlier: Any) -> None:
+    """The run's own keys added to its summary, summary.json written, the run marked finished."""
+    from coevo.train import distributed
+
+    summary.setdefault("algorithm", algorithm)
+    if departures is not None:
+        summary["departures"] = departures
+    # How many processes trained: a launch that silently fell back to one shows here.
+    summary["world_size"] = distributed.world_size()
+    summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
+    finished = time.time()
+    summary["provenance"] = timed(facts, store.get_meta("started"), finished=finished, earlier=earlier,
+                                  duration_s=finished - began)
+    store.set_meta("provenance", summary["provenance"])
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    return summary
+    store.set_meta("status", "finished")
+    store.set_meta("finished", finished)

@@ -46,6 +46,8 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "data file empty": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/empty.jsonl", ("holds no samples",)),
     "data bad JSONL line": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/bad.jsonl", ("line 2",)),
     "data without prompts": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/noprompt.jsonl", ("prompt",)),
+    "data a binary file": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/binary.jsonl",
+                           ("binary.jsonl is not UTF-8", ".jsonl file", ".parquet file")),
     "negative limit": ("run {d}/ok.yaml --out {d}/r --set data.limit=-1", ("limit",)),
     "unsafe in a config alone": ("run {d}/rlac.yaml --out {d}/r --set code.unsafe_exec=true", ("--unsafe-exec",)),
     # run: the run folder

@@ -126,7 +126,7 @@ _QUICKSTART_RULES = [
 
 def _quickstart_backend(monkeypatch, trained):
     """Replay models for the actor and critic, and trainers that record what they were asked."""
-    from coevo.algorithms import taiscore
+    from coevo.algorithms.taiscore import loop as taiscore
     from coevo.llm.replay import ReplayModel
     from coevo.train.common import TrainResult
 
@@ -326,10 +326,10 @@ def test_judge_kinds_are_spelled_one_way_in_configs_cli_and_docs():
     from typer.testing import CliRunner
 
     from coevo.algorithms.refine import RefineRunConfig
-    from coevo.algorithms.taiscore import RewardName
+    from coevo.algorithms.taiscore.config import RewardName
     from coevo.cli import app
     from coevo.config import ConfigError
-    from coevo.eval.controls import ControlsConfig
+    from coevo.algorithms.controls import ControlsConfig
     from coevo.judging import JUDGE_NAMES, judge_name
 
     (judges_type,) = typing.get_args(RefineRunConfig.model_fields["judges"].annotation)

@@ -4,11 +4,9 @@ from the module that holds it to the coevo module it names. A lazy or typing-onl
 breaks nothing at run time, but it is still a tie: the module cannot be read, moved or tested
 without the one it names, so lazy arrows count like the others.
 
-Guarded today: llm/ never reaches up into train/; train/distributed.py (the message layer
-every rank runs) names nothing above train/ but leaf modules; and no circle holds
-coevo.config, coevo.llm.* or coevo.train.*. Circles elsewhere are printed, not failed on
-(another part of issue 24 unties them); widening the rule to "no circle anywhere" is the one
-line `GUARDED_IN_CIRCLES`.
+Guarded: llm/ never reaches up into train/; train/distributed.py (the message layer
+every rank runs) names nothing above train/ but leaf modules; and no circle anywhere in
+coevo/ (an algorithm's audit or evaluation that needs the loop's type names it as a Protocol).
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ def _in(prefixes: tuple[str, ...]):
     return lambda module: any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
-#: The modules no circle may hold. Widen to `lambda module: True` once every circle is gone.
-GUARDED_IN_CIRCLES = _in(("coevo.config", "coevo.llm", "coevo.train"))
+#: The modules no circle may hold: every one.
+GUARDED_IN_CIRCLES = _in(("coevo",))
 
 
 def module_name(path: Path) -> str:

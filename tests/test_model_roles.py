@@ -9,7 +9,7 @@ from coevo.algorithms.refine import RefineRunConfig
 from coevo.algorithms.rlac import RlacConfig
 from coevo.algorithms.taiscore import TaiScoreConfig
 from coevo.config import ConfigError, apply_overrides, validate
-from coevo.eval.controls import ControlsConfig
+from coevo.algorithms.controls import ControlsConfig
 from coevo.llm import specs
 from coevo.llm.base import ModelError
 

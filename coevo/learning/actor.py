@@ -18,12 +18,17 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from coevo.learning.common import cached_texts, checked_reward, measuring_callback, writing_split
+from coevo.learning.common import cached_texts, checked_reward, split_prompts, train_measuring
 from coevo.learning.curve import LearningCurve, curve_record
 from coevo.types import PreferencePair, Rollout, Sample, Sampling
+
+if TYPE_CHECKING:
+    from coevo.roles.actor import Actor
+    from coevo.train.common import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +45,9 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     pairs); held-out constraint pass rate before, every `eval_every` steps and after.
     `rollouts` (y0, c, y1) per training prompt make the candidates. `target(sample, response)`
     replaces the constraint check as the measured value (a brevity score, say)."""
-    from coevo.eval.constraints import check, constraints_of
     from coevo.llm.specs import load_model
     from coevo.roles.actor import Actor
-    from coevo.roles.critic import Critic
     from coevo.roles.python_scorers import judge_for
-    from coevo.train.dpo import DPOSettings, train_dpo
     from coevo.train.trainable import load_trainable
 
     reward = reward or DEFAULT_JUDGE
@@ -54,37 +56,93 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     started = time.perf_counter()
     checked_reward(reward, "pairwise")  # a bad path or signature: one line, before any model loads
 
-    train, held = writing_split(heldout)
-    train = train[:train_prompts] if train_prompts else train
-    # score_train: the target on the training prompts themselves (the fast learning tests).
-    scored = train if score_train else held
-    by_id = {s.id: s for s in train}
-    ids = list(by_id)
+    train, scored = split_prompts(heldout, train_prompts, score_train)
     engine = load_model(model)  # frozen: π_0 and the critic write the candidates
     judge = judge_for("pairwise", load_model(reward), Sampling())
-    pairs: list[PreferencePair] = []
-    candidates = 0
-    for r in range(rollouts):
-        base = Actor(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS, seed=r))
-        critic = Critic(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=160, seed=r), max_prompt_tokens=1024)
-        y0 = cached_texts(work_dir / f"y0_{r}.json", ids, lambda todo: base.respond([by_id[i] for i in todo]))
-        c = cached_texts(work_dir / f"critique_{r}.json", ids, lambda todo: [
-            x[0] for x in critic.critique([by_id[i].prompt for i in todo], [y0[i] for i in todo])])
-        y1 = cached_texts(work_dir / f"y1_{r}.json", ids, lambda todo: base.revise(
-            [by_id[i].prompt for i in todo], [y0[i] for i in todo], [c[i] for i in todo]))
-        batch = [Rollout(sample_id=f"{i}#{r}", x=by_id[i].prompt, y0=y0[i], c=c[i], y1=y1[i], condition="matched")
-                 for i in ids if y0[i].strip() and y1[i].strip()]
-        candidates += len(batch)
-        for rollout, judgment in zip(batch, judge.judge_rollouts(batch, seed=r)):
-            if judgment.valid and judgment.winner == "y1":
-                pairs.append(PreferencePair(prompt=base.respond_prompt(rollout.x), chosen=rollout.y1 or "",
-                                            rejected=rollout.y0, sample_id=rollout.sample_id, source="learning"))
+    pairs, candidates = _judged_pairs(engine, judge, train, work_dir, rollouts)
     if not pairs:
         raise ValueError(f"the judge {reward} preferred no revision over its y0 in {candidates} candidates: "
                          "nothing to train on; use more --rollouts or another judge")
 
     policy = load_trainable(model)
     actor = Actor(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS))
+    steps = steps or 3 * math.ceil(len(pairs) / batch_size)
+    result, points = _dpo(policy, pairs, _pass_rate(actor, scored, seeds, target), work_dir / "actor", steps=steps,
+                          eval_every=eval_every or max(1, steps // 2), learning_rate=learning_rate,
+                          batch_size=batch_size, seed=seeds[0])
+    measured = getattr(target, "__name__", "target") if target else "constraint_pass_rate"
+    return curve_record(
+        loop="taiscore-actor", target=f"{'training' if score_train else 'held-out'} "
+               f"{measured} (one sampled response per prompt and seed)",
+        reward=reward, points=points, seconds=time.perf_counter() - started, seeds=seeds,
+        settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored),
+                  "scored": "train" if score_train else "held-out", "rollouts": rollouts,
+                  "learning_rate": learning_rate, "batch_size": batch_size, "beta": 0.1,
+                  "max_tokens": RESPONSE_TOKENS},
+        notes=[f"{len(pairs)} DPO pairs from {candidates} candidates (y1 preferred over y0 by the judge)",
+               f"DPO: {result.steps} steps, {result.seconds:.0f} s, weights moved "
+               f"{result.metrics.get('weight_delta', 0):.2g}"])
+
+
+
+
+
+
+def _dpo(policy: Any, pairs: list[PreferencePair], measure: Callable[[], dict[str, float]], out: Path, *,
+         steps: int, eval_every: int, learning_rate: float, batch_size: int,
+         seed: int) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
+    """TRL's DPO of `policy` on `pairs` (reference: its weights at entry; beta 0.1) for
+    `steps` optimizer steps, measured before, every `eval_every` steps and after."""
+    from coevo.train.dpo import DPOSettings, train_dpo
+
+    settings = DPOSettings(beta=0.1, learning_rate=learning_rate, batch_size=batch_size, epochs=100,
+                           max_steps=steps, max_length=1024, max_prompt_length=512, save_steps=10_000, seed=seed)
+    return train_measuring(lambda callbacks: train_dpo(policy, pairs, settings, out, reference=None, resume=False,
+                                                       callbacks=callbacks), measure, eval_every, steps)
+
+
+def _judged_pairs(engine: Any, judge: Any, train: list[Sample], work_dir: Path,
+                  rollouts: int) -> tuple[list[PreferencePair], int]:
+    """(DPO pairs, candidates judged): per rollout, each revision the pairwise judge prefers
+    over its y0 becomes a pair, y1 chosen (the judge sees each pair in one seeded random
+    order, as the loop does)."""
+    pairs: list[PreferencePair] = []
+    candidates = 0
+    for r in range(rollouts):
+        base, batch = _rollouts(engine, train, work_dir, r)
+        candidates += len(batch)
+        for rollout, judgment in zip(batch, judge.judge_rollouts(batch, seed=r)):
+            if judgment.valid and judgment.winner == "y1":
+                pairs.append(PreferencePair(prompt=base.respond_prompt(rollout.x), chosen=rollout.y1 or "",
+                                            rejected=rollout.y0, sample_id=rollout.sample_id, source="learning"))
+    return pairs, candidates
+
+
+def _rollouts(engine: Any, train: list[Sample], work_dir: Path, r: int) -> tuple[Actor, list[Rollout]]:
+    """Rollout `r` of the frozen engine on every training prompt: π_0 answers (y0), the
+    critic critiques, π_0 revises (y1), each step's texts cached in `work_dir`. Returns π_0
+    and the rollouts whose y0 and y1 are both non-blank."""
+    from coevo.roles.actor import Actor
+    from coevo.roles.critic import Critic
+
+    by_id = {s.id: s for s in train}
+    ids = list(by_id)
+    base = Actor(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS, seed=r))
+    critic = Critic(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=160, seed=r), max_prompt_tokens=1024)
+    y0 = cached_texts(work_dir / f"y0_{r}.json", ids, lambda todo: base.respond([by_id[i] for i in todo]))
+    c = cached_texts(work_dir / f"critique_{r}.json", ids, lambda todo: [
+        x[0] for x in critic.critique([by_id[i].prompt for i in todo], [y0[i] for i in todo])])
+    y1 = cached_texts(work_dir / f"y1_{r}.json", ids, lambda todo: base.revise(
+        [by_id[i].prompt for i in todo], [y0[i] for i in todo], [c[i] for i in todo]))
+    return base, [Rollout(sample_id=f"{i}#{r}", x=by_id[i].prompt, y0=y0[i], c=c[i], y1=y1[i], condition="matched")
+                  for i in ids if y0[i].strip() and y1[i].strip()]
+
+
+def _pass_rate(actor: Actor, scored: list[Sample], seeds: list[int],
+               target: Callable[[Sample, str], float] | None) -> Callable[[], dict[str, float]]:
+    """The measurement: per (scored prompt, seed) one response the actor samples, 1.0 where
+    it meets every constraint of its prompt (else 0.0), or `target(sample, response)`."""
+    from coevo.eval.constraints import check, constraints_of
 
     def held_out_pass() -> dict[str, float]:
         scores: dict[str, float] = {}
@@ -95,24 +153,4 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
                                                       all(check(response, k) for k in constraints_of(sample)))
         return scores
 
-    steps = steps or 3 * math.ceil(len(pairs) / batch_size)
-    eval_every = eval_every or max(1, steps // 2)
-    points = [(0, held_out_pass())]
-    settings = DPOSettings(beta=0.1, learning_rate=learning_rate, batch_size=batch_size, epochs=100,
-                           max_steps=steps, max_length=1024, max_prompt_length=512, save_steps=10_000, seed=seeds[0])
-    result = train_dpo(policy, pairs, settings, work_dir / "actor", reference=None, resume=False,
-                       callbacks=[measuring_callback(eval_every, steps, held_out_pass, points)])
-    if points[-1][0] != result.steps:
-        points.append((result.steps, held_out_pass()))
-    return curve_record(
-        loop="taiscore-actor", target=f"{'training' if score_train else 'held-out'} "
-               f"{getattr(target, '__name__', 'target') if target else 'constraint_pass_rate'} (one sampled response "
-               "per prompt and seed)",
-        reward=reward, points=points, seconds=time.perf_counter() - started, seeds=seeds,
-        settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored),
-                  "scored": "train" if score_train else "held-out", "rollouts": rollouts,
-                  "learning_rate": learning_rate, "batch_size": batch_size, "beta": 0.1,
-                  "max_tokens": RESPONSE_TOKENS},
-        notes=[f"{len(pairs)} DPO pairs from {candidates} candidates (y1 preferred over y0 by the judge)",
-               f"DPO: {result.steps} steps, {result.seconds:.0f} s, weights moved "
-               f"{result.metrics.get('weight_delta', 0):.2g}"])
+    return held_out_pass

@@ -9,12 +9,15 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coevo.learning.curve import mean
 from coevo.learning.rewards import SOURCE
 from coevo.llm.python_functions import check_python_spec, is_python_spec
 from coevo.types import Sample
+
+if TYPE_CHECKING:
+    from coevo.train.common import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -67,3 +70,27 @@ def measuring_callback(every: int, last: int, measure: Callable[[], Mapping[str,
                 log.info("step %d: target %s", step, mean(points[-1][1]))
 
     return Measure()
+
+
+def split_prompts(heldout: int, train_prompts: int | None, score_train: bool) -> tuple[list[Sample], list[Sample]]:
+    """(training prompts, scored prompts) of the bundled writing split: `heldout` prompts held
+    out, at most `train_prompts` (all where None) kept for training. The actor's and the critic's
+    curves share it."""
+    train, held = writing_split(heldout)
+    train = train[:train_prompts] if train_prompts else train
+    # score_train: the target on the training prompts themselves (the fast learning tests).
+    return train, train if score_train else held
+
+
+def train_measuring(train: Callable[[list[Any]], TrainResult], measure: Callable[[], Mapping[str, float]],
+                    every: int, steps: int) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
+    """`train(callbacks)`, with `measure()` taken before training (step 0), every `every`
+    steps of it and at its last step: (its result, the curve's points). The actor's and the
+    critic's curves share it."""
+    points: list[tuple[int, Mapping[str, float]]] = [(0, measure())]
+    result = train([measuring_callback(every, steps, measure, points)])
+    if points[-1][0] != result.steps:
+        # Training ended at another step than `steps`: the after point is still the
+        # weights it left.
+        points.append((result.steps, measure()))
+    return result, points

@@ -19,12 +19,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from coevo.learning.common import cached_texts, checked_reward, measuring_callback, writing_split
+from coevo.learning.common import split_prompts, train_measuring
+from coevo.learning.common import cached_texts, checked_reward
 from coevo.learning.curve import LearningCurve, curve_record
 from coevo.learning.rewards import broken
-from coevo.types import Sampling
+from coevo.types import Sample, Sampling
+
+if TYPE_CHECKING:
+    from coevo.roles.actor import Actor
+    from coevo.roles.critic import Critic
+    from coevo.train.common import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +58,6 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
     from coevo.roles.python_scorers import judge_for
-    from coevo.train.grpo import GRPOSettings, train_grpo
     from coevo.train.trainable import load_trainable
 
     reward = reward or DEFAULT_REWARD
@@ -59,33 +66,59 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     # 8 steps at 5e-5: the held-out reward's gain has its interval above 0 (16 at 1e-5 did not:
     # BENCHMARKS.md, "Learning curves").
     steps, seeds = steps or 8, seeds or [0, 1]
-    eval_every = eval_every or max(1, steps // 4)
     work_dir = Path(work_dir)
     started = time.perf_counter()
     checked_reward(reward, "reward")  # a bad path or signature: one line, before any model loads
 
-    train, held = writing_split(heldout)
-    train = train[:train_prompts] if train_prompts else train
-    # score_train: the target on the training prompts themselves (the fast learning tests).
-    scored = train if score_train else held
-    engine = load_model(model)
-    actor = Actor(engine, Y0_SAMPLING)
-    by_id = {s.id: s for s in train + scored}
-    y0 = cached_texts(work_dir / "y0.json", list(by_id), lambda ids: actor.respond([by_id[i] for i in ids]))
+    train, scored = split_prompts(heldout, train_prompts, score_train)
+    actor = Actor(load_model(model), Y0_SAMPLING)
+    y0 = _initial_responses(actor, train + scored, work_dir / "y0.json")
     notes: list[str] = []
     if reward == NAMES_FAILURES:
-        # Where y0 breaks no constraint every critique gets 0: a group with no spread teaches
-        # GRPO nothing and a held-out 0 only dilutes the gain, so those prompts sit out.
-        before = len(train), len(scored)
-        train, scored = ([s for s in group if broken(s.prompt, y0[s.id])] for group in (train, scored))
-        notes.append(f"prompts whose y0 breaks at least one constraint: {len(train)} of {before[0]} training, "
-                     f"{len(scored)} of {before[1]} scored")
+        train, scored = _with_failures(train, scored, y0, notes)
 
     policy = load_trainable(model)
     critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS), max_prompt_tokens=1024)
     judge = judge_for(reward_kind, load_model(reward), Sampling())
     reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)
+    result, points = _grpo(policy, critic, reward_fn, train, y0, _scored_reward(critic, reward_fn, scored, y0, seeds),
+                           work_dir / "critic", steps=steps, eval_every=eval_every or max(1, steps // 4),
+                           learning_rate=learning_rate, batch_size=batch_size, num_generations=num_generations,
+                           seed=seeds[0])
+    notes.append(_grpo_note(result))
+    which = "training" if score_train else "held-out"
+    return curve_record(
+        loop="taiscore-critic", target=f"{which} reward ({reward_kind}) of one sampled critique per prompt and seed",
+        reward=reward, points=points, seconds=time.perf_counter() - started, seeds=seeds,
+        settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored), "scored": which,
+                  "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
+                  "beta": 0.0, "max_completion_length": CRITIQUE_TOKENS, "reward_kind": reward_kind},
+        notes=notes)
 
+
+def _initial_responses(actor: Actor, samples: list[Sample], cache: Path) -> dict[str, str]:
+    """{sample id: y0}, the frozen actor's initial response to each prompt (kept in `cache`)."""
+    by_id = {s.id: s for s in samples}
+    return cached_texts(cache, list(by_id), lambda ids: actor.respond([by_id[i] for i in ids]))
+
+
+def _with_failures(train: list[Sample], scored: list[Sample], y0: Mapping[str, str],
+                   notes: list[str]) -> tuple[list[Sample], list[Sample]]:
+    """(train, scored) without the prompts whose y0 breaks no constraint; how many are left
+    goes to `notes`."""
+    # Where y0 breaks no constraint every critique gets 0: a group with no spread teaches
+    # GRPO nothing and a held-out 0 only dilutes the gain, so those prompts sit out.
+    before = len(train), len(scored)
+    train, scored = ([s for s in group if broken(s.prompt, y0[s.id])] for group in (train, scored))
+    notes.append(f"prompts whose y0 breaks at least one constraint: {len(train)} of {before[0]} training, "
+                 f"{len(scored)} of {before[1]} scored")
+    return train, scored
+
+
+def _scored_reward(critic: Critic, reward_fn: Callable[..., list[float]], scored: list[Sample],
+                   y0: Mapping[str, str], seeds: list[int]) -> Callable[[], dict[str, float]]:
+    """The measurement: per (scored prompt, seed) the reward of one critique of its y0 the
+    critic samples."""
     def scored_reward() -> dict[str, float]:
         scores: dict[str, float] = {}
         for seed in seeds:
@@ -96,27 +129,31 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
             scores |= {f"{s.id}#{seed}": float(v) for s, v in zip(scored, values)}
         return scores
 
-    points = [(0, scored_reward())]
+    return scored_reward
+
+
+def _grpo(policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],
+          y0: Mapping[str, str], measure: Callable[[], dict[str, float]], out: Path, *, steps: int, eval_every: int,
+          learning_rate: float, batch_size: int, num_generations: int,
+          seed: int) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
+    """TRL's GRPO of the critic `policy` on its critique prompts of the training (x, y0) for
+    `steps` optimizer steps (no KL term), measured before, every `eval_every` steps and after."""
+    from coevo.train.grpo import GRPOSettings, train_grpo
+
     settings = GRPOSettings(num_generations=num_generations, beta=0.0, learning_rate=learning_rate,
                             batch_size=batch_size, grad_accum=num_generations, max_prompt_length=1024,
                             max_completion_length=CRITIQUE_TOKENS, max_steps=steps, epochs=100,
-                            save_steps=10_000, seed=seeds[0])
+                            save_steps=10_000, seed=seed)
     prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in train]
     extra = {"x": [s.prompt for s in train], "y0": [y0[s.id] for s in train], "sample_id": [s.id for s in train]}
-    result = train_grpo(policy, prompts, reward_fn, settings, work_dir / "critic", resume=False, extra_columns=extra,
-                        callbacks=[measuring_callback(eval_every, steps, scored_reward, points)])
-    if points[-1][0] != result.steps:
-        points.append((result.steps, scored_reward()))
-    which = "training" if score_train else "held-out"
+    return train_measuring(lambda callbacks: train_grpo(policy, prompts, reward_fn, settings, out, resume=False,
+                                                        extra_columns=extra, callbacks=callbacks),
+                           measure, eval_every, steps)
+
+
+def _grpo_note(result: TrainResult) -> str:
     metrics = result.metrics
-    notes.append(f"GRPO: {result.steps} steps, {result.seconds:.0f} s, weights moved "
-                 f"{metrics.get('weight_delta', 0):.2g}, groups with no reward spread "
-                 f"{metrics.get('zero_std_fraction', float('nan')):.2f}, train reward mean "
-                 f"{metrics.get('reward_mean', float('nan')):.3f}")
-    return curve_record(
-        loop="taiscore-critic", target=f"{which} reward ({reward_kind}) of one sampled critique per prompt and seed",
-        reward=reward, points=points, seconds=time.perf_counter() - started, seeds=seeds,
-        settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored), "scored": which,
-                  "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
-                  "beta": 0.0, "max_completion_length": CRITIQUE_TOKENS, "reward_kind": reward_kind},
-        notes=notes)
+    return (f"GRPO: {result.steps} steps, {result.seconds:.0f} s, weights moved "
+            f"{metrics.get('weight_delta', 0):.2g}, groups with no reward spread "
+            f"{metrics.get('zero_std_fraction', float('nan')):.2f}, train reward mean "
+            f"{metrics.get('reward_mean', float('nan')):.3f}")

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from coevo.algorithms.decoevo_summary import MethodResult
-from coevo.algorithms.skills import GENERATOR, SOLVER
+from coevo.algorithms.decoevo.summary import MethodResult
+from coevo.algorithms.decoevo.skills import GENERATOR, SOLVER
 from coevo.learning.curve import LearningCurve, curve_record
 
 LOOP = "decoevo"
@@ -159,7 +159,7 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
 
     `steps`: DecoEvo's inner steps (the solver-edit budget). `overrides` (`key.path=value`)
     apply after the defaults here, so a caller can resize any partition."""
-    from coevo.algorithms.skills import versions
+    from coevo.algorithms.decoevo.skills import versions
     from coevo.config import apply_overrides, read_yaml
     from coevo.runner import run_experiment
     from coevo.store import RunStore
@@ -184,8 +184,8 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
         rejected = rejected_notes(summary, texts, evaluate, list(seeds))
     finally:
         store.close()
-    notes = [f"before = zero_shot's test answers (the initial solver skill, same seed and cache); after = "
-             f"DecoEvo's final skill's; intermediate points re-answer the test set with the skill in force",
+    notes = ["before = zero_shot's test answers (the initial solver skill, same seed and cache); after = "
+             "DecoEvo's final skill's; intermediate points re-answer the test set with the skill in force",
              *edit_notes(summary, results, list(seeds)), *rejected]
     partitions = summary.get("partitions", {})
     return curve_record(loop=LOOP, target=f"test score under the grader {reward} (0-1), per (test question, seed)",
@@ -199,7 +199,8 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
 def _evaluator(raw: dict[str, Any], store: Any) -> Evaluator:
     """Scores a solver skill on the run's test split as the run's own `test` would (same
     seeded solver and grader, the run store's cache); the model loads on first use only."""
-    from coevo.algorithms.decoevo import DecoEvoConfig, evaluate_skill, make_partitions
+    from coevo.algorithms.decoevo import DecoEvoConfig, evaluate_skill
+    from coevo.algorithms.decoevo.data import make_partitions
     from coevo.tasks.loaders import load_data
 
     config = DecoEvoConfig.model_validate(raw)

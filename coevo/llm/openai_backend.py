@@ -197,22 +197,7 @@ class OpenAIModel(PerRequestSampling):
                        seed: int | None) -> list[Completion]:
         import openai
 
-        params: dict[str, Any] = dict(
-            model=self.model, messages=messages, temperature=sampling.temperature,
-            top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-        )
-        if n > 1:
-            params["n"] = n
-        if seed is not None:
-            params["seed"] = seed
-        if sampling.stop:
-            params["stop"] = list(sampling.stop)
-        if sampling.logprobs:
-            params.update(logprobs=True, top_logprobs=sampling.logprobs)
-        if sampling.json_schema is not None:
-            params["response_format"] = self._response_format(json.loads(sampling.json_schema))
-        if self.extra_body:
-            params["extra_body"] = self.extra_body
+        params = self._params(messages, sampling, n, seed)
         start = next(self._next_url)
         failures: list[str] = []
         for attempt in range(self.max_retries + 1):
@@ -247,22 +232,47 @@ class OpenAIModel(PerRequestSampling):
                 # proxy's error page): a fault on the way, worth another try.
                 failures.append(f"{url} (malformed response: {type(exc).__name__})")
             if attempt < self.max_retries:
-                # Jitter keeps a batch of failed requests from retrying in lockstep; a server
-                # that says when to come back (Retry-After) is believed, up to max_backoff.
-                delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
-                await asyncio.sleep(min(self.max_backoff, max(delay, asked or 0.0)))
+                await self._back_off(attempt, asked)
         tried = sorted(set(failures), key=failures.index)
         raise ModelError(
             f"model {self.model!r} failed after {self.max_retries + 1} attempts ({'; '.join(tried)}); "
             "check the server, or allow more with the model options max_retries / backoff"
         )
 
+    def _params(self, messages: list[dict[str, Any]], sampling: Sampling, n: int,
+                seed: int | None) -> dict[str, Any]:
+        """The chat-completions request's fields; n, seed, stop, logprobs, the answer schema
+        and extra_body only where they are set."""
+        params: dict[str, Any] = dict(
+            model=self.model, messages=messages, temperature=sampling.temperature,
+            top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+        )
+        if n > 1:
+            params["n"] = n
+        if seed is not None:
+            params["seed"] = seed
+        if sampling.stop:
+            params["stop"] = list(sampling.stop)
+        if sampling.logprobs:
+            params.update(logprobs=True, top_logprobs=sampling.logprobs)
+        if sampling.json_schema is not None:
+            params["response_format"] = self._response_format(json.loads(sampling.json_schema))
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        return params
+
+    async def _back_off(self, attempt: int, asked: float | None) -> None:
+        """Wait before retry `attempt + 1`: exponential backoff, or the server's Retry-After
+        (`asked`) where longer, never more than max_backoff."""
+        # Jitter keeps a batch of failed requests from retrying in lockstep; a server
+        # that says when to come back (Retry-After) is believed, up to max_backoff.
+        delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
+        await asyncio.sleep(min(self.max_backoff, max(delay, asked or 0.0)))
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
         if self._schema_form == "json_object":
             return {"type": "json_object", "schema": schema}
         return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
-
 
 
 def _schema_form_refused(params: dict[str, Any], exc: Any) -> bool:

@@ -73,57 +73,28 @@ class VLLMModel(PerRequestSampling):
         role's adapter on its base model). `engine_args` go to `vllm.LLM` as they are, for
         anything else vLLM takes.
         """
-        try:
-            import torch
-        except ImportError as exc:  # pragma: no cover - torch is a core dependency
-            raise ModelError("vLLM needs torch") from exc
-        on_gpu = torch.cuda.is_available()
+        on_gpu = _on_gpu()
         # vLLM reads these when its engine starts (a user's own settings win).
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-
-        if kv_cache_gb is None and not on_gpu:
-            kv_cache_gb = 1.0
         if n_threads is not None:
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{n_threads - 1}"
         try:
             from vllm import LLM
         except ImportError as exc:
             raise ModelError(f"vLLM is not installed here: {INSTALL_HINT}") from exc
-        path = Path(str(model)).expanduser()
-        local = path.is_dir()
-        if not local and (str(model).startswith((".", "/", "~")) or path.suffix):
-            raise ModelError(f"model folder {path} does not exist")
-        if dtype == "auto" and not on_gpu:
-            dtype = "bfloat16"
-        args = {
-            "model": str(path if local else model), "dtype": dtype, "max_model_len": max_model_len,
-            "enable_prefix_caching": enable_prefix_caching,
-            "enforce_eager": (not on_gpu) if enforce_eager is None else enforce_eager,
-            "tensor_parallel_size": tensor_parallel_size, "disable_log_stats": True,
-            "gpu_memory_utilization": gpu_memory_utilization or 0.9,
-            **({"kv_cache_memory_bytes": int(kv_cache_gb * 2**30)} if kv_cache_gb is not None else {}),
-            # vLLM 0.32's CPU runner rewinds a seeded request's random generator when a
-            # chunked prompt's sampled token is discarded, which CPU generators cannot do
-            # ("CPU Generator does not use offset", the engine dies). Whole prompts avoid it.
-            **({} if on_gpu else {"enable_chunked_prefill": False, "max_num_batched_tokens": max_model_len}),
-            **({"enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1} if lora else {}),
-            **(engine_args or {}),
-        }
+        path, local = _model_folder(model)
+        args = _engine_args(
+            str(path if local else model), on_gpu, dtype=dtype, max_model_len=max_model_len,
+            enable_prefix_caching=enable_prefix_caching, enforce_eager=enforce_eager,
+            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
+            kv_cache_gb=kv_cache_gb, lora=bool(lora), max_lora_rank=max_lora_rank, engine_args=engine_args)
         try:
             with _outside_the_training_group():
                 self.llm = LLM(**args)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"vLLM cannot load {model}: {exc}") from exc
         self.supports_logprobs = True
-        self.lora_request, adapter = None, ""
-        if lora is not None:
-            from vllm.lora.request import LoRARequest
-
-            lora_dir = Path(str(lora)).expanduser()
-            if not (lora_dir / "adapter_config.json").is_file():
-                raise ModelError(f"LoRA adapter folder {lora_dir} has no adapter_config.json")
-            self.lora_request = LoRARequest("adapter", 1, str(lora_dir))
-            adapter = f"+lora@{folder_digest(lora_dir)}"
+        self.lora_request, adapter = _lora_request(lora)
         # Named by content for a local folder (a moved folder keeps its cache entries).
         self.model_id = model_id or ((f"vllm:{path.name}@{folder_digest(path)}" if local else f"vllm:{model}") + adapter)
         self._lock = threading.Lock()
@@ -185,6 +156,64 @@ def _completion(output: Any, prompt_tokens: int, sampling: Sampling) -> Completi
             tokens = top = None  # the answer was re-spelled (a multi-byte character split): no map
     return Completion(text=truncate_at_stop(text, sampling.stop), prompt_tokens=prompt_tokens,
                       completion_tokens=len(output.token_ids), tokens=tokens, top_logprobs=top)
+
+
+def _on_gpu() -> bool:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is a core dependency
+        raise ModelError("vLLM needs torch") from exc
+    return torch.cuda.is_available()
+
+
+def _model_folder(model: str | Path) -> tuple[Path, bool]:
+    """(`model` as a path, whether it is a local folder). A name that looks like a path (it
+    starts with ., / or ~, or has a suffix) but is no folder is a ModelError; any other
+    name is a hub id."""
+    path = Path(str(model)).expanduser()
+    local = path.is_dir()
+    if not local and (str(model).startswith((".", "/", "~")) or path.suffix):
+        raise ModelError(f"model folder {path} does not exist")
+    return path, local
+
+
+def _engine_args(model: str, on_gpu: bool, *, dtype: str, max_model_len: int, enable_prefix_caching: bool,
+                 enforce_eager: bool | None, gpu_memory_utilization: float | None, tensor_parallel_size: int,
+                 kv_cache_gb: float | None, lora: bool, max_lora_rank: int,
+                 engine_args: dict[str, Any] | None) -> dict[str, Any]:
+    """The keyword arguments of `vllm.LLM`: VLLMModel's options with their CPU and GPU
+    defaults filled in, then the caller's own `engine_args` over them."""
+    if kv_cache_gb is None and not on_gpu:
+        kv_cache_gb = 1.0
+    if dtype == "auto" and not on_gpu:
+        dtype = "bfloat16"
+    return {
+        "model": model, "dtype": dtype, "max_model_len": max_model_len,
+        "enable_prefix_caching": enable_prefix_caching,
+        "enforce_eager": (not on_gpu) if enforce_eager is None else enforce_eager,
+        "tensor_parallel_size": tensor_parallel_size, "disable_log_stats": True,
+        "gpu_memory_utilization": gpu_memory_utilization or 0.9,
+        **({"kv_cache_memory_bytes": int(kv_cache_gb * 2**30)} if kv_cache_gb is not None else {}),
+        # vLLM 0.32's CPU runner rewinds a seeded request's random generator when a
+        # chunked prompt's sampled token is discarded, which CPU generators cannot do
+        # ("CPU Generator does not use offset", the engine dies). Whole prompts avoid it.
+        **({} if on_gpu else {"enable_chunked_prefill": False, "max_num_batched_tokens": max_model_len}),
+        **({"enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1} if lora else {}),
+        **(engine_args or {}),
+    }
+
+
+def _lora_request(lora: str | Path | None) -> tuple[Any, str]:
+    """(the LoRARequest every call decodes with, the model id's `+lora@DIGEST` suffix), or
+    (None, "") without an adapter."""
+    if lora is None:
+        return None, ""
+    from vllm.lora.request import LoRARequest
+
+    lora_dir = Path(str(lora)).expanduser()
+    if not (lora_dir / "adapter_config.json").is_file():
+        raise ModelError(f"LoRA adapter folder {lora_dir} has no adapter_config.json")
+    return LoRARequest("adapter", 1, str(lora_dir)), f"+lora@{folder_digest(lora_dir)}"
 
 
 @contextlib.contextmanager

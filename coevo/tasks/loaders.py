@@ -65,8 +65,8 @@ def load_samples(
     A row without an id gets one derived from a hash of its prompt, so ids stay the same
     across runs and machines. `limit` keeps the first `limit` rows.
 
-    Raises DataError for a missing file, a line that is not JSON, a missing required
-    column, an unreadable rubric, or duplicate ids.
+    Raises DataError for a missing file, a file that is not UTF-8 text (a binary file), a
+    line that is not JSON, a missing required column, an unreadable rubric, or duplicate ids.
     """
     from coevo.tasks.benchmarks import benchmark_of, load_benchmark
 
@@ -74,7 +74,11 @@ def load_samples(
         if columns:
             raise DataError(f"{source}: columns= does not apply to a benchmark source (its row format is "
                             "fixed); drop data.columns, or give the file as a plain .jsonl with columns")
-        return load_benchmark(source, limit=limit)
+        try:
+            return load_benchmark(source, limit=limit)
+        except UnicodeDecodeError:  # a binary file given as the benchmark's JSONL
+            path = Path(os.fspath(source).split(":", 1)[1]).expanduser()
+            raise _not_text(path, "Give the benchmark's own JSONL file, one JSON object per line") from None
     mapping = _check_columns(columns)
     if limit is not None and limit < 0:
         raise DataError(f"limit must be >= 0 or None, got {limit}.")
@@ -153,13 +157,31 @@ def _rows(
         rows = _dataset_rows(_load_from_disk(path), path, mapping, limit)
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
         with path.open(encoding="utf-8-sig") as handle:
-            yield from _take(_jsonl_rows(handle, str(path)), limit)
+            try:
+                yield from _take(_jsonl_rows(handle, str(path)), limit)
+            except UnicodeDecodeError:  # a binary file (a .zip, a .parquet) named .jsonl
+                raise _not_text(path, f"Give {_SOURCES_HELP}") from None
         return
     elif path.suffix.lower() == ".parquet":
         rows = _dataset_rows(_load_parquet(path), path, mapping, limit)
     else:
         raise DataError(f"cannot read {path}: unsupported file type. Give {_SOURCES_HELP}.")
     yield from rows
+
+
+def _not_text(path: Path, fix: str) -> DataError:
+    """The error for a file that is not UTF-8 text, naming the line and byte where it stops
+    being text (read again as bytes: a text reader only knows the chunk it was decoding)."""
+    offset = 0
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return DataError(f"data file {path} is not UTF-8 text (line {number}, byte {offset + exc.start}): "
+                                 f"a binary file, or text in another encoding? {fix}.")
+            offset += len(line)
+    return DataError(f"data file {path} is not UTF-8 text: a binary file, or text in another encoding? {fix}.")
 
 
 def _take(rows: Iterator[tuple[str, dict[str, Any]]], limit: int | None):

@@ -117,9 +117,7 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
     "judges": {name: path}, "annotators": {name: path}, "majority": path or None, "merge":
     the majority vote and Fleiss' κ or None}. Raises DataError when there is no label to
     export (naming where to make them) or `out_dir` holds files an export did not write."""
-    from coevo.eval.annotators import majority_lines
     from coevo.store import RunStore
-    from coevo.tasks.loaders import DataError
 
     store = RunStore(run_dir, read_only=True)
     try:
@@ -128,6 +126,29 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
         stages = [s for s, _ in store.rollout_stages()]
     finally:
         store.close()
+    _check_labels(run_dir, lines, stage, stages, annotator, names)
+    out = Path(out_dir)
+    check_replaceable(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        written, result = _export_files(lines, out)
+        for name, rows in written.items():
+            (new / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                                    encoding="utf-8")
+        _swap(new, out)
+    finally:
+        if new.exists():
+            shutil.rmtree(new)
+    return result
+
+
+def _check_labels(run_dir: str | Path, lines: AnnotationExport, stage: str | None, stages: list[str],
+                  annotator: str | None, names: list[str]) -> None:
+    """DataError unless there are labels to export: the stage and annotator asked for exist
+    (`stages`, `names`: the run's) and hold at least one label."""
+    from coevo.tasks.loaders import DataError
+
     if stage is not None and stage not in stages:
         raise DataError(f"{run_dir} has no stage {stage!r}; its stages: {', '.join(stages) or 'none'}")
     if annotator is not None and annotator not in names:
@@ -138,39 +159,35 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
         where = f" of stage {stage!r}" if stage else ""
         raise DataError(f"{run_dir} holds no annotation{where} yet: label pairs in `coevo view {run_dir}` "
                         "(Annotate), then export them")
-    out = Path(out_dir)
-    check_replaceable(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-    try:
-        written: dict[str, list[dict[str, Any]]] = {"human.jsonl": lines.human}
-        result: dict[str, Any] = {"labels": lines.labels, "human": str(out / "human.jsonl"), "judge": None,
-                                  "judge_name": lines.judge, "judges": {}, "annotators": {}, "majority": None,
-                                  "merge": None}
-        if lines.merge is not None:
-            for name, rows in lines.annotators.items():
-                written[f"human_{name}.jsonl"] = rows
-                result["annotators"][name] = str(out / f"human_{name}.jsonl")
-            written["majority.jsonl"] = majority_lines(lines.merge)
-            result["majority"] = str(out / "majority.jsonl")
-            result["merge"] = lines.merge.model_dump()
-        if lines.judge is not None:
-            written["judge.jsonl"] = lines.judges[lines.judge]
-            result["judge"] = str(out / "judge.jsonl")
-            if len(lines.judges) > 1:
-                for name, rows in lines.judges.items():
-                    written[f"judge_{name}.jsonl"] = rows
-                    result["judges"][name] = str(out / f"judge_{name}.jsonl")
-            else:
-                result["judges"] = {lines.judge: result["judge"]}
-        for name, rows in written.items():
-            (new / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
-                                    encoding="utf-8")
-        _swap(new, out)
-    finally:
-        if new.exists():
-            shutil.rmtree(new)
-    return result
+
+
+def _export_files(lines: AnnotationExport, out: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """({file name: its JSONL rows}, export_annotations' result naming each file under `out`):
+    human.jsonl always; each annotator's file and majority.jsonl where several were merged;
+    judge.jsonl, and judge_<name>.jsonl per judge where several scored, where any did."""
+    from coevo.eval.annotators import majority_lines
+
+    written: dict[str, list[dict[str, Any]]] = {"human.jsonl": lines.human}
+    result: dict[str, Any] = {"labels": lines.labels, "human": str(out / "human.jsonl"), "judge": None,
+                              "judge_name": lines.judge, "judges": {}, "annotators": {}, "majority": None,
+                              "merge": None}
+    if lines.merge is not None:
+        for name, rows in lines.annotators.items():
+            written[f"human_{name}.jsonl"] = rows
+            result["annotators"][name] = str(out / f"human_{name}.jsonl")
+        written["majority.jsonl"] = majority_lines(lines.merge)
+        result["majority"] = str(out / "majority.jsonl")
+        result["merge"] = lines.merge.model_dump()
+    if lines.judge is not None:
+        written["judge.jsonl"] = lines.judges[lines.judge]
+        result["judge"] = str(out / "judge.jsonl")
+        if len(lines.judges) > 1:
+            for name, rows in lines.judges.items():
+                written[f"judge_{name}.jsonl"] = rows
+                result["judges"][name] = str(out / f"judge_{name}.jsonl")
+        else:
+            result["judges"] = {lines.judge: result["judge"]}
+    return written, result
 
 
 def check_replaceable(out: Path) -> None:

@@ -26,12 +26,12 @@ PAGE_MODULES = ("coevo.view.samples", "coevo.view.annotate", "coevo.view.rlac", 
 
 def create_app(paths: list[Path]) -> FastAPI:
     """The viewer over `paths`: each a run folder or a folder of run folders (two levels deep)."""
-    import coevo
+    from coevo.version import __version__
 
     missing = [str(p) for p in paths if not Path(p).is_dir()]
     if missing:
         raise FileNotFoundError(f"no such folder: {', '.join(missing)}")
-    app = FastAPI(title="coevo view", version=getattr(coevo, "__version__", "?"),
+    app = FastAPI(title="coevo view", version=__version__,
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.runs = RunIndex([Path(p) for p in paths])
 

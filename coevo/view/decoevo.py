@@ -1,7 +1,7 @@
 """The viewer's DecoEvo page: every skill version with its diff, decision and reason, and the
 diagnostic trajectory (proxy score under generated rubrics vs gold-rubric score).
 
-Versions are the store's `skill` records (`coevo.algorithms.skills.versions`), written the
+Versions are the store's `skill` records (`coevo.algorithms.decoevo.skills.versions`), written the
 moment each decision is taken; the trajectory comes from the per-step metrics `diag_proxy`
 and `diag_gold` each (method, seed) logs under its stage "<method>/seed<k>". Both are there
 while a run is going, not only in its summary.json.
@@ -41,7 +41,7 @@ def skill_groups(store: RunStore) -> list[dict[str, Any]]:
     """The skill versions by (method, seed), each group's versions in decision order:
     {"method", "seed", "versions": [{"v": SkillVersion, "diff": [(class, line)], "details"}],
     "accepted": n, "candidates": n}."""
-    from coevo.algorithms.skills import versions
+    from coevo.algorithms.decoevo.skills import versions
 
     groups: dict[tuple[str, int], dict[str, Any]] = {}
     for v in versions(store):

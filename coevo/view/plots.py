@@ -155,48 +155,74 @@ def small_multiples(title: str, panels: list[Panel | tuple[Any, ...]], xlabel: s
     for i, (panel, geometry) in enumerate(zip(panels, widest["panels"])):
         axis = "" if i == 0 else str(i + 1)
         metric = definition_of(panel.metric)
-        xs_panel = [p[0] for points in panel.series.values() for p in points]
-        x_axis: dict[str, Any] = {"domain": geometry["x"], "anchor": f"y{axis}", "zeroline": False,
-                                  "title": {"text": geometry["xtitle"], "font": {"size": 11}}}
-        if integer_x and all(isinstance(x, (int, float)) for x in xs_panel):
-            x_axis.update(integer_axis([int(x) for x in xs_panel]))
-        layout[f"xaxis{axis}"] = x_axis
-        # Interval ends count as values: the axis must hold the error bars too.
-        ys_panel = [v for pts in panel.series.values() for p in pts for v in p[1:4] if isinstance(v, (int, float))]
-        layout[f"yaxis{axis}"] = {"domain": geometry["y"], "anchor": f"x{axis}", "zeroline": False,
-                                  "automargin": True, **y_range(ys_panel, metric)}
-        if metric is not None:
-            layout[f"yaxis{axis}"]["title"] = axis_title(metric)
-        annotations.append({"text": f"<b>{panel.title}</b>", "x": geometry["title_at"][0],
-                            "y": geometry["title_at"][1], "xref": "paper", "yref": "paper", "xanchor": "center",
-                            "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
-                            **({"hovertext": hover_definition(metric)} if metric is not None else {})})
-        for name, points in panel.series.items():
-            if all(isinstance(p[0], (int, float)) for p in points):
-                points = sorted(points, key=lambda p: p[0])  # categories keep the caller's order
-            trace = {"type": "scatter", "mode": "lines+markers", "name": name, "legendgroup": name,
-                     "showlegend": name not in shown, "x": [p[0] for p in points],
-                     "y": [p[1] for p in points], "xaxis": f"x{axis}", "yaxis": f"y{axis}",
-                     "line": {"color": colour[name]}, "marker": {"size": 6}}
-            trace.update(_error_bars(points))
-            trace["hovertemplate"] = _hover(panel, metric, xlabels[i][1], "text" in trace)
-            data.append(trace)
-            shown.add(name)
+        layout[f"xaxis{axis}"], layout[f"yaxis{axis}"] = _panel_axes(panel, geometry, axis, metric, integer_x)
+        annotations.append(_panel_title(panel, geometry, metric))
+        data += _panel_traces(panel, axis, metric, xlabels[i][1], colour, shown)
     layout.update({"height": widest["height"], "margin": {"l": 50, "r": 20, "t": 40, "b": 100},
                    "annotations": annotations, "hovermode": "closest",
                    "legend": {"orientation": "h", "x": 0, "y": widest["legend_y"], "yanchor": "top",
                               "font": {"size": 11}},
                    "template": None, "plot_bgcolor": "#fff", "paper_bgcolor": "#fff"})
-    for key, value in layout.items():
-        if key.startswith(("xaxis", "yaxis")):
-            value.update({"showgrid": True, "gridcolor": "#eceff3", "linecolor": "#9aa4ae", "showline": True})
-            if key.startswith("yaxis"):
-                value["exponentformat"] = "e"  # 1e-05, as a learning rate is written, not plotly's 10μ
+    _style_axes(layout)
     figure: dict[str, Any] = {"data": data, "layout": layout}
     if len(layouts) > 1:
         figure["grid"] = {"min_panel_px": MIN_PANEL_PX,
                           "layouts": [[g["columns"], _relayout(g)] for g in layouts]}
     return {"id": plot_id(title), "title": title, "figure": figure}
+
+
+def _panel_axes(panel: Panel, geometry: dict[str, Any], axis: str, metric: MetricDef | None,
+                integer_x: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A panel's x and y axes: placed where the grid puts it, integer x ticks where every x
+    is a number (and `integer_x`), a y range that holds its values and error bars."""
+    xs_panel = [p[0] for points in panel.series.values() for p in points]
+    x_axis: dict[str, Any] = {"domain": geometry["x"], "anchor": f"y{axis}", "zeroline": False,
+                              "title": {"text": geometry["xtitle"], "font": {"size": 11}}}
+    if integer_x and all(isinstance(x, (int, float)) for x in xs_panel):
+        x_axis.update(integer_axis([int(x) for x in xs_panel]))
+    # Interval ends count as values: the axis must hold the error bars too.
+    ys_panel = [v for pts in panel.series.values() for p in pts for v in p[1:4] if isinstance(v, (int, float))]
+    y_axis = {"domain": geometry["y"], "anchor": f"x{axis}", "zeroline": False,
+              "automargin": True, **y_range(ys_panel, metric)}
+    if metric is not None:
+        y_axis["title"] = axis_title(metric)
+    return x_axis, y_axis
+
+
+def _panel_title(panel: Panel, geometry: dict[str, Any], metric: MetricDef | None) -> dict[str, Any]:
+    """The annotation above a panel: its title, with its metric's definition on hover."""
+    return {"text": f"<b>{panel.title}</b>", "x": geometry["title_at"][0],
+            "y": geometry["title_at"][1], "xref": "paper", "yref": "paper", "xanchor": "center",
+            "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
+            **({"hovertext": hover_definition(metric)} if metric is not None else {})}
+
+
+def _panel_traces(panel: Panel, axis: str, metric: MetricDef | None, xlabel: str, colour: dict[str, str],
+                  shown: set[str]) -> list[dict[str, Any]]:
+    """A panel's lines, one per series in its figure-wide colour; a series is in the legend
+    once (the names it adds go into `shown`)."""
+    traces = []
+    for name, points in panel.series.items():
+        if all(isinstance(p[0], (int, float)) for p in points):
+            points = sorted(points, key=lambda p: p[0])  # categories keep the caller's order
+        trace = {"type": "scatter", "mode": "lines+markers", "name": name, "legendgroup": name,
+                 "showlegend": name not in shown, "x": [p[0] for p in points],
+                 "y": [p[1] for p in points], "xaxis": f"x{axis}", "yaxis": f"y{axis}",
+                 "line": {"color": colour[name]}, "marker": {"size": 6}}
+        trace.update(_error_bars(points))
+        trace["hovertemplate"] = _hover(panel, metric, xlabel, "text" in trace)
+        traces.append(trace)
+        shown.add(name)
+    return traces
+
+
+def _style_axes(layout: dict[str, Any]) -> None:
+    """Every axis of a layout drawn alike: a light grid, a visible line."""
+    for key, value in layout.items():
+        if key.startswith(("xaxis", "yaxis")):
+            value.update({"showgrid": True, "gridcolor": "#eceff3", "linecolor": "#9aa4ae", "showline": True})
+            if key.startswith("yaxis"):
+                value["exponentformat"] = "e"  # 1e-05, as a learning rate is written, not plotly's 10μ
 
 
 def _hover(panel: Panel, metric: MetricDef | None, xlabel: str, has_text: bool) -> str:

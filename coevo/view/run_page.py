@@ -233,7 +233,7 @@ def examples(store: RunStore, per_kind: int = EXAMPLES, rows: list[dict[str, Any
 def skill_history(store: RunStore) -> list[dict[str, Any]]:
     """DecoEvo's skill versions (decision, reason, diff), for the run page and report.html
     (the viewer's Skills page has them with the trajectory; the static report has only this)."""
-    from coevo.algorithms.skills import versions
+    from coevo.algorithms.decoevo.skills import versions
 
     return [{**v.model_dump(include={"method", "seed", "name", "version", "parent", "step", "decision", "why",
                                      "diff"})} for v in versions(store)]

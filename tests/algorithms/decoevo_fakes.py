@@ -174,7 +174,9 @@ def config(data, **overrides):
 def method_run(cfg, model, method="decoevo", store=None, **options):
     """One method's run on `model` (every role), as the runner builds it; `options` go to
     MethodRun (policy, proposers, initial_skills)."""
-    from coevo.algorithms.decoevo import Meter, MethodRun, build_decoevo_roles, make_partitions
+    from coevo.algorithms.decoevo.backbone import Meter, build_decoevo_roles
+    from coevo.algorithms.decoevo.loop import MethodRun
+    from coevo.algorithms.decoevo.data import make_partitions
     from coevo.tasks.loaders import load_samples
 
     parts = make_partitions(load_samples(cfg.data.source), cfg.partitions)

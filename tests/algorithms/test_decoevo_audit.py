@@ -26,8 +26,8 @@ from decoevo_fakes import (
     write_data,
 )
 
-from coevo.algorithms.decoevo import make_partitions
-from coevo.algorithms.decoevo_audit import RubricGrading, items
+from coevo.algorithms.decoevo.data import make_partitions
+from coevo.algorithms.decoevo.audit import RubricGrading, items
 from coevo.audit import audit_judge
 from coevo.audit.in_run import run_records
 from coevo.roles.base import Scorer
@@ -217,7 +217,7 @@ def test_summary_json_holds_every_audit_and_the_gate_count(tmp_path):
 
 
 def test_the_gate_is_a_listed_departure_and_the_audit_is_not(data):
-    from coevo.algorithms.decoevo_paper import departures
+    from coevo.algorithms.decoevo.paper import departures
 
     assert "audit.gate" not in {d.setting for d in departures(config(data, audit={"prompts": 1}))}
     assert "audit.gate" in {d.setting for d in departures(config(data, audit={"gate": True}))}

@@ -10,8 +10,8 @@ import pytest
 from decoevo_fakes import JUDGE, config, method_run, replay, rules, scored_verdicts, write_data
 
 from coevo.roles.decoevo import CriterionJudge, StructuralAuditor
-from coevo.algorithms.decoevo_summary import gate_ties
-from coevo.algorithms.skills import SkillVersion
+from coevo.algorithms.decoevo.summary import gate_ties
+from coevo.algorithms.decoevo.skills import SkillVersion
 from coevo.llm.replay import ReplayModel
 from coevo.runner import run_experiment
 from coevo.store import RunStore

@@ -19,11 +19,9 @@ from decoevo_fakes import (
     write_data,
 )
 
-from coevo.algorithms.decoevo import (
-    PARTITIONS,
-    make_partitions,
-)
-from coevo.algorithms.skills import read_skill_file
+from coevo.algorithms.decoevo.config import PARTITIONS
+from coevo.algorithms.decoevo.data import make_partitions
+from coevo.algorithms.decoevo.skills import read_skill_file
 from coevo.store import RunStore
 from coevo.tasks.loaders import load_samples
 
@@ -217,7 +215,7 @@ def test_unreadable_outputs_are_counted_not_raised(data):
 
 
 def test_exported_skill_file_reads_back_without_its_header(tmp_path):
-    from coevo.algorithms.skills import SkillHistory, export_markdown
+    from coevo.algorithms.decoevo.skills import SkillHistory, export_markdown
 
     hist = SkillHistory(None, "decoevo", 0)
     first = hist.initial("solver", "Rule one.")
@@ -251,7 +249,7 @@ def test_each_step_draws_a_fresh_rewrite(data):
 def test_test_answers_report_constraint_pass_rate_pooled_over_seeds(tmp_path):
     """Every replay answer is two words ("answer one", ...): `max_words: 2` passes, `max_words: 1`
     fails; prompts without constraints are left out of n."""
-    from coevo.algorithms.decoevo_summary import method_summary, table_row
+    from coevo.algorithms.decoevo.summary import method_summary, table_row
 
     path = tmp_path / "data.jsonl"
     limit = {i: (2 if i % 2 else 1) for i in range(28) if i % 3}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from decoevo_fakes import replay_run_config
 
-from coevo.algorithms.decoevo_paper import departures, plan
-from coevo.algorithms.decoevo_summary import run_ci
+from coevo.algorithms.decoevo.paper import departures, plan
+from coevo.algorithms.decoevo.summary import run_ci
 from coevo.config import apply_overrides, read_yaml
 from coevo.eval.stats import t_quantile
 from coevo.runner import resolve_config, run_experiment
@@ -115,7 +115,7 @@ def test_plan_says_which_samples_lack_a_gold_rubric(tmp_path):
 
 # ---------------------------------------------------------------- the CI over runs
 def _result(method, seed, scores):
-    from coevo.algorithms.decoevo_summary import MethodResult, ScoringModes
+    from coevo.algorithms.decoevo.summary import MethodResult, ScoringModes
     from coevo.types import Skill
 
     skill = Skill(name="solver", version=0, text="s")

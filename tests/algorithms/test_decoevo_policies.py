@@ -4,8 +4,9 @@ four methods, told apart by what they accept: test_decoevo_loop.py, test_decoevo
 import pytest
 from decoevo_fakes import config, method_run, replay, write_data
 
-from coevo.algorithms.decoevo import Decision, MethodPolicy, SkillCandidate
-from coevo.algorithms.skills import GENERATOR, SOLVER
+from coevo.algorithms.decoevo.rules import Decision
+from coevo.algorithms.decoevo.loop import MethodPolicy, SkillCandidate
+from coevo.algorithms.decoevo.skills import GENERATOR, SOLVER
 from coevo.store import RunStore
 
 

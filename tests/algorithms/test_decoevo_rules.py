@@ -2,14 +2,7 @@
 
 import pytest
 
-from coevo.algorithms.decoevo import (
-    outer_step_due,
-    pareto_accept,
-    resolution_rate,
-    score_coupled_accept,
-    select_near_ties,
-    solver_gate,
-)
+from coevo.algorithms.decoevo.rules import outer_step_due, pareto_accept, resolution_rate, score_coupled_accept, select_near_ties, solver_gate
 
 ETA, TAU = 0.05, 0.02
 

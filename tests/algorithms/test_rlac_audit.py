@@ -1,4 +1,4 @@
-"""RLAC's judge audit (issue 23; coevo/algorithms/rlac_audit.py) on replay models.
+"""RLAC's judge audit (issue 23; coevo/algorithms/rlac/audit.py) on replay models.
 
 The facts validator's entailment judge is a replay model: a gullible one confirms every
 claim that reaches it (every claim "not supported"), an honest one confirms only claims that name
@@ -9,7 +9,7 @@ judge also confirms a quote of a sentence nobody looked at.
 
 import pytest
 
-from coevo.algorithms.rlac_audit import CODE_NOTE, FACT_PROBES, RANDOM_NOTE, ValidatorScorer, fact_probes
+from coevo.algorithms.rlac.audit import CODE_NOTE, FACT_PROBES, RANDOM_NOTE, ValidatorScorer, fact_probes
 from coevo.algorithms.rlac import run_rlac
 from coevo.store import RunStore
 from coevo.types import Rollout, Sample, Verdict
@@ -157,7 +157,7 @@ def test_the_quote_probe_names_a_sentence_the_real_proposal_does_not():
 
 
 def test_the_plan_says_what_the_audit_costs():
-    from coevo.algorithms.rlac_paper import plan
+    from coevo.algorithms.rlac.paper import plan
 
     [note] = [n for n in plan(audit_config("honest")).notes if n.startswith("judge audit")]
     assert "at most 30 validator calls per audit" in note  # 2 outputs x n=2, then 2 x (11 probes + 2)

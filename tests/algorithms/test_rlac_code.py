@@ -2,8 +2,8 @@
 
 import pytest
 
-import coevo.llm.specs as specs
-import coevo.train.dpo as dpo
+import coevo.algorithms.rlac.loop as rlac_loop
+from coevo.algorithms.backend import Backend
 from coevo.algorithms.rlac import RlacConfig, run_rlac
 from coevo.config import validate
 from coevo.llm.replay import ReplayModel
@@ -51,9 +51,10 @@ MODELS = {
 
 @pytest.fixture
 def trained(monkeypatch):
+    """Replay models and a recording DPO stage, as the loop's default Backend."""
     calls = []
 
-    def load_model(spec, store=None, trainable=False, **options):
+    def load_model(spec, store=None, **options):
         return ReplayModel(rules=MODELS[spec])
 
     def train_dpo(policy, pairs, settings, output_dir, **kwargs):
@@ -61,8 +62,9 @@ def trained(monkeypatch):
         return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0,
                            seconds_per_step=0.0, peak_rss_mb=0.0)
 
-    monkeypatch.setattr(specs, "load_model", load_model)
-    monkeypatch.setattr(dpo, "train_dpo", train_dpo)
+    backend = Backend(load_trainable=load_model, load_frozen=load_model, train_dpo=train_dpo,
+                      restore=lambda policy, path, settings: None)
+    monkeypatch.setattr(rlac_loop, "default_backend", lambda: backend)
     return calls
 
 
@@ -97,7 +99,7 @@ def test_code_enumerative_baseline_runs_every_reference_test(tmp_path, trained):
 
 
 def test_critic_examples_block_uses_a_call_from_the_docstring():
-    from coevo.algorithms.rlac import CodeDomain
+    from coevo.algorithms.rlac.domains import CodeDomain
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
     hinted = CodeDomain(config(critic_form="paper", code={"critic_examples": True}), None)
@@ -108,7 +110,7 @@ def test_critic_examples_block_uses_a_call_from_the_docstring():
 
 
 def test_schema_form_asks_for_the_arguments_of_one_call():
-    from coevo.algorithms.rlac import CodeDomain
+    from coevo.algorithms.rlac.domains import CodeDomain
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
     domain = CodeDomain(config(), None)
@@ -124,7 +126,7 @@ PAPER_CODE_CRITIC_SYSTEM = ("You are a code critic. Analyze code for bugs and ge
 
 
 def test_the_paper_prompts_are_the_problem_alone_and_a_system_and_user_critic_message():
-    from coevo.algorithms.rlac import CodeDomain
+    from coevo.algorithms.rlac.domains import CodeDomain
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
     paper = CodeDomain(config(critic_form="paper"), None)
@@ -140,15 +142,16 @@ def test_the_paper_prompts_are_the_problem_alone_and_a_system_and_user_critic_me
     assert wrapped.content.endswith(sample.prompt) and wrapped.content != sample.prompt
 
 
-def test_a_code_run_asks_and_trains_on_the_paper_messages(tmp_path, trained, monkeypatch):
+def test_a_code_run_asks_and_trains_on_the_paper_messages(tmp_path, trained):
     loaded = []
 
-    def load_model(spec, store=None, trainable=False, **options):
+    def load_model(spec, store=None, **options):
         loaded.append((spec, ReplayModel(rules=MODELS[spec])))
         return loaded[-1][1]
 
-    monkeypatch.setattr(specs, "load_model", load_model)
-    run_rlac(config(critic_form="paper"), RunStore(tmp_path))
+    backend = rlac_loop.default_backend()  # the fixture's fake, with models that remember their calls
+    backend.load_trainable = backend.load_frozen = load_model
+    run_rlac(config(critic_form="paper"), RunStore(tmp_path), backend)
     problems = {s.prompt for s in load_humaneval(ids=["HumanEval/0", "HumanEval/2"])}
     gen_calls = [c for spec, model in loaded if spec == "gen" for c in model.calls]
     crit_calls = [c for spec, model in loaded if spec == "crit" for c in model.calls]
@@ -188,7 +191,7 @@ def test_a_body_only_answer_runs_after_the_problem_statement(answer, passes):
     ("print(other(3))", None),
 ])
 def test_a_bare_call_of_the_entry_point_is_read_as_a_call_test(text, call):
-    from coevo.algorithms.rlac import CodeDomain
+    from coevo.algorithms.rlac.domains import CodeDomain
 
     [sample] = load_humaneval(ids=["HumanEval/2"])
     proposal = CodeDomain(config(), None).proposal(sample, TRUNCATE, text)

@@ -4,7 +4,7 @@ in summary.json, in the run store's per-round metrics, and on the run page."""
 import pytest
 
 from coevo.algorithms.rlac import run_rlac
-from coevo.algorithms.rlac_records import HeldoutEval
+from coevo.algorithms.rlac.records import HeldoutEval
 from coevo.eval.stats import t_interval, wilson_interval
 from coevo.store import RunStore
 from coevo.view.rlac import verification_figure

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from coevo.algorithms.rlac import kl_estimate
+from coevo.algorithms.rlac.kl import kl_estimate
 from coevo.llm.base import user
 from coevo.types import Message
 

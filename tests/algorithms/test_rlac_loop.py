@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+import coevo.algorithms.rlac.loop as rlac_loop
 import coevo.llm.specs as specs
-import coevo.train.dpo as dpo
-import coevo.train.stages as stages
-from coevo.algorithms.rlac import (RlacConfig, critic_pairs, generator_pairs, ranked_pairs, reward,
-                                   run_rlac)
+from coevo.algorithms.backend import Backend
+from coevo.algorithms.rlac import RlacConfig, reward, run_rlac
+from coevo.algorithms.rlac.pairs import critic_pairs, generator_pairs, ranked_pairs
 from coevo.config import validate
 from coevo.llm.base import by_sampling, user
 from coevo.llm.replay import ReplayModel
@@ -44,14 +44,15 @@ def v(kind):
 
 @pytest.fixture
 def fakes(monkeypatch):
-    """Replay models for every role and a recording `train_dpo`."""
+    """Replay models for every role and a recording `train_dpo`, through the trainer seam
+    (coevo/algorithms/backend.py): the loop's default Backend is this fake one."""
     trained = []
     models = dict(FACT_MODELS)
     loaded = {}  # spec -> the replay models loaded for it (their `calls`: what each was asked)
 
-    def load_model(spec, store=None, trainable=False, **options):
+    def load_model(spec, store=None, **options):
         model = ReplayModel(rules=models[spec])
-        model.model = None  # a trainable LocalModel's weights; the fake load_final ignores them
+        model.model = None  # a trainable LocalModel's weights; the fake restore ignores them
         loaded.setdefault(spec, []).append(model)
         return model
 
@@ -60,13 +61,13 @@ def fakes(monkeypatch):
         return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0,
                            seconds_per_step=0.0, peak_rss_mb=0.0)
 
-    monkeypatch.setattr(specs, "load_model", load_model)
-    monkeypatch.setattr(specs, "check_spec", lambda spec: None)  # "gen", "crit": the fakes above
-    monkeypatch.setattr(dpo, "train_dpo", train_dpo)
     # Restoring a finished stage is recorded, not done (no weights here); the slow tests
     # restore real checkpoints, LoRA adapters included (test_rlac_e2e.py).
-    monkeypatch.setattr(stages, "restore_checkpoint", lambda policy, path, lora: trained.append({"loaded": str(path)}))
-    return {"trained": trained, "models": models, "loaded": loaded}
+    backend = Backend(load_trainable=load_model, load_frozen=load_model, train_dpo=train_dpo,
+                      restore=lambda policy, path, settings: trained.append({"loaded": str(path)}))
+    monkeypatch.setattr(rlac_loop, "default_backend", lambda: backend)
+    monkeypatch.setattr(specs, "check_spec", lambda spec: None)  # "gen", "crit": the fakes above
+    return {"trained": trained, "models": models, "loaded": loaded, "backend": backend}
 
 
 def facts_config(**changes):
@@ -309,12 +310,12 @@ def test_a_round_without_pairs_warns_and_does_not_train(tmp_path, fakes):
     assert any("no critic preference pairs" in w for w in warnings)
 
 
-def test_a_dpo_stage_that_moved_no_weight_is_reported(tmp_path, fakes, monkeypatch):
+def test_a_dpo_stage_that_moved_no_weight_is_reported(tmp_path, fakes):
     def still(policy, pairs, settings, output_dir, **kwargs):
         return TrainResult(checkpoint=str(output_dir / "final"), steps=2, seconds=0.0, seconds_per_step=0.0,
                            peak_rss_mb=0.0, metrics={"weight_delta": 0.0, "train_loss": 0.69})
 
-    monkeypatch.setattr(dpo, "train_dpo", still)
+    fakes["backend"].train_dpo = still
     store = RunStore(tmp_path)
     summary = run_rlac(facts_config(), store)
     assert summary["rounds"][0]["training"]["generator"]["weight_delta"] == 0.0

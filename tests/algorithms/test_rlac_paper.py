@@ -6,7 +6,7 @@ import json
 import pytest
 
 import coevo.llm.specs as specs
-from coevo.algorithms.rlac_paper import PAPER_CODE, PAPER_FACTS, departures, plan
+from coevo.algorithms.rlac.paper import PAPER_CODE, PAPER_FACTS, departures, plan
 from coevo.config import read_yaml
 from coevo.departures import config_value
 from coevo.runner import resolve_config

@@ -7,7 +7,8 @@ tokenizer (and chat template); generator and DPO are the replay fakes of test_rl
 
 import pytest
 
-from coevo.algorithms.rlac import RewardModelSettings, RlacConfig, run_rlac
+from coevo.algorithms.rlac.reward_model import RewardModelSettings
+from coevo.algorithms.rlac import RlacConfig, run_rlac
 from coevo.config import ConfigError, validate
 from coevo.llm.base import user
 from coevo.store import RunStore
@@ -51,7 +52,7 @@ def test_scores_are_the_models_logit_and_do_not_depend_on_the_batch(reward_model
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from coevo.algorithms.rlac_reward import RewardModelScorer
+    from coevo.algorithms.rlac.reward_model import RewardModelScorer
 
     items = [(user("Write a biography of Albert Einstein."), GOOD), (user("Write a biography of Albert Einstein."), BAD),
              (user("Write a biography of Marie Curie."), CURIE)]
@@ -72,7 +73,7 @@ def test_scores_are_the_models_logit_and_do_not_depend_on_the_batch(reward_model
 
 def test_the_reward_model_baseline_pairs_higher_over_lower_rewards_under_the_budget(tmp_path, fakes,
                                                                                    reward_model):
-    from coevo.algorithms.rlac_reward import RewardModelScorer
+    from coevo.algorithms.rlac.reward_model import RewardModelScorer
 
     outputs = [GOOD, BAD, GOOD_R]
     fakes["models"]["gen"] = [{"match": "biography of Albert Einstein", "completions": outputs},
@@ -112,7 +113,7 @@ def test_a_classifier_with_several_outputs_is_refused(tmp_path):
     import torch
     from transformers import LlamaConfig, LlamaForSequenceClassification
 
-    from coevo.algorithms.rlac_reward import RewardModelScorer
+    from coevo.algorithms.rlac.reward_model import RewardModelScorer
     from coevo.llm.base import ModelError
 
     tokenizer = embedded_tokenizer()

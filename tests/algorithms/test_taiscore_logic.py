@@ -6,15 +6,11 @@ import math
 
 import pytest
 
-from coevo.algorithms.taiscore import (
-    Backend,
-    TaiScoreConfig,
-    make_reward_fn,
-    resolve_conditions,
-    run_taiscore,
-    select_pairs,
-)
-from coevo.algorithms.taiscore_eval import GAIN, format_gain, gold_gains, rounds_table
+from coevo.algorithms.backend import Backend
+from coevo.algorithms.taiscore import TaiScoreConfig, make_reward_fn, run_taiscore
+from coevo.algorithms.taiscore.config import resolve_conditions
+from coevo.algorithms.taiscore.pairs import select_pairs
+from coevo.algorithms.taiscore.evaluation import GAIN, format_gain, gold_gains, rounds_table
 from coevo.config import ConfigError, validate
 from coevo.llm.replay import ReplayModel
 from coevo.roles.actor import Actor
@@ -260,7 +256,7 @@ def test_conditions_share_data_and_make_one_table(tmp_path):
 
 def test_gold_gain_pairs_each_prompt_with_itself_under_the_same_seed(tmp_path):
     """S(π_last) − S(π_0) per (seed, prompt), unreadable scores and unscored prompts left out."""
-    from coevo.algorithms.taiscore import ConditionResult, RoundRecord
+    from coevo.algorithms.taiscore.records import ConditionResult, RoundRecord
     from coevo.types import Judgment
 
     store = RunStore(tmp_path / "run")

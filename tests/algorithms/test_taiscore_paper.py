@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from coevo.algorithms.taiscore import TaiScoreConfig, query_ratings, split_data
-from coevo.algorithms.taiscore_paper import departures, plan
+from coevo.algorithms.taiscore import TaiScoreConfig
+from coevo.algorithms.taiscore.data import query_ratings, split_data
+from coevo.algorithms.taiscore.paper import departures, plan
 from coevo.cli import app
 from coevo.config import ConfigError, apply_overrides, read_yaml
 from coevo.runner import resolve_config

@@ -3,7 +3,7 @@ per-seed test results -> the curve's points, the paired gain and the notes."""
 
 import pytest
 
-from coevo.algorithms.decoevo_summary import MethodResult, ScoringModes
+from coevo.algorithms.decoevo.summary import MethodResult, ScoringModes
 from coevo.learning.curve import curve_record
 from coevo.learning.decoevo import curve_points, edit_notes, incumbents, rejected_notes
 from coevo.types import Skill

@@ -2,8 +2,9 @@
 
 import pytest
 
-from coevo.algorithms.decoevo import gold_scores
-from coevo.algorithms.taiscore import make_reward_fn, select_pairs
+from coevo.algorithms.decoevo.data import gold_scores
+from coevo.algorithms.taiscore import make_reward_fn
+from coevo.algorithms.taiscore.pairs import select_pairs
 from coevo.llm.base import ModelError
 from coevo.llm.python_functions import check_python_spec, load_python_function
 from coevo.llm.replay import ReplayModel

@@ -112,6 +112,20 @@ def test_error_unsupported_type_and_plain_folder(tmp_path):
         load_samples(str(tmp_path / "plain"))
 
 
+@pytest.mark.parametrize("source", ["{d}/d.jsonl", "{d}/d.ndjson", "writingbench:{d}/d.jsonl"])
+def test_error_binary_file_names_it_where_and_the_fix(tmp_path, source):
+    # A zip (or a Parquet file) named .jsonl, past a good first line: not a UnicodeDecodeError traceback.
+    good = json.dumps({"prompt": "ok"}) + "\n"
+    path = tmp_path / source.rpartition("/")[2]
+    path.write_bytes(good.encode() + b"PK\x03\x04\x14\x00\x08\x08\xa0\xff\xfe" * 20)
+    with pytest.raises(DataError) as info:
+        load_samples(source.format(d=tmp_path))
+    message = str(info.value)
+    assert f"data file {path} is not UTF-8 text (line 2, byte {len(good) + 8})" in message
+    assert ("a .jsonl file, a .parquet file" if source.startswith("{d}") else "the benchmark's own JSONL") in message
+    assert "\n" not in message
+
+
 def test_error_unknown_bundled():
     with pytest.raises(DataError, match=r"unknown bundled set 'nope'.*bundled:writing"):
         load_samples("bundled:nope")

@@ -110,13 +110,13 @@ def _rlac_fakes():
     """Replay models for every RLAC role and a DPO stage that is recorded, not run."""
     import pytest
 
+    import coevo.algorithms.rlac.loop as rlac_loop
     import coevo.llm.specs as specs
-    import coevo.train.dpo as dpo
-    import coevo.train.stages as stages
+    from coevo.algorithms.backend import Backend
     from coevo.llm.replay import ReplayModel
     from coevo.train.common import TrainResult
 
-    def load_model(spec, store=None, trainable=False, **options):
+    def load_model(spec, store=None, **options):
         model = ReplayModel(rules=RLAC_MODELS[spec])
         model.model = None  # a trainable LocalModel's weights; nothing reads them here
         return model
@@ -130,11 +130,11 @@ def _rlac_fakes():
                            history=_dpo_history(4, len(pairs), 0.03 * r + (0.02 if role == "critic" else 0.0)),
                            round=r, kind="dpo")
 
+    backend = Backend(load_trainable=load_model, load_frozen=load_model, train_dpo=train_dpo,
+                      restore=lambda policy, path, settings: None)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(specs, "load_model", load_model)
+        patch.setattr(rlac_loop, "default_backend", lambda: backend)
         patch.setattr(specs, "check_spec", lambda spec: None)  # "gen", "crit": the fakes above
-        patch.setattr(dpo, "train_dpo", train_dpo)
-        patch.setattr(stages, "restore_checkpoint", lambda policy, path, lora: None)
         yield
 
 
@@ -238,7 +238,7 @@ def _taiscore_fakes(rules: list[dict]):
     """Replay models in every role, and GRPO / DPO stages that score and record, not train."""
     import pytest
 
-    import coevo.algorithms.taiscore as taiscore
+    import coevo.algorithms.taiscore.loop as taiscore
     import coevo.llm.specs as specs
     from coevo.llm.replay import ReplayModel
     from coevo.train.common import TrainResult

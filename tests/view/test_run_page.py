@@ -361,9 +361,7 @@ def test_cli_view_refuses_a_folder_without_runs(tmp_path):
     assert "no run folders in" in str(result.exception)
 
 
-@pytest.mark.usefixtures("fakes")
-def test_rlac_replay_run_page(tmp_path, monkeypatch):
-    import coevo.train.dpo as dpo
+def test_rlac_replay_run_page(tmp_path, fakes):
     from coevo.train.common import TrainResult
 
     def still(policy, pairs, settings, output_dir, **kwargs):  # a DPO stage that moved no weight
@@ -371,7 +369,7 @@ def test_rlac_replay_run_page(tmp_path, monkeypatch):
                            peak_rss_mb=0.0, metrics={"weight_delta": 0.0, "train_loss": 0.69}, kind="dpo",
                            history=_dpo_history(2))
 
-    monkeypatch.setattr(dpo, "train_dpo", still)
+    fakes["backend"].train_dpo = still
     run_experiment(None, tmp_path / "rlac", data=facts_config(iterations=2).model_dump(mode="json"))
     page = TestClient(create_app([tmp_path / "rlac"])).get("/runs/rlac").text
     assert "RLAC iterations" in page and 'id="nav-proposals"' in page

@@ -281,7 +281,7 @@ def test_rlac_proposals_page_shows_verdicts_evidence_and_the_calls_plot(replay):
 
 
 def test_decoevo_skills_page_shows_every_version_diff_and_the_trajectory(replay):
-    from coevo.algorithms.skills import versions
+    from coevo.algorithms.decoevo.skills import versions
 
     client, ids, folders = replay
     store = RunStore(folders["decoevo"], read_only=True)

@@ -28,17 +28,47 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from coevo.algorithms.skills import GENERATOR, SOLVER
+from coevo.algorithms.decoevo.rules import Decision
+from coevo.algorithms.decoevo.skills import GENERATOR, SOLVER
 from coevo.audit.in_run import audit_in_run, save_records
 from coevo.audit.measures import Estimate, spearman_interval
 from coevo.llm.base import ModelError
 from coevo.roles.decoevo import CriterionJudge, CriterionJudgment, blind
 from coevo.types import Judgment, Rollout, Rubric, Sample
 
-if TYPE_CHECKING:
-    from coevo.algorithms.decoevo import Decision, MethodRun
+
+
+class MethodRun(Protocol):
+    """What the audit reads of one method's running loop (loop.MethodRun): named here rather
+    than imported, so the loop can import the audit without a circle."""
+
+    config: Any
+    store: Any
+    roles: Any
+    seed: int
+    gold: dict[str, list[Sample]]
+    parts: dict[str, list[Sample]]
+    initial_generator: str
+    gate_records: list[dict[str, Any]]
+    gate_rejected: int
+
+    @property
+    def stage(self) -> str: ...
+
+    @property
+    def skills(self) -> dict[str, str]: ...
+
+    def rubrics(self, questions: list[Sample], generator_skill: str) -> list[Rubric | None]: ...
+
+    def solve(self, questions: list[Sample], solver_skill: str) -> list[str]: ...
+
+    def held_out_answers(self, questions: list[Sample]) -> list[str]: ...
+
+    def held_out_gold(self, samples: list[Sample], responses: list[str]) -> list[float | None]: ...
+
+    def log_metrics(self, metrics: dict[str, float | None], step: int) -> None: ...
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from coevo.audit.flags import add_flags
 from coevo.audit.in_run import audit_in_run, save_records
@@ -44,8 +44,22 @@ from coevo.config import AuditConfig
 from coevo.llm.base import ModelError
 from coevo.types import Judgment, Proposal, Rollout, Sample, Verdict
 
-if TYPE_CHECKING:
-    from coevo.algorithms.rlac import RlacRun
+
+
+class RlacRun(Protocol):
+    """What the audit reads of the running loop (loop.RlacRun): named here rather than
+    imported, so the loop can import the audit without a circle."""
+
+    config: Any
+    store: Any
+    domain: Any
+    validator: Any
+    heldout: list[Sample]
+    heldout_answers: list[str]
+
+    def check(self, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]: ...
+
+    def propose(self, outputs: list[tuple[Sample, str, Any]], sampling: Any, n: int) -> list[list[str]]: ...
 
 log = logging.getLogger(__name__)
 

@@ -43,9 +43,9 @@ Final evaluation: test answers with the final S, graded against gold rubrics by 
 grader role (the benchmark's own, as in the paper; unset, the backbone grades: a listed
 departure and a run warning); mean +- sd over seeds and the 95% CI of DecoEvo - SkillOpt
 over matched runs (the paper's), beside a pooled one over (seed, question) pairs.
-The paper's settings, departures and `coevo plan`: decoevo_paper.py. The judge audit (not in
+The paper's settings, departures and `coevo plan`: paper.py. The judge audit (not in
 the paper): on the initial skills and after every outer step, the grading under the current G
-is probed for gaming; `audit.gate` refuses a flagged G' (decoevo_audit.py).
+is probed for gaming; `audit.gate` refuses a flagged G' (audit.py).
 """
 
 from __future__ import annotations
@@ -55,25 +55,22 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from pydantic import Field, model_validator
-
-from coevo.roles.decoevo import (
-    ContrastiveAuditor,
-    ContrastiveRecord,
-    CriterionJudge,
-    CriterionJudgment,
-    GeneratedRubric,
-    GeneratorRewriter,
-    RubricGenerator,
-    Solver,
-    SolverRewriter,
-    StructuralAuditor,
-    blind,
-    breakdown_block,
+from coevo.algorithms.decoevo import audit as decoevo_audit
+from coevo.algorithms.decoevo.config import DecoEvoConfig
+from coevo.algorithms.decoevo.data import _unit, check_partitions, gold_scores, make_partitions
+from coevo.algorithms.decoevo.backbone import DecoEvoRoles, Meter, build_decoevo_roles
+from coevo.algorithms.decoevo.rules import (
+    Decision,
+    outer_step_due,
+    pareto_accept,
+    resolution_rate,
+    score_coupled_accept,
+    select_near_ties,
+    solver_gate,
 )
-from coevo.algorithms.decoevo_summary import (
+from coevo.algorithms.decoevo.summary import (
     DecoEvoSummary,
     MethodResult,
     ScoringModes,
@@ -81,348 +78,23 @@ from coevo.algorithms.decoevo_summary import (
     TrajectoryPoint,
     summarise,
 )
-from coevo.algorithms import decoevo_audit
-from coevo.algorithms.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, versions
-from coevo.config import AuditConfig, ConfigError, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
-from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
+from coevo.algorithms.decoevo.skills import GENERATOR, SOLVER, SkillHistory, export_markdown, versions
+from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, passed
 from coevo.eval.stats import mean_of_known
 from coevo.llm.call_tags import tagged
 from coevo.llm.python_functions import PythonFunction
 from coevo.progress import progress_bar
+from coevo.roles.decoevo import (
+    ContrastiveRecord,
+    CriterionJudgment,
+    GeneratedRubric,
+    blind,
+    breakdown_block,
+)
 from coevo.store import RunStore
-from coevo.tasks.loaders import DataError
-from coevo.types import JudgeSampling, Rollout, Rubric, Sample, Sampling, Skill
+from coevo.types import Rollout, Rubric, Sample, Skill
 
 log = logging.getLogger(__name__)
-
-Method = Literal["zero_shot", "skillopt", "sc_coevo", "decoevo"]
-METHODS: tuple[str, ...] = ("zero_shot", "skillopt", "sc_coevo", "decoevo")
-PARTITIONS: tuple[str, ...] = ("pilot", "train", "probe", "solver_gate", "generator_gate",
-                               "diagnostic", "test")
-_EPS = 1e-9  # margins are compared with a tolerance: 0.55 - 0.5 must count as 0.05
-
-DEFAULT_SOLVER_SKILL = (
-    "Read the task carefully and meet every explicit requirement: length, form, audience, "
-    "required elements and ending. Stay on the topic and write clearly."
-)
-DEFAULT_GENERATOR_SKILL = (
-    "Turn each explicit requirement of the task into one checkable criterion. Phrase every "
-    "criterion positively; write things to avoid as 'Avoids ...'. Give the central goal the most points."
-)
-
-
-# ====================================================================== config
-class DecoEvoSampling(StrictModel):
-    """Decoding per role. Greedy (T 0) roles are shared across seeds through the cache.
-
-    The scoring roles (criterion judge, auditor, gold grader) take `scoring: expected |
-    sampled` (`JudgeSampling`): `expected`, the default, scores by the probabilities of the
-    verdict's or grade's tokens where the backend returns them (a greedy judge returns them
-    too), and falls back to the written value where it does not, saying so once. The
-    auditor's scoring applies to the structural auditor's adequacy grade; the contrastive
-    auditor's preferences are decisions, not scores.
-    """
-
-    solver: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=384)
-    rollout: Sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=384)
-    generator: Sampling = Sampling(temperature=0.3, top_p=0.95, max_tokens=400)
-    judge: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
-    auditor: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=300)
-    rewriter: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=600)
-    grader: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
-
-
-class Partitions(StrictModel):
-    """Shares of the seven disjoint partitions; `sizes` caps a partition (tiny budgets)."""
-
-    fractions: dict[str, float] = Field(default_factory=lambda: {
-        "pilot": 0.05, "train": 0.35, "probe": 0.1, "solver_gate": 0.1, "generator_gate": 0.1,
-        "diagnostic": 0.1, "test": 0.2})
-    sizes: dict[str, int] = Field(default_factory=dict)
-    seed: int = 0
-
-    @model_validator(mode="after")
-    def _names(self) -> "Partitions":
-        for label, keys in (("fractions", set(self.fractions)), ("sizes", set(self.sizes))):
-            unknown = keys - set(PARTITIONS)
-            if unknown:
-                raise ValueError(f"partitions.{label} has unknown name(s) {sorted(unknown)}; "
-                                 f"the partitions are {list(PARTITIONS)}")
-        missing = set(PARTITIONS) - set(self.fractions)
-        if missing:
-            raise ValueError(f"partitions.fractions lacks {sorted(missing)}; give all of {list(PARTITIONS)}")
-        return self
-
-
-class DecoEvoModels(ModelRoles):
-    """DecoEvo's models (backend options per role in `options`, see ModelRoles)."""
-
-    backbone: str = "smollm2"            # the one frozen LLM behind every optimisation role
-    #: The final gold-rubric grader: the paper's is the benchmark's own (WritingBench: its
-    #: critic model). None: the backbone grades its own answers (a departure, warned about).
-    grader: str | None = None
-
-
-class DecoEvoConfig(StrictModel):
-    """`algorithm: decoevo` — the four methods on one backbone, several seeds."""
-
-    algorithm: Literal["decoevo"] = "decoevo"
-    data: DataConfig = DataConfig()
-    models: DecoEvoModels = DecoEvoModels()
-    methods: list[Method] = Field(default_factory=lambda: list(METHODS))
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])
-    partitions: Partitions = Partitions()
-    inner_steps: int = Field(8, ge=0)    # T: the solver-edit budget, the same for every method
-    batch_size: int = Field(4, ge=1)     # train questions per inner step
-    max_failures: int = Field(8, ge=1)   # unmet criteria shown to the solver rewriter
-    delta: float = 0.02                  # solver gate margin
-    k: int = Field(3, ge=1)              # outer step every k inner steps ...
-    s: int = Field(2, ge=1)              # ... or after s consecutive solver rejections
-    m: int = Field(4, ge=2)              # stochastic rollouts per probe question
-    epsilon: float = 0.1                 # near-tie threshold on rubric score gaps
-    max_pairs: int = Field(8, ge=1)      # P: near-tie pairs audited per outer step
-    eta: float = 0.05                    # Pareto improvement margin (and SC-CoEvo's margin)
-    tau: float = 0.02                    # Pareto regression tolerance
-    gamma: float = 0.2                   # resolution margin S(y+) - S(y-)
-    min_criteria: int = Field(3, ge=1)
-    max_criteria: int = Field(6, ge=1)
-    max_skill_words: int = Field(200, ge=20)
-    max_text_chars: int = Field(240, ge=20)  # cap on each free-text JSON field of a role's answer
-    audit_spec: str = "decoevo_audit_spec_writing"  # bundled name or a file path
-    initial_solver_skill: str = DEFAULT_SOLVER_SKILL
-    initial_generator_skill: str = DEFAULT_GENERATOR_SKILL
-    sampling: DecoEvoSampling = DecoEvoSampling()
-    #: The grading (criterion judge + the current rubric-generator skill) probed for gaming on
-    #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
-    #: (decoevo_audit.py). Not in the paper; with `gate` off it changes no decision.
-    audit: AuditConfig = AuditConfig()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        return refuse_moved_keys(data, {"model": "models.backbone", "grader_model": "models.grader",
-                                        "model_options": "models.options"})
-
-    @model_validator(mode="after")
-    def _check(self) -> "DecoEvoConfig":
-        if len(set(self.methods)) != len(self.methods) or not self.methods:
-            raise ValueError(f"methods must be a non-empty list without repeats, got {self.methods}")
-        if not self.seeds:
-            raise ValueError("seeds must name at least one seed")
-        if self.min_criteria > self.max_criteria:
-            raise ValueError("min_criteria must be <= max_criteria")
-        return self
-
-
-# ====================================================================== acceptance rules
-@dataclass
-class Decision:
-    """An acceptance rule's verdict: accept or not, why (in words), and what it measured."""
-
-    accept: bool
-    reason: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-def solver_gate(incumbent: list[float | None], candidate: list[float | None], delta: float) -> Decision:
-    """Accept S' iff mean paired gain over the solver gate >= delta (same questions, same
-    cached rubrics); questions where either judgment is unreadable are left out."""
-    pairs = [(a, b) for a, b in zip(incumbent, candidate) if a is not None and b is not None]
-    if not pairs:
-        return Decision(False, "no solver-gate question was judged readably for both skills",
-                        {"n_pairs": 0})
-    inc = sum(a for a, _ in pairs) / len(pairs)
-    cand = sum(b for _, b in pairs) / len(pairs)
-    gain = cand - inc
-    accept = gain >= delta - _EPS
-    verb = "beats" if accept else "does not beat"
-    return Decision(accept, f"gate score {cand:.3f} vs {inc:.3f} (gain {gain:+.3f}) {verb} the "
-                            f"margin delta={delta:g} on {len(pairs)} paired questions",
-                    {"gate_incumbent": inc, "gate_candidate": cand, "gain": gain, "n_pairs": len(pairs),
-                     "gate_tie": gate_tie(inc, cand)})
-
-
-def gate_tie(incumbent: float | None, candidate: float | None) -> bool | None:
-    """Whether a gate comparison is an exact tie (None: nothing was compared).
-
-    Equal up to float rounding (_EPS): a tie cannot be told apart by any margin delta, so
-    the gate rejects the candidate without having measured a difference.
-    """
-    if incumbent is None or candidate is None:
-        return None
-    return abs(candidate - incumbent) <= _EPS
-
-
-def outer_step_due(steps_since_outer: int, stall: int, k: int, s: int) -> bool:
-    """The outer loop runs every k inner steps or after s consecutive solver rejections."""
-    return steps_since_outer >= k or stall >= s
-
-
-def select_near_ties(scores: list[list[float | None]], epsilon: float, max_pairs: int,
-                     texts: list[list[str]] | None = None) -> list[tuple[int, int, int, float]]:
-    """(question, i, j, gap) of at most `max_pairs` rollout pairs with gap <= epsilon.
-
-    Smallest gaps first; a rollout is never used twice, so a question with many near-ties
-    cannot dominate. Pairs of identical texts are skipped (nothing to distinguish).
-    """
-    candidates = []
-    for q, row in enumerate(scores):
-        for i in range(len(row)):
-            for j in range(i + 1, len(row)):
-                if row[i] is None or row[j] is None:
-                    continue
-                if texts is not None and texts[q][i].strip() == texts[q][j].strip():
-                    continue
-                gap = abs(row[i] - row[j])
-                if gap <= epsilon + _EPS:
-                    candidates.append((gap, q, i, j))
-    used: set[tuple[int, int]] = set()
-    chosen = []
-    for gap, q, i, j in sorted(candidates):
-        if len(chosen) >= max_pairs:
-            break
-        if (q, i) in used or (q, j) in used:
-            continue
-        used.update({(q, i), (q, j)})
-        chosen.append((q, i, j, gap))
-    return chosen
-
-
-def resolution_rate(margins: list[tuple[str, float | None]], gamma: float) -> float | None:
-    """Question-balanced share of frozen records whose margin S(y+) - S(y-) >= gamma.
-
-    `margins` holds (question id, margin) per record; an unreadable judgment (None) counts
-    as unresolved. None when there is no record (the objective is then unavailable).
-    """
-    by_question: dict[str, list[float]] = {}
-    for qid, margin in margins:
-        by_question.setdefault(qid, []).append(float(margin is not None and margin >= gamma - _EPS))
-    if not by_question:
-        return None
-    return sum(sum(v) / len(v) for v in by_question.values()) / len(by_question)
-
-
-def pareto_accept(deltas: dict[str, float | None], eta: float, tau: float) -> Decision:
-    """Accept iff some available objective improves by >= eta and none drops by more than tau.
-
-    `deltas` maps objective -> candidate minus incumbent (None = unavailable, e.g. no
-    frozen contrastive record). No weighted aggregation of the objectives.
-    """
-    available = {k: v for k, v in deltas.items() if v is not None}
-    shown = ", ".join(f"d{k}={v:+.3f}" for k, v in available.items())
-    if not available:
-        return Decision(False, "no audit objective available")
-    improved = [k for k, v in available.items() if v >= eta - _EPS]
-    regressed = [k for k, v in available.items() if v < -tau - _EPS]
-    if regressed:
-        return Decision(False, f"{', '.join(regressed)} regressed by more than tau={tau:g} ({shown})")
-    if not improved:
-        return Decision(False, f"no objective improved by eta={eta:g} ({shown})")
-    return Decision(True, f"{', '.join(improved)} improved by >= eta={eta:g}, none regressed "
-                          f"beyond tau={tau:g} ({shown})")
-
-
-def score_coupled_accept(proxy_incumbent: float | None, proxy_candidate: float | None,
-                         eta: float) -> Decision:
-    """SC-CoEvo: accept G' iff the current solver scores >= eta higher under G' rubrics."""
-    if proxy_incumbent is None or proxy_candidate is None:
-        return Decision(False, "solver score under the rubrics could not be read")
-    gain = proxy_candidate - proxy_incumbent
-    accept = gain >= eta - _EPS
-    return Decision(accept, f"solver aggregate score {proxy_candidate:.3f} vs {proxy_incumbent:.3f} "
-                            f"(gain {gain:+.3f}) {'>=' if accept else '<'} eta={eta:g} (score-coupled)")
-
-
-# ====================================================================== plumbing
-class Meter:
-    """Counts completions asked of a model and how many the run store's cache answered."""
-
-    def __init__(self, inner: Any):
-        self.inner, self.model_id = inner, inner.model_id
-        # Passed on: without it every scoring role would think the backend has no logprobs.
-        self.supports_logprobs = getattr(inner, "supports_logprobs", False)
-        self.calls = self.cached = 0
-
-    def generate(self, conversations, sampling, n=1):
-        """The inner model's `generate`, counted."""
-        return self._counted(self.inner.generate(conversations, sampling, n))
-
-    def generate_each(self, conversations, samplings, n=1):
-        """The inner model's `generate_each` (see llm/base.py), counted."""
-        from coevo.llm.base import generate_each
-
-        return self._counted(generate_each(self.inner, conversations, samplings, n))
-
-    def _counted(self, out):
-        self.calls += sum(len(group) for group in out)
-        self.cached += sum(bool(getattr(c, "cached", False)) for group in out for c in group)
-        return out
-
-
-def seeded(sampling: Sampling, seed: int) -> Sampling:
-    """`sampling` with the run's seed, unless it is greedy."""
-    # Greedy decoding does not depend on the seed: dropping it lets every seed share answers.
-    return sampling.model_copy(update={"seed": seed if sampling.temperature > 0 else None})
-
-
-@dataclass
-class DecoEvoRoles:
-    """The seven optimisation roles on the one backbone, plus the gold-rubric grader."""
-
-    solver: Solver
-    generator: RubricGenerator
-    judge: CriterionJudge
-    solver_rewriter: SolverRewriter
-    structural: StructuralAuditor
-    contrastive: ContrastiveAuditor
-    generator_rewriter: GeneratorRewriter
-    grader: Any  # GoldRubricJudge: final test and diagnostic grading only
-    rollout_sampling: Sampling
-
-
-def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int) -> DecoEvoRoles:
-    """Every DecoEvo role on `model` (the grader on `grader_model`), decoding seeded by `seed`."""
-    from coevo.prompts import load_template
-    from coevo.roles.python_scorers import grader_for
-
-    sp = config.sampling
-    spec = load_template(config.audit_spec).text.strip()
-    chars = config.max_text_chars
-    return DecoEvoRoles(
-        solver=Solver(model, seeded(sp.solver, seed)),
-        generator=RubricGenerator(model, seeded(sp.generator, seed), min_criteria=config.min_criteria,
-                                    max_criteria=config.max_criteria, text_chars=chars),
-        judge=CriterionJudge(model, seeded(sp.judge, seed), text_chars=chars),
-        solver_rewriter=SolverRewriter(model, seeded(sp.rewriter, seed), max_words=config.max_skill_words,
-                                         text_chars=chars),
-        structural=StructuralAuditor(model, seeded(sp.auditor, seed), spec, text_chars=chars),
-        contrastive=ContrastiveAuditor(model, seeded(sp.auditor, seed), seed=seed, text_chars=chars),
-        generator_rewriter=GeneratorRewriter(model, seeded(sp.rewriter, seed),
-                                               max_words=config.max_skill_words, text_chars=chars),
-        grader=grader_for(grader_model, seeded(sp.grader, seed)),
-        rollout_sampling=seeded(sp.rollout, seed),
-    )
-
-
-def make_partitions(samples: list[Sample], config: Partitions) -> dict[str, list[Sample]]:
-    """The seven disjoint partitions (seeded hash), each capped at `sizes` when given."""
-    from coevo.tasks.partition import partition
-
-    parts = partition(samples, config.fractions, config.seed)
-    return {name: parts[name][: config.sizes[name]] if name in config.sizes else parts[name]
-            for name in PARTITIONS}
-
-
-def gold_scores(grader: Any, samples: list[Sample], responses: list[str]) -> list[tuple[float | None, Any]]:
-    """Gold-rubric grade of each response, mapped from 1-10 to 0-1 (a Python grader's is
-    already in [0, 1]), with its Judgment."""
-    judged = grader.judge(samples, responses) if samples else []
-    return [((j.score if j.source == "python" else _unit(j.score)) if j.valid else None, j) for j in judged]
-
-
-def _unit(grade: float | None) -> float | None:
-    """A 1-10 grade on the 0-1 scale."""
-    return None if grade is None else (grade - 1) / 9
 
 
 # ====================================================================== methods as policies
@@ -678,7 +350,7 @@ class MethodRun:
         self.test_sampled: list[float | None] = []  # the grader's written grades, beside `test`'s
         self.test_constraints: list[list[bool]] = []  # per constrained test answer, each check's outcome
         self._rubrics: dict[tuple[str, str], GeneratedRubric] = {}
-        # The judge audit (decoevo_audit.py): G0 for the drift, the gate's records of the
+        # The judge audit (audit.py): G0 for the drift, the gate's records of the
         # round (saved with its audit) and refusals, the diagnostic answers and gold grades
         # of the step, by (solver skill text, question id), for the audit to reuse.
         self.initial_generator = self.skills.get(GENERATOR, "")
@@ -999,38 +671,3 @@ def warn(store: RunStore, warnings: list[str]) -> None:
     for warning in warnings:
         log.warning(warning)
     store.update_meta("warnings", lambda old: [*old, *(w for w in warnings if w not in old)], [])
-
-
-def check_partitions(parts: dict[str, list[Sample]]) -> None:
-    """Refuse partitions the run cannot use: graded ones without gold rubrics, empty ones."""
-    for name in ("test", "diagnostic"):
-        lacking = [s.id for s in parts[name] if s.rubric is None or not s.rubric.criteria]
-        if lacking:
-            raise DataError(f"{name} samples need gold rubrics for the final grader; {lacking[:3]} have "
-                             "none. Map a rubric column (data.columns.rubric) or use bundled:writing")
-    for name in ("train", "solver_gate", "test"):
-        if not parts[name]:
-            raise ConfigError(f"partition {name!r} is empty: add samples or raise partitions.fractions.{name}")
-
-
-# ====================================================================== transfer
-def evaluate_skill(skill: str, samples: list[Sample], model: Any, grader: Any | None = None,
-                   sampling: DecoEvoSampling | None = None, seed: int = 0) -> dict[str, Any]:
-    """Apply a final solver skill to other data, no updates; gold-rubric score (0-1)."""
-    lacking = [s.id for s in samples if s.rubric is None or not s.rubric.criteria]
-    if lacking:
-        raise DataError(f"every sample needs a gold rubric to be graded; {lacking[:3]} have none")
-    sampling = sampling or DecoEvoSampling()
-    from coevo.roles.python_scorers import grader_for
-
-    solver = Solver(model, seeded(sampling.solver, seed))
-    responses = [group[0] for group in solver.solve([blind(s) for s in samples], skill)]
-    graded = gold_scores(grader_for(grader or model, seeded(sampling.grader, seed)), samples, responses)
-    scores = [g for g, _ in graded]
-    valid = [g for g in scores if g is not None]
-    outcomes = [passed(constraint_judgment(r, constraints_of(s))) for s, r in zip(samples, responses)
-                if constraints_of(s)]
-    return {"n_samples": len(samples), "n_valid": len(valid), "n_invalid": len(scores) - len(valid),
-            "gold_mean": sum(valid) / len(valid) if valid else None,
-            **pass_rate_metrics(outcomes),
-            "scores": {s.id: g for s, g in zip(samples, scores)}}

@@ -2,7 +2,7 @@
 answers' constraint pass rate with its Wilson CI, where prompts state constraints), the CIs of
 DecoEvo - SkillOpt (over matched runs, as the paper reports it, and pooled over (seed,
 question) pairs), skill versions, solver-gate ties, cost per inner / outer step,
-the diagnostic trajectory, the judge audits (`audit`, decoevo_audit.py), and the report's
+the diagnostic trajectory, the judge audits (`audit`, audit.py), and the report's
 table and plot (set in the run store's meta).
 
 The records here are what one (method, seed) run returns (`MethodResult`, saved as the
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from coevo.algorithms.skills import GENERATOR, SOLVER, SkillVersion
+from coevo.algorithms.decoevo.skills import GENERATOR, SOLVER, SkillVersion
 from coevo.audit.in_run import run_records
 from coevo.eval.constraints import pass_rate_metrics
 from coevo.eval.paired import PairedCI, RunCI, paired_difference, run_difference
@@ -25,8 +25,8 @@ from coevo.metric_defs import estimate_text
 from coevo.store import RunStore
 from coevo.types import Record, Skill, Table
 
-if TYPE_CHECKING:  # the config's type only: decoevo.py imports this module
-    from coevo.algorithms.decoevo import DecoEvoConfig
+if TYPE_CHECKING:
+    from coevo.algorithms.decoevo.config import DecoEvoConfig
 
 
 # ====================================================================== one (method, seed) run
@@ -138,7 +138,7 @@ class DecoEvoSummary(Record):
     cost: dict[str, StepCostSummary] = Field(default_factory=dict)
     trajectory: dict[str, list[TrajectoryPoint]] = Field(default_factory=dict)
     table: Table
-    #: The judge audits (`audit:`; decoevo_audit.py), one record per audited grading and round:
+    #: The judge audits (`audit:`; audit.py), one record per audited grading and round:
     #: {"round": "<method>/seed<k>/round<t>", "judge_role": "grader" | "grader_candidate", the
     #: `coevo audit judge --json` object, and the drift estimates `agreement_with_round0`,
     #: `agreement_with_gold`}.

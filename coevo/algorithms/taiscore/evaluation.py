@@ -53,7 +53,7 @@ from collections.abc import Sequence
 import copy
 from typing import TYPE_CHECKING, Any
 
-from coevo.algorithms.taiscore_audit import AUDIT_TABLE_METRICS, audit_round
+from coevo.algorithms.taiscore.audit import AUDIT_TABLE_METRICS, audit_round
 from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
 from coevo.eval.paired import paired_difference
@@ -66,7 +66,8 @@ from coevo.roles.python_scorers import judge_for
 from coevo.types import Rollout
 
 if TYPE_CHECKING:
-    from coevo.algorithms.taiscore import ConditionResult, Context
+    from coevo.algorithms.taiscore.context import Context
+    from coevo.algorithms.taiscore.records import ConditionResult
     from coevo.store import RunStore
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ class RoundEvaluator:
             if "S_y1" in found:
                 metrics |= _refine_metrics(found, suffix)
             metrics["eval_critic_prompts_shortened"] = found["critic_prompts_shortened"]
-        # The judges probed on this round's items (taiscore_audit.py): can they be gamed?
+        # The judges probed on this round's items (taiscore/audit.py): can they be gamed?
         metrics |= audit_round(self.ctx, self.tag, r, self.reward, self.seed, samples, rollouts, actor, critic)
         for rollout in rollouts:
             store.save_rollout(f"{self.tag}/round{r}/eval", rollout, round=r)

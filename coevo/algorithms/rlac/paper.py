@@ -136,7 +136,7 @@ def plan(config: Any) -> RunPlan:
     iteration generate → (critic proposals → validate | check every fact/test | reward-model
     scores) → generator DPO → critic DPO (adversarial only) → evaluate.
     """
-    from coevo.algorithms.rlac import split_data
+    from coevo.algorithms.rlac.data import split_data
     from coevo.tasks.loaders import DataError
 
     notes: list[str] = []
@@ -165,7 +165,7 @@ def plan(config: Any) -> RunPlan:
         roles.append(role("judge", config.models.judge, trained=False, options=config.models.options_for("judge")))
     if config.verification == "reward_model":
         roles.append(role("reward_model", config.reward_model, trained=False))
-    from coevo.algorithms.rlac_audit import plan_note
+    from coevo.algorithms.rlac.audit import plan_note
 
     audit = plan_note(config)
     if audit:

@@ -89,7 +89,7 @@ GRADER_WHY = ("the backbone grades its own test answers: the paper scores them w
 def grader_departure(config: Any) -> Departure | None:
     """The grader row: the paper's final grader is each benchmark's own, never the backbone
     that fills the optimisation roles (unset `models.grader` means the backbone grades)."""
-    from coevo.algorithms.decoevo import grades_itself
+    from coevo.algorithms.decoevo.loop import grades_itself
 
     grader = config.models.grader
     if not grades_itself(config):
@@ -113,7 +113,8 @@ def plan(config: Any) -> RunPlan:
     order), `sizes`, `held_out` (the test ids, the only ones the final score uses) and
     `lacking_gold_rubric` (test / diagnostic ids without one: the run refuses them).
     """
-    from coevo.algorithms.decoevo import PARTITIONS, make_partitions
+    from coevo.algorithms.decoevo.config import PARTITIONS
+    from coevo.algorithms.decoevo.data import make_partitions
     from coevo.tasks.loaders import load_samples
 
     missing: list[str] = []
@@ -144,7 +145,7 @@ def plan(config: Any) -> RunPlan:
 
 def _stages(config: Any, parts: dict[str, list]) -> list[PlanStage]:
     """Per seed, per method: the inner steps, the outer steps, the diagnostic points, the test."""
-    from coevo.algorithms.decoevo import METHOD_POLICIES
+    from coevo.algorithms.decoevo.loop import METHOD_POLICIES
 
     steps, gate, diag = config.inner_steps, len(parts["solver_gate"]), len(parts["diagnostic"])
     scheduled = sum(1 for t in range(1, steps) if t % config.k == 0)  # without stalls

@@ -266,7 +266,7 @@ class RlacSummary(Record):
     #: The reward-model baseline's scorer and how many outputs it scored (absent otherwise).
     reward_model: dict[str, Any] | None = None
     table: Table
-    #: The judge audits (rlac_audit.py): one record per audited round ({"round": "audit/round<r>",
+    #: The judge audits (rlac/audit.py): one record per audited round ({"round": "audit/round<r>",
     #: "judge_role": "validator", the `coevo audit judge --json` object, `real_items`,
     #: `validator_calls`}), or one note saying why the run has nothing to audit (code).
     audit: list[dict[str, Any]] = Field(default_factory=list)

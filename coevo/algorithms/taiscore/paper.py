@@ -86,7 +86,8 @@ def plan(config: Any) -> RunPlan:
     roles and departures, without loading a model. With `data.filter_queries` and no quality
     column the pools are known only after the judge grades every query: the plan says how
     many calls that is and shows no pool ids."""
-    from coevo.algorithms.taiscore import held_out_split, query_ratings, resolve_conditions
+    from coevo.algorithms.taiscore.config import resolve_conditions
+    from coevo.algorithms.taiscore.data import held_out_split, query_ratings
     from coevo.tasks.loaders import load_data, load_samples
     from coevo.tasks.pools import quality_pools, sample_critic_queries
 
@@ -141,7 +142,7 @@ def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
 
 
 def _stages(config: Any, plans: list[Any], data: dict[str, Any]) -> list[PlanStage]:
-    from coevo.algorithms.taiscore import stages_for
+    from coevo.algorithms.taiscore.loop import stages_for
 
     sizes = [len(p) for p in data["pools"]] if data.get("pools") else [None] * config.rounds
     critic_sizes = [len(q) for q in data["critic_queries"]] if data.get("critic_queries") else sizes

@@ -30,7 +30,7 @@ from coevo.roles.python_scorers import judge_for
 from coevo.types import Rollout, Sample
 
 if TYPE_CHECKING:
-    from coevo.algorithms.taiscore import Context
+    from coevo.algorithms.taiscore.context import Context
 
 #: Audit metrics shown in the rounds tables (with their CI and n), beside the win rate.
 AUDIT_TABLE_METRICS = ("audit_reward_fooled_rate", "audit_pairwise_position_consistency")

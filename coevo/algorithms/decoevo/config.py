@@ -1,0 +1,128 @@
+"""DecoEvo's configuration: methods, partitions, sampling, the backbone and grader roles, and
+the paper's defaults."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from coevo.config import AuditConfig, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
+from coevo.types import JudgeSampling, Sampling
+
+Method = Literal["zero_shot", "skillopt", "sc_coevo", "decoevo"]
+METHODS: tuple[str, ...] = ("zero_shot", "skillopt", "sc_coevo", "decoevo")
+PARTITIONS: tuple[str, ...] = ("pilot", "train", "probe", "solver_gate", "generator_gate",
+                               "diagnostic", "test")
+
+DEFAULT_SOLVER_SKILL = (
+    "Read the task carefully and meet every explicit requirement: length, form, audience, "
+    "required elements and ending. Stay on the topic and write clearly."
+)
+DEFAULT_GENERATOR_SKILL = (
+    "Turn each explicit requirement of the task into one checkable criterion. Phrase every "
+    "criterion positively; write things to avoid as 'Avoids ...'. Give the central goal the most points."
+)
+
+
+# ====================================================================== config
+class DecoEvoSampling(StrictModel):
+    """Decoding per role. Greedy (T 0) roles are shared across seeds through the cache.
+
+    The scoring roles (criterion judge, auditor, gold grader) take `scoring: expected |
+    sampled` (`JudgeSampling`): `expected`, the default, scores by the probabilities of the
+    verdict's or grade's tokens where the backend returns them (a greedy judge returns them
+    too), and falls back to the written value where it does not, saying so once. The
+    auditor's scoring applies to the structural auditor's adequacy grade; the contrastive
+    auditor's preferences are decisions, not scores.
+    """
+
+    solver: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=384)
+    rollout: Sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=384)
+    generator: Sampling = Sampling(temperature=0.3, top_p=0.95, max_tokens=400)
+    judge: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+    auditor: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=300)
+    rewriter: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=600)
+    grader: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+
+
+class Partitions(StrictModel):
+    """Shares of the seven disjoint partitions; `sizes` caps a partition (tiny budgets)."""
+
+    fractions: dict[str, float] = Field(default_factory=lambda: {
+        "pilot": 0.05, "train": 0.35, "probe": 0.1, "solver_gate": 0.1, "generator_gate": 0.1,
+        "diagnostic": 0.1, "test": 0.2})
+    sizes: dict[str, int] = Field(default_factory=dict)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _names(self) -> "Partitions":
+        for label, keys in (("fractions", set(self.fractions)), ("sizes", set(self.sizes))):
+            unknown = keys - set(PARTITIONS)
+            if unknown:
+                raise ValueError(f"partitions.{label} has unknown name(s) {sorted(unknown)}; "
+                                 f"the partitions are {list(PARTITIONS)}")
+        missing = set(PARTITIONS) - set(self.fractions)
+        if missing:
+            raise ValueError(f"partitions.fractions lacks {sorted(missing)}; give all of {list(PARTITIONS)}")
+        return self
+
+
+class DecoEvoModels(ModelRoles):
+    """DecoEvo's models (backend options per role in `options`, see ModelRoles)."""
+
+    backbone: str = "smollm2"            # the one frozen LLM behind every optimisation role
+    #: The final gold-rubric grader: the paper's is the benchmark's own (WritingBench: its
+    #: critic model). None: the backbone grades its own answers (a departure, warned about).
+    grader: str | None = None
+
+
+class DecoEvoConfig(StrictModel):
+    """`algorithm: decoevo` — the four methods on one backbone, several seeds."""
+
+    algorithm: Literal["decoevo"] = "decoevo"
+    data: DataConfig = DataConfig()
+    models: DecoEvoModels = DecoEvoModels()
+    methods: list[Method] = Field(default_factory=lambda: list(METHODS))
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])
+    partitions: Partitions = Partitions()
+    inner_steps: int = Field(8, ge=0)    # T: the solver-edit budget, the same for every method
+    batch_size: int = Field(4, ge=1)     # train questions per inner step
+    max_failures: int = Field(8, ge=1)   # unmet criteria shown to the solver rewriter
+    delta: float = 0.02                  # solver gate margin
+    k: int = Field(3, ge=1)              # outer step every k inner steps ...
+    s: int = Field(2, ge=1)              # ... or after s consecutive solver rejections
+    m: int = Field(4, ge=2)              # stochastic rollouts per probe question
+    epsilon: float = 0.1                 # near-tie threshold on rubric score gaps
+    max_pairs: int = Field(8, ge=1)      # P: near-tie pairs audited per outer step
+    eta: float = 0.05                    # Pareto improvement margin (and SC-CoEvo's margin)
+    tau: float = 0.02                    # Pareto regression tolerance
+    gamma: float = 0.2                   # resolution margin S(y+) - S(y-)
+    min_criteria: int = Field(3, ge=1)
+    max_criteria: int = Field(6, ge=1)
+    max_skill_words: int = Field(200, ge=20)
+    max_text_chars: int = Field(240, ge=20)  # cap on each free-text JSON field of a role's answer
+    audit_spec: str = "decoevo_audit_spec_writing"  # bundled name or a file path
+    initial_solver_skill: str = DEFAULT_SOLVER_SKILL
+    initial_generator_skill: str = DEFAULT_GENERATOR_SKILL
+    sampling: DecoEvoSampling = DecoEvoSampling()
+    #: The grading (criterion judge + the current rubric-generator skill) probed for gaming on
+    #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
+    #: (audit.py). Not in the paper; with `gate` off it changes no decision.
+    audit: AuditConfig = AuditConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_moved_keys(data, {"model": "models.backbone", "grader_model": "models.grader",
+                                        "model_options": "models.options"})
+
+    @model_validator(mode="after")
+    def _check(self) -> "DecoEvoConfig":
+        if len(set(self.methods)) != len(self.methods) or not self.methods:
+            raise ValueError(f"methods must be a non-empty list without repeats, got {self.methods}")
+        if not self.seeds:
+            raise ValueError("seeds must name at least one seed")
+        if self.min_criteria > self.max_criteria:
+            raise ValueError("min_criteria must be <= max_criteria")
+        return self

@@ -1,0 +1,214 @@
+"""RLAC's configuration: its data, model roles, sampling, templates, the two tasks' settings
+(facts, code) and the paper's defaults (App. A, B)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from coevo.algorithms.rlac.reward_model import RewardModelSettings
+from coevo.config import AuditConfig, ModelRoles, StrictModel, refuse_moved_keys
+from coevo.train.dpo import DPOSettings
+from coevo.types import Sampling
+
+if TYPE_CHECKING:
+    pass
+
+# --------------------------------------------------------------------------- config
+
+
+class RlacData(StrictModel):
+    """Instructions: biographies of corpus people (facts) or code problems (code)."""
+
+    #: facts: a {title, text} corpus (`bundled:bios` or a JSONL path); code: `humaneval`,
+    #: `bundled:code_easy` or a JSONL.
+    source: str | None = None
+    #: Held-out instructions from another source than the train ones (code: the paper trains
+    #: on AceCode-87K-hard problems and evaluates on HumanEval); None: both from `source`.
+    heldout_source: str | None = None
+    train: int = Field(4, ge=1)
+    heldout: int = Field(2, ge=1)
+    #: Pin the people / problem ids instead of a seeded draw (train first, then held-out).
+    train_ids: list[str] | None = None
+    heldout_ids: list[str] | None = None
+    sentences: int = Field(4, ge=1)  # facts: "exactly n sentences" (the paper: 4 or 8)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _pinned_ids_are_the_sizes(self) -> RlacData:
+        # So `train` / `heldout` always say how many instructions a run has (the plan, the
+        # departures and the summary read them), pinned or drawn.
+        if self.train_ids:
+            self.train = len(self.train_ids)
+        if self.heldout_ids:
+            self.heldout = len(self.heldout_ids)
+        return self
+
+
+class RlacModels(ModelRoles):
+    """The roles of Algorithm 1 (backend options per role in `options`, see ModelRoles)."""
+
+    generator: str = "smollm2"
+    critic: str = "smollm2"
+    #: The facts validator's entailment judge and the atomic-fact splitter (frozen).
+    judge: str = "smollm2"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_moved_keys(data, {"frozen_options": "models.options (per role, or `default`)"})
+
+
+class RlacSampling(StrictModel):
+    generator: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=256)
+    critic: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=128)
+    judge: Sampling = Sampling(temperature=0.0, max_tokens=16)
+    splitter: Sampling = Sampling(temperature=0.0, max_tokens=384)
+    #: Held-out evaluation decodes greedily: FactScore and pass@1 of the policy's mode.
+    eval: Sampling = Sampling(temperature=0.0, max_tokens=256)
+
+
+class FactsSettings(StrictModel):
+    #: Entailment judgments: the judge model (the paper), word overlap, or both (see facts.py).
+    judge: Literal["llm", "lexical", "hybrid"] = "llm"
+    atomic_facts: Literal["llm", "sentences"] = "llm"
+    passages: int = Field(3, ge=1)
+    min_overlap: float = Field(0.5, ge=0, le=1)
+
+
+class CodeSettings(StrictModel):
+    timeout_s: float = Field(5.0, gt=0)
+    #: Asks for model-written code to run WITHOUT isolation where none works. A config file
+    #: alone cannot allow it: `coevo run --unsafe-exec` or COEVO_UNSAFE_EXEC=1 must too.
+    unsafe_exec: bool = False
+
+    @field_validator("unsafe_exec")
+    @classmethod
+    def _allowed_outside_the_file(cls, value: bool) -> bool:
+        from coevo.validators.sandbox import UNSAFE_ENV_VAR, unsafe_allowed
+
+        if value and not unsafe_allowed():
+            raise ValueError(f"running model-written code without isolation needs the command line's consent: "
+                             f"pass --unsafe-exec to `coevo run` (or set {UNSAFE_ENV_VAR}=1), or install "
+                             "bubblewrap and set unsafe_exec: false")
+        return value
+    #: critic_form=paper only: fill the paper prompt's {optional_examples_block} with one
+    #: answer in its <testcase> format, built from a call in the problem's own docstring
+    #: (`>>> f(3.5)`). The schema form needs no example: its grammar fixes the form.
+    critic_examples: bool = False
+
+
+class RlacTemplates(StrictModel):
+    """The prompt templates of the two trained roles: a bundled name or a path to your own
+    file (coevo/prompts: a `<<system>>` / `<<user>>` split gives a system message). Left
+    out, each is the paper's for the task and critic form (App. A): `generator_bio` /
+    `generator_code` and `critic_fact` / `critic_code` (`critic_*_schema` for the schema form).
+    """
+
+    generator: str | None = None
+    critic: str | None = None
+
+
+#: The paper's generator template of each task (App. A.1): a system message with the bio
+#: instructions and the user's request; for code the problem statement alone, unmodified.
+PAPER_GENERATOR_TEMPLATE = {"facts": "generator_bio", "code": "generator_code"}
+#: The task of each bundled generator template (its fields are that task's).
+GENERATOR_TASK = {"generator_bio": "facts", "generator_code": "code", "generator_code_instructed": "code"}
+#: The critic's template of each (task, critic_form): App. A.2's prompts, or ours for the
+#: schema form (the same system/user split, the answer form asked for as JSON).
+CRITIC_TEMPLATE = {("facts", "paper"): "critic_fact", ("facts", "schema"): "critic_fact_schema",
+                   ("code", "paper"): "critic_code", ("code", "schema"): "critic_code_schema"}
+
+
+class RlacConfig(StrictModel):
+    """`algorithm: rlac` — the paper's defaults: K=10 outputs, N=4 proposals (facts)."""
+
+    algorithm: Literal["rlac"] = "rlac"
+    task: Literal["facts", "code"] = "facts"
+    iterations: int = Field(2, ge=1)
+    k: int = Field(10, ge=2)  # generator outputs per instruction
+    n: int = Field(4, ge=1)  # critic proposals per output when the critic is trained
+    critic_training: Literal["adversarial", "static"] = "adversarial"
+    #: How the critic answers. `schema` (default): decoded under a JSON schema built for the
+    #: output at hand (facts: {"sentence": 1..n, "error_fact", "reason"}; code: the arguments
+    #: of one call of the function under test), with prompts saying so (critic_*_schema.md);
+    #: the form is fixed, the content is the model's. `paper`: the paper's App. A prompts and
+    #: free text (<testcase> tags, three lines), which a 135M critic rarely writes.
+    critic_form: Literal["schema", "paper"] = "schema"
+    #: Where the generator's reward comes from: `critic` (RLAC: one critic proposal per output,
+    #: checked by the validator), `enumerative` (every atomic fact / reference test of every
+    #: output: FactTune-FS, AceCoder-Rule) or `reward_model` (a learned scalar reward of each
+    #: output: ArmoRM, AceCoder-RM; needs `reward_model`). The baselines pair outputs by
+    #: score under the same `max_pairs_per_instruction` budget as RLAC.
+    verification: Literal["critic", "enumerative", "reward_model"] = "critic"
+    #: The reward-model baseline's scorer: `hf:PATH_OR_ID` of a transformers
+    #: sequence-classification model with one output (ArmoRM-Llama3-8B-v0.1 for facts,
+    #: AceCodeRM-7B for code in the paper). Read only when verification is `reward_model`.
+    reward_model: str | None = None
+    reward_scoring: RewardModelSettings = RewardModelSettings()
+    validator: Literal["real", "random"] = "real"
+    #: Also count (facts: split into atomic facts) what enumerative checking of the same
+    #: generations would cost; off saves the splitter calls but loses the ratio.
+    count_enumerative: bool = True
+    #: Generator DPO pairs per instruction, for every condition alike (RLAC's survived-vs-
+    #: caught pairs and the baselines' score-ranked pairs), so no method gets more signal.
+    max_pairs_per_instruction: int = Field(4, ge=1)
+    max_pairs_per_output: int = Field(2, ge=1)
+    kl: bool = True
+    #: torch intra-op threads for generation and training. On a shared machine one thread is
+    #: ~10x faster than two fighting other jobs (measured: 16 tokens x 4 rows, 2.3 s vs 22 s);
+    #: None leaves torch's default (all cores), right for a machine of your own.
+    torch_threads: int | None = Field(None, ge=1)
+    data: RlacData = RlacData()
+    models: RlacModels = RlacModels()
+    sampling: RlacSampling = RlacSampling()
+    dpo: DPOSettings = DPOSettings(max_length=1024, max_prompt_length=768)
+    facts: FactsSettings = FactsSettings()
+    code: CodeSettings = CodeSettings()
+    templates: RlacTemplates = RlacTemplates()
+    #: Not in the paper (a diagnosis, not a departure): the facts validator's entailment judge
+    #: probed with content-free critic proposals before iteration 1 and after every iteration
+    #: (rlac/audit.py); its calls are counted apart from the verification calls.
+    audit: AuditConfig = AuditConfig()
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _paper_templates_by_default(self) -> RlacConfig:
+        self.audit.refuse_gate("rlac", "the audited validator is frozen; the critic's claims are checked, not trusted")
+        # Filled in here, not left None, so summary.json, the plan and the departures name
+        # the template a run actually uses.
+        critic = CRITIC_TEMPLATE[(self.task, self.critic_form)]
+        self.templates.generator = self.templates.generator or PAPER_GENERATOR_TEMPLATE[self.task]
+        self.templates.critic = self.templates.critic or critic
+        # A bundled template of another task or critic form asks for fields this run does
+        # not fill, or for an answer form the critic is not decoded in: refused here, not
+        # mid-run.
+        task = GENERATOR_TASK.get(self.templates.generator, self.task)
+        if task != self.task:
+            raise ValueError(f"templates.generator {self.templates.generator!r} is a {task} template; "
+                             f"task {self.task} uses {PAPER_GENERATOR_TEMPLATE[self.task]!r} (the paper's) or "
+                             "your own file")
+        if self.templates.critic in CRITIC_TEMPLATE.values() and self.templates.critic != critic:
+            raise ValueError(f"templates.critic {self.templates.critic!r} does not fit task {self.task} with "
+                             f"critic_form {self.critic_form}, which uses {critic!r}; leave templates.critic out "
+                             "or give your own file")
+        return self
+
+    @model_validator(mode="after")
+    def _heldout_source_for_code(self) -> RlacConfig:
+        if self.task == "facts" and self.data.heldout_source is not None:
+            raise ValueError("data.heldout_source is for code; a facts run checks every person against the "
+                             "knowledge corpus data.source, so held-out people must be in it (pin them with "
+                             "data.heldout_ids)")
+        return self
+
+    @model_validator(mode="after")
+    def _reward_model_named(self) -> RlacConfig:
+        if self.verification == "reward_model" and not self.reward_model:
+            raise ValueError("verification: reward_model needs `reward_model: hf:PATH_OR_ID` (a transformers "
+                             "sequence-classification reward model, e.g. hf:RLHFlow/ArmoRM-Llama3-8B-v0.1)")
+        if self.reward_model and self.reward_model.strip().partition(":")[0] != "hf":
+            raise ValueError(f"reward_model {self.reward_model!r}: only `hf:PATH_OR_ID` (a transformers "
+                             "sequence-classification model) can score outputs; write it as hf:...")
+        return self

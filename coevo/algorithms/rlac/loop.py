@@ -1,0 +1,502 @@
+"""RLAC: Reinforcement Learning with Adversarial Critic (Algorithm 1 of the RLAC paper).
+
+    for each iteration:
+      # Policy evaluation for the generator
+      for each instruction s: a_1..a_K ~ pi_g(.|s); c_i ~ pi_c(.|s, a_i); r_i = R(s, a_i, c_i)
+      # Policy evaluation for the critic (optional)
+      for each (s, a): c_1..c_N ~ pi_c(.|s, a); R(s, a, c_j)
+      # Policy improvement: DPO for pi_g on (a+ survived, a- caught) of the same s,
+      #                     DPO for pi_c on (c+ confirmed failure, c- rejected) of the same (s, a)
+      pi_ref <- pi   (train_dpo freezes the policy at entry: the reference moves every iteration)
+
+`RlacRun.iteration` is this box, one method per step: `policy_evaluation` (`generate` K
+outputs -> `critique`: the critic proposes, the validator checks -> `generator_dataset`,
+`critic_dataset`), then `improve("generator")` and `improve("critic")` (DPO), then
+`evaluate` on the held-out instructions. The records it hands on are in records.py.
+
+Two domains share the loop: `facts` (biographies; the facts validator checks the critic's
+claimed wrong fact against a knowledge corpus) and `code` (HumanEval; the code validator runs
+the critic's test on the reference and on the output in a sandbox). Baselines are configs of
+the same loop: `verification: enumerative` (facts: verify every atomic fact, DPO best vs
+worst output, FactTune-FS; code: run every reference test, AceCoder-Rule), `critic_training:
+static` (frozen critic) and `validator: random` (noisy labels). Every validator call is
+counted, and every run also counts what enumerative checking of the SAME generations costs,
+so the verification-call ratio comes out of one run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from coevo.algorithms.backend import Backend, default_backend
+from coevo.algorithms.rlac.audit import STAGE as AUDIT_STAGE
+from coevo.algorithms.rlac.audit import audit_validator
+from coevo.algorithms.rlac.config import RlacConfig
+from coevo.algorithms.rlac.data import split_data
+from coevo.algorithms.rlac.domains import (
+    DOMAINS,
+    RlacDomain,
+    check_proposals,
+    completion_texts,
+    propose_failures,
+)
+from coevo.algorithms.rlac.kl import kl_estimate
+from coevo.algorithms.rlac.pairs import critic_pairs, generator_pairs, ranked_pairs, reward
+from coevo.algorithms.rlac.records import (
+    BaselineRecord,
+    CriticStats,
+    Critiques,
+    EnumerativeScore,
+    HeldoutEval,
+    Instruction,
+    IterationData,
+    ProposalRecord,
+    RlacSummary,
+    RolloutStats,
+    RoundPair,
+    RoundRecord,
+    TrainingInfo,
+    VerdictCounts,
+    VerificationCounts,
+)
+from coevo.audit.in_run import run_records
+from coevo.llm.base import ChatModel
+from coevo.llm.call_tags import tagged
+from coevo.llm.specs import base_model_path
+from coevo.roles.parsing import strip_reasoning
+from coevo.store import RunStore
+from coevo.types import (
+    Conversation,
+    PreferencePair,
+    Proposal,
+    Rollout,
+    Sample,
+    Sampling,
+    Table,
+    Verdict,
+)
+from coevo.validators.base import Validator
+
+if TYPE_CHECKING:
+    from coevo.llm.local import LocalModel
+
+def run_rlac(config: RlacConfig, store: RunStore, backend: Backend | None = None) -> dict[str, Any]:
+    """Algorithm 1 for `config.iterations` iterations; returns the run summary. Models load
+    and train through `backend` (coevo/algorithms/backend.py; default: the real one)."""
+    backend = backend or default_backend()
+    if not config.torch_threads:
+        return _run_rlac(config, store, backend)
+    import torch
+
+    # Process-wide setting: restored afterwards so a caller's other work (a test session)
+    # keeps its own thread count.
+    before = torch.get_num_threads()
+    torch.set_num_threads(config.torch_threads)
+    try:
+        return _run_rlac(config, store, backend)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run_rlac(config: RlacConfig, store: RunStore, backend: Backend) -> dict[str, Any]:
+    run = RlacRun(config, store, backend)
+    baseline = run.baseline()
+    rounds: list[RoundRecord] = []
+    for r in range(1, config.iterations + 1):
+        done = store.step_result(f"rlac:round{r}")
+        if done is not None:
+            rounds.append(run.resume(RoundRecord.model_validate(done)))
+            continue
+        rounds.append(run.iteration(r))
+        _tables(store, baseline, rounds, config)  # after every round: a long run reads mid-way
+    _tables(store, baseline, rounds, config)
+    # A plain dict, as summary.json holds it: the runner adds its own keys to it.
+    return run.summary(baseline, rounds).model_dump(mode="json")
+
+
+class RlacRun:
+    """Algorithm 1's state, one method per step of the box: the two policies and their
+    cached views, the validator, the train / held-out split, where each model's latest
+    weights are, and the verification calls counted so far."""
+
+    def __init__(self, config: RlacConfig, store: RunStore, backend: Backend):
+        from coevo.llm.cache import CachedModel
+        from coevo.validators.base import RandomValidator
+
+        self.config, self.store, self.backend = config, store, backend
+        self.domain: RlacDomain = DOMAINS[config.task](config, store, backend)
+        self.train, self.heldout = split_data(config)
+        # Line 1: initialise pi_g, pi_c (their references are frozen inside train_dpo).
+        models = config.models
+        self.generator_policy: LocalModel = backend.model(models, "generator", trainable=True)
+        self.generator: ChatModel = CachedModel(self.generator_policy, store)
+        #: The critic trains only in the adversarial condition; the enumerative baseline has none.
+        self.trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
+        self.critic_policy: LocalModel | None = (backend.model(models, "critic", trainable=True)
+                                                 if self.trained_critic else None)
+        # The baselines ask no critic: a frozen one is loaded only where it proposes.
+        self.critic: ChatModel | None = (CachedModel(self.critic_policy, store) if self.critic_policy is not None
+                                         else backend.model(models, "critic", store=store)
+                                         if config.verification == "critic" else None)
+        self.base: LocalModel | None = backend.model(models, "generator", trainable=True) if config.kl else None
+        self.validator: Validator = (RandomValidator(seed=config.seed) if config.validator == "random"
+                                     else self.domain.validator)
+        self.base_paths = {"generator": base_model_path(config.models.generator),
+                           "critic": base_model_path(config.models.critic)}
+        self.checkpoints = dict(self.base_paths)  # each model's latest weights; the base until trained
+        self.counts = VerificationCounts()
+        #: The reward-model baseline's scorer (frozen, never trained) and outputs it scored.
+        self.reward_scorer: RewardModelScorer | None = None
+        if config.verification == "reward_model" and config.reward_model:
+            from coevo.algorithms.rlac.reward_model import RewardModelScorer
+
+            self.reward_scorer = RewardModelScorer(config.reward_model, config.reward_scoring)
+        self.reward_scored = 0
+        #: The latest held-out greedy outputs (reasoning stripped), as `evaluate` scored them.
+        self.heldout_answers: list[str] = []
+
+    def policies(self) -> dict[str, tuple[LocalModel | None, ChatModel | None]]:
+        """Each role's trainable weights (None: a frozen critic) and the cached view the loop asks."""
+        return {"generator": (self.generator_policy, self.generator), "critic": (self.critic_policy, self.critic)}
+
+    # -- one iteration (lines 2-21) -------------------------------------------------------
+    def iteration(self, r: int) -> RoundRecord:
+        """Policy evaluation (lines 3-11), policy improvement of the generator (lines 12-16)
+        and of the critic (lines 17-21), then the held-out metrics of the new generator."""
+        started = time.perf_counter()
+        with tagged(stage=f"rlac:round{r}"):  # the stage its rollouts are saved under
+            data = self.policy_evaluation(r)
+        training: dict[str, TrainingInfo] = {}
+        if data.generator_pairs:
+            training["generator"] = self.improve("generator", r, data.generator_pairs)
+        # Optional in the box: a static critic (or the baseline's none) is never trained.
+        if self.trained_critic and data.critic_pairs:
+            training["critic"] = self.improve("critic", r, data.critic_pairs)
+        with tagged(stage=f"rlac:round{r}/eval"):
+            evaluation = self.evaluate(r)
+        # After the counts are taken: the audit's validator calls are its own (rlac/audit.py).
+        counts = self.counts.model_copy()
+        audit = audit_validator(self, r)
+        record = RoundRecord(
+            round=r, checkpoints=self.stored_checkpoints(),
+            trained={role: role in training for role in ("generator", "critic")},
+            eval=evaluation, critic=data.critic, rollout=data.rollout,
+            pairs={"generator": len(data.generator_pairs), "critic": len(data.critic_pairs)},
+            training=training, counts=counts, audit=audit, seconds=time.perf_counter() - started)
+        self.store.log_metrics("generator", record.eval.store_metrics(), round=r)
+        self.store.log_metrics("critic", record.critic.model_dump(), round=r)
+        self.store.log_metrics("verification", {"calls_rlac": self.counts.rlac, "calls_enumerative":
+                                                self.counts.enumerative, "calls_used": self.counts.used}, round=r)
+        self.store.log_metrics("rollout", record.rollout.model_dump(), round=r)
+        if audit:
+            self.store.log_metrics(AUDIT_STAGE, audit, round=r)
+        self.store.finish_step(f"rlac:round{r}", record)
+        return record
+
+    def resume(self, done: RoundRecord) -> RoundRecord:
+        """Adopt a round an earlier process finished: its weights, checkpoints and counts."""
+        from coevo.train.stages import resolved_path
+
+        # Stored relative to the run folder (absolute in runs recorded before that).
+        # A new dict: later rounds must not rewrite the finished round's record.
+        self.checkpoints = {role: resolved_path(path, self.store.run_dir) for role, path in done.checkpoints.items()}
+        for role, (policy, _) in self.policies().items():
+            if policy is not None and done.trained.get(role):
+                self.backend.restore(policy, self.checkpoints[role], self.config.dpo)
+        self.counts = done.counts.model_copy()
+        return done
+
+    def stored_checkpoints(self) -> dict[str, str | None]:
+        """Each model's latest weights as the store and summary.json keep them: relative to
+        the run folder when trained here, a base model's folder or hub id as it is."""
+        from coevo.train.stages import stored_path
+
+        return {role: stored_path(path, self.store.run_dir) for role, path in self.checkpoints.items()}
+
+    # -- policy evaluation (lines 3-11) ---------------------------------------------------
+    def policy_evaluation(self, r: int) -> IterationData:
+        """Lines 3-11: K outputs per instruction, the critic's proposals on them, the
+        validator's verdicts, and from those the two DPO datasets. The enumerative baseline
+        replaces critic and validator by checking every output in full."""
+        instructions, tokens = self.generate(r)
+        costs = [self.count_enumerative_cost(instruction) for instruction in instructions]
+        generator_data: list[PreferencePair] = []
+        critic_data: list[PreferencePair] = []
+        outcomes = VerdictCounts()
+        if self.config.verification == "enumerative":
+            for instruction, cost in zip(instructions, costs):
+                generator_data += self.enumerative_pairs(r, instruction, cost)
+        elif self.config.verification == "reward_model":
+            generator_data += self.reward_model_pairs(r, instructions)
+        else:
+            for instruction, critiques in zip(instructions, self.critique(r, instructions)):
+                outcomes.add([v for row in critiques.verdicts for v in row])
+                generator_data += self.generator_dataset(instruction, critiques)
+                if self.trained_critic:
+                    critic_data += self.critic_dataset(instruction, critiques)
+                self.record_critiques(r, instruction, critiques)
+        self.record_pairs(r, generator_data + critic_data)
+        rollout = RolloutStats(output_tokens=sum(tokens) / max(1, len(tokens)),
+                               generator_pairs=float(len(generator_data)), critic_pairs=float(len(critic_data)))
+        return IterationData(generator_pairs=generator_data, critic_pairs=critic_data,
+                             critic=CriticStats.of(outcomes), rollout=rollout)
+
+    def generate(self, r: int) -> tuple[list[Instruction], list[int]]:
+        """Lines 4-5: a_1..a_K ~ pi_g(.|s) for every train instruction s, and the token
+        count of every output (the rollout length metric)."""
+        prompts = [self.domain.generator_prompt(s) for s in self.train]
+        sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed * 1000 + r})
+        with tagged(role="generator", step="respond"):
+            completions = self.generator.generate(prompts, sampling, n=self.config.k)
+        instructions = [Instruction(sample=s, messages=p, outputs=outs)
+                        for s, p, outs in zip(self.train, prompts, completion_texts(completions))]
+        return instructions, [c.completion_tokens for row in completions for c in row]
+
+    def critique(self, r: int, instructions: list[Instruction]) -> list[Critiques]:
+        """Lines 6 and 10 for the whole stage: c ~ pi_c(.|s, a) for every output of every
+        instruction (N of them when the critic trains, one otherwise) in as few critic calls
+        as there are answer schemas, then R(s, a, c) from the validator in one batch, every
+        call counted. One `Critiques` per instruction, in order."""
+        n = self.config.n if self.trained_critic else 1
+        outputs = [(i.sample, a, self.domain.critic_prompt(i.sample, a)) for i in instructions for a in i.answers]
+        sampling = self.config.sampling.critic.model_copy(update={"seed": self.config.seed * 1000 + r})
+        texts = self.propose(outputs, sampling, n)
+        items = [(sample, o, self.domain.proposal(sample, o, t)) for (sample, o, _), row in zip(outputs, texts)
+                 for t in row]
+        flat = iter(self.check(items))
+        self.counts.rlac += len(items)
+        self.counts.used += len(items)
+        critiques, rows = [], iter(zip(outputs, texts))
+        for instruction in instructions:
+            mine = [next(rows) for _ in instruction.outputs]
+            critiques.append(Critiques(prompts=[prompt for (_, _, prompt), _ in mine],
+                                       texts=[row for _, row in mine],
+                                       verdicts=[[next(flat) for _ in row] for _, row in mine]))
+        return critiques
+
+    def propose(self, outputs: list[tuple[Sample, str, Conversation]], sampling: Sampling, n: int) -> list[list[str]]:
+        """n proposals of the current critic per (sample, output, critic prompt), uncounted."""
+        assert self.critic is not None  # loaded whenever verification is `critic`
+        return propose_failures(self.critic, self.domain, outputs, sampling, n)
+
+    def check(self, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:
+        """The validator's verdicts on (sample, output, proposal) items, in order. Counted in
+        the validator's own `calls` only: the caller counts what the run spends."""
+        return check_proposals(self.validator, items)
+
+    def generator_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
+        """Line 7: D^g_s from R(s, a_i, c_i), c_i the first proposal on a_i; as DPO pairs."""
+        rewards = [reward(row[0]) for row in critiques.verdicts]
+        return generator_pairs(instruction.sample, instruction.messages, instruction.outputs, rewards,
+                               self.config.max_pairs_per_instruction)
+
+    def critic_dataset(self, instruction: Instruction, critiques: Critiques) -> list[PreferencePair]:
+        """Line 11: D^c_(s,a) from the N proposals on each output; as DPO pairs."""
+        pairs: list[PreferencePair] = []
+        for prompt, texts, verdicts in zip(critiques.prompts, critiques.texts, critiques.verdicts):
+            pairs += critic_pairs(instruction.sample, prompt, texts, verdicts, self.config.max_pairs_per_output)
+        return pairs
+
+    def count_enumerative_cost(self, instruction: Instruction) -> int:
+        """What checking these outputs in full costs (facts: splits them into atomic facts),
+        counted in `enumerative`; 0 when `count_enumerative` is off (saves the splitter)."""
+        if not (self.config.count_enumerative or self.config.verification == "enumerative"):
+            return 0
+        cost = sum(self.domain.enumerative_cost(instruction.sample, instruction.answers))
+        self.counts.enumerative += cost
+        return cost
+
+    def enumerative_pairs(self, r: int, instruction: Instruction, cost: int) -> list[PreferencePair]:
+        """The baseline in place of lines 6-11: no critic; check everything (`cost` calls),
+        pair higher- over lower-scoring outputs under RLAC's pair budget (FactTune-FS /
+        AceCoder-Rule)."""
+        sample = instruction.sample
+        scores = self.domain.enumerate(sample, instruction.answers)
+        self.counts.used += cost
+        self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
+        for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
+            self.store.put_record("rlac_enumerative", f"r{r}:{sample.id}:{i}", EnumerativeScore(
+                round=r, sample_id=sample.id, output=output, score=score))
+        return ranked_pairs(sample, instruction.messages, instruction.outputs, scores,
+                            self.config.max_pairs_per_instruction, f"enumerative:{self.domain.name}")
+
+    def reward_model_pairs(self, r: int, instructions: list[Instruction]) -> list[PreferencePair]:
+        """The reward-model baseline (ArmoRM / AceCoder-RM) in place of lines 6-11: a learned
+        scalar reward for each output, no validator, then pairs as the enumerative baseline
+        makes them, under the same budget. Scores are stored as `rlac_reward` records."""
+        assert self.reward_scorer is not None
+        items = [(i.messages, answer) for i in instructions for answer in i.answers]
+        flat = iter(self.reward_scorer.score(items))
+        self.reward_scored += len(items)
+        pairs: list[PreferencePair] = []
+        for instruction in instructions:
+            scores = [next(flat) for _ in instruction.outputs]
+            self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
+            for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
+                self.store.put_record("rlac_reward", f"r{r}:{instruction.sample.id}:{i}", EnumerativeScore(
+                    round=r, sample_id=instruction.sample.id, output=output, score=score))
+            pairs += ranked_pairs(instruction.sample, instruction.messages, instruction.outputs, scores,
+                                  self.config.max_pairs_per_instruction, f"reward_model:{self.domain.name}")
+        return pairs
+
+    def record_critiques(self, r: int, instruction: Instruction, critiques: Critiques) -> None:
+        """Every proposal with its verdict into the store; the first two outputs, side by
+        side with their first proposal, as rollouts for the report."""
+        sample = instruction.sample
+        # The answers (reasoning stripped): what the critic read and the validator checked.
+        for i, (output, texts, verdicts) in enumerate(zip(instruction.answers, critiques.texts, critiques.verdicts)):
+            for j, (text, verdict) in enumerate(zip(texts, verdicts)):
+                self.store.put_record("rlac_proposal", f"r{r}:{sample.id}:{i}:{j}", ProposalRecord(
+                    round=r, sample_id=sample.id, output_index=i, proposal_index=j, output=output,
+                    proposal=text, verdict=verdict.verdict, reason=verdict.reason, details=verdict.details))
+            if i < 2:
+                self.store.save_rollout(f"rlac:round{r}", Rollout(
+                    sample_id=f"{sample.id}#{i}", x=instruction.prompt, y0=output, c=texts[0],
+                    condition=f"round{r}:{verdicts[0].verdict}"), round=r)
+
+    def record_pairs(self, r: int, pairs: list[PreferencePair]) -> None:
+        """The iteration's DPO pairs into the store, keyed by content (a pair built twice is one)."""
+        for p in pairs:
+            asked = p.prompt if p.system is None else f"{p.system}\0{p.prompt}"
+            digest = hashlib.sha256(f"{asked}\0{p.chosen}\0{p.rejected}".encode()).hexdigest()[:16]
+            self.store.put_record("rlac_pair", f"r{r}:{p.source}:{digest}", RoundPair(round=r, **p.model_dump()))
+
+    # -- policy improvement (lines 12-21) -------------------------------------------------
+    def improve(self, role: str, r: int, pairs: list[PreferencePair]) -> TrainingInfo:
+        """Lines 13-15 (generator) or 18-20 (critic): DPO on this iteration's pairs. train_dpo
+        freezes the policy at entry as pi_ref, so the reference moves every iteration (16, 21)."""
+        from coevo.train.stages import run_stage
+
+        policy, _ = self.policies()[role]
+        # Through the shared stage runner: a round killed after this stage finished restores
+        # it on --resume instead of training it again (train_dpo itself resumes a stage
+        # killed mid-way from its last step).
+        stage = run_stage(self.store, f"rlac/round{r}/{role}",
+                          lambda: self.backend.train_dpo(policy, pairs, self.config.dpo, self.store.run_dir / f"round{r}" / role),
+                          lambda checkpoint: self.backend.restore(policy, checkpoint, self.config.dpo),
+                          round=r, kind="dpo")
+        result = stage.result
+        self.checkpoints[role] = result.checkpoint
+        return TrainingInfo(steps=result.steps, seconds=result.seconds, loss=result.metrics.get("train_loss"),
+                            weight_delta=result.metrics.get("weight_delta"))
+
+    # -- held-out evaluation ----------------------------------------------------------------
+    def baseline(self) -> BaselineRecord:
+        """Round 0: the base generator on the held-out instructions (once per run folder)."""
+        done = self.store.step_result("rlac:round0")
+        if done is not None:
+            return BaselineRecord.model_validate(done)
+        with tagged(stage="rlac:round0/eval"):
+            baseline = BaselineRecord(round=0, eval=self.evaluate(0))
+        # Before iteration 1: can the validator be gamed at all? (on the outputs just evaluated)
+        baseline.audit = audit_validator(self, 0)
+        self.store.log_metrics("generator", baseline.eval.store_metrics(), round=0)
+        if baseline.audit:
+            self.store.log_metrics(AUDIT_STAGE, baseline.audit, round=0)
+        self.store.log_metrics("verification", {"calls_rlac": 0, "calls_enumerative": 0}, round=0)
+        self.store.finish_step("rlac:round0", baseline)
+        return baseline
+
+    def evaluate(self, r: int) -> HeldoutEval:
+        """The held-out metric of the generator's greedy outputs (its mode), and the KL from
+        the base generator on sampled ones (what the policy actually does)."""
+        prompts = [self.domain.generator_prompt(s) for s in self.heldout]
+        with tagged(role="generator", step="respond"):
+            greedy = [row[0] for row in completion_texts(self.generator.generate(prompts, self.config.sampling.eval))]
+        # The judge audit's real items are the critic's proposals on these (rlac/audit.py).
+        self.heldout_answers = [strip_reasoning(text) for text in greedy]
+        evaluation = self.domain.evaluate(self.heldout, self.heldout_answers)
+        if self.base is not None:
+            sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
+            with tagged(role="generator", step="respond"):
+                sampled = [row[0] for row in completion_texts(self.generator.generate(prompts, sampling, n=1))]
+            evaluation.kl_from_base = kl_estimate(self.generator_policy, self.base, prompts, sampled)
+        evaluation.heldout_output_chars = sum(map(len, greedy)) / max(1, len(greedy))
+        return evaluation
+
+    def summary(self, baseline: BaselineRecord, rounds: list[RoundRecord]) -> RlacSummary:
+        """The run's summary: held-out metric per round and the verification-call ratio."""
+        counts = self.counts
+        return RlacSummary(
+            base_model=self.base_paths["generator"], base_models=self.base_paths, task=self.config.task,
+            condition=_condition(self.config), baseline=baseline.eval, rounds=rounds,
+            verification_calls=counts.model_copy(),
+            verification_call_ratio=counts.enumerative / counts.rlac if counts.rlac else None,
+            pairs={_condition(self.config): {str(rec.round): dict(rec.pairs) for rec in rounds}},
+            pair_budget={"per_instruction": self.config.max_pairs_per_instruction,
+                         "per_output": self.config.max_pairs_per_output},
+            reward_model=({"spec": self.config.reward_model, "outputs_scored": self.reward_scored}
+                          if self.config.verification == "reward_model" else None),
+            table=_table(baseline, rounds, self.config), audit=run_records(self.store))
+
+
+def _condition(config: RlacConfig) -> str:
+    if config.verification != "critic":
+        return config.verification  # enumerative | reward_model
+    parts = ["rlac", config.critic_training]
+    if config.validator == "random":
+        parts.append("noisy-validator")
+    return "-".join(parts)
+
+
+def _metric(config: RlacConfig) -> str:
+    """The paper's held-out metric of the task."""
+    return "factscore_precision" if config.task == "facts" else "pass_at_1"
+
+
+def _table(baseline: BaselineRecord, rounds: list[RoundRecord], config: RlacConfig) -> Table:
+    metric = _metric(config)
+    columns = ["round", metric, "detection_rate", "kl_from_base", "calls_rlac", "calls_enumerative"]
+    # The metric's cell carries its 95 % interval and n: "0.475 [0.329, 0.625] (n=40)".
+    rows = [[0, baseline.eval.cell(metric), None, baseline.eval.kl_from_base, 0, 0]]
+    for rec in rounds:
+        rows.append([rec.round, rec.eval.cell(metric), rec.critic.detection_rate,
+                     rec.eval.kl_from_base, rec.counts.rlac, rec.counts.enumerative])
+    return Table(columns=columns, rows=[dict(zip(columns, row)) for row in rows])
+
+
+def _tables(store: RunStore, baseline: BaselineRecord, rounds: list[RoundRecord], config: RlacConfig) -> None:
+    table = _table(baseline, rounds, config).model_dump(mode="json")
+    store.update_meta("tables", lambda tables: {**tables, "RLAC iterations": table}, {})
+    # The paper's Fig. 2b: the held-out metric against verification calls spent so far, for
+    # the calls this run made and the calls enumerative checking of the same outputs needs.
+    metric = _metric(config)
+    points = [(0, 0, baseline.eval.metric(metric))] + [
+        (rec.counts.rlac, rec.counts.enumerative, rec.eval.metric(metric)) for rec in rounds]
+    plot = {
+        "_xlabel": "verification calls",
+        f"{_condition(config)} (calls made)" if config.verification == "critic" else "critic (1 per output)":
+            [(a, m) for a, _, m in points if m is not None],
+        "enumerative (same generations)": [(e, m) for _, e, m in points if m is not None],
+    }
+    store.update_meta("plots", lambda plots: {**plots, f"{metric} vs verification calls (Fig. 2b)": plot}, {})
+    critic_trains = config.critic_training == "adversarial" and config.verification == "critic"
+    store.set_meta("warnings", _warnings(baseline, rounds, metric, critic_trains))
+
+
+def _warnings(baseline: BaselineRecord, rounds: list[RoundRecord], metric: str,
+              critic_trains: bool) -> list[str]:
+    """The signs the paper reads in its curves: KL up with no held-out gain (Fig. 2c),
+    a critic whose detection rate falls, rounds that produced nothing to learn from."""
+    out = []
+    for rec in rounds:
+        for role in ("generator", "critic"):
+            if rec.pairs[role] == 0 and (role == "generator" or critic_trains):
+                out.append(f"round {rec.round}: no {role} preference pairs, so the {role} was not "
+                           "updated (every verdict the same, or every proposal invalid)")
+        for role, info in rec.training.items():
+            if info.weight_delta == 0.0:
+                out.append(f"round {rec.round}: the {role}'s DPO stage ran {info.steps} steps "
+                           f"but changed no weight (max |delta| 0): it did not learn this round")
+    if rounds:
+        last, first = rounds[-1], baseline.eval.metric(metric)
+        kl, now = last.eval.kl_from_base, last.eval.metric(metric)
+        if kl is not None and kl > 1.0 and first is not None and now is not None and now <= first:
+            out.append(f"KL from the base rose to {kl:.2f} nats with no held-out {metric} gain "
+                       f"({first:.3f} -> {now:.3f}): the reward-hacking sign of the paper's Fig. 2c")
+        rates = [r.critic.detection_rate for r in rounds if r.critic.detection_rate is not None]
+        if len(rates) >= 2 and rates[-1] < rates[0]:
+            out.append(f"critic detection rate fell from {rates[0]:.2f} to {rates[-1]:.2f}")
+    return out
