@@ -18,7 +18,8 @@ import os
 import platform
 import time
 
-from coevo.tasks.code import candidate_program, load_humaneval, program_with_tests
+from coevo.tasks.code import candidate_program, load_humaneval
+from coevo.validators.code import program_with_tests
 from coevo.validators.harness import marked_result, new_marker
 from coevo.validators.code import CodeValidator, parse_proposal
 from coevo.validators.sandbox import Job, Sandbox

@@ -15,14 +15,15 @@ from coevo.jsonl import iter_jsonl
 from coevo.llm.base import ChatModel
 from coevo.roles.parsing import strip_reasoning
 from coevo.roles.base import Scorer
-from coevo.roles.python_scorers import KIND_OF_JUDGE, judge_for
+from coevo.roles.judges import JUDGE_NAMES, KIND_OF_JUDGE, REWARD_JUDGES, judge_reads
+from coevo.roles.python_scorers import judge_for
 from coevo.tasks.loaders import DataError
 from coevo.types import JudgeSampling, Judgment, Rollout, Sampling
 
-#: Judge names, spelled as configs spell them (`reward: outcome_gain`, `judges: [...]`); this
-#: spelling is the one help texts and errors show. A hyphen is read as an underscore, so
-#: `coevo judge outcome-gain` (the CLI's old spelling) still works.
-JUDGE_NAMES = ("taiscore", "critique_quality", "adherence", "outcome_gain", "pairwise", "gold_rubric")
+# JUDGE_NAMES (spelled as configs spell them; help texts and errors show this spelling),
+# REWARD_JUDGES and KIND_OF_JUDGE are derived in roles/judges.py from what each judge
+# declares it reads and serves as. A hyphen is read as an underscore, so `coevo judge
+# outcome-gain` (the CLI's old spelling) still works.
 
 
 def judge_name(name: str) -> str:
@@ -38,10 +39,6 @@ def rollout_judge(name: str, model: ChatModel, sampling: Sampling, template: str
     """A judge by config name (every judge is a `Scorer` over rollouts); on a `python:`
     scorer (a `PythonFunction` from `load_model`), the function standing for it."""
     return judge_for(judge_name(name), model, sampling, template)
-
-
-#: Judges whose score serves as a GRPO reward (TAIScore §5: the reward ablations).
-REWARD_JUDGES = ("taiscore", "outcome_gain", "critique_quality")
 
 
 def judge_as_reward(rollouts: list[Rollout], judge: Scorer, name: str,
@@ -122,8 +119,7 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
         from coevo.eval.both_orders import BothOrdersScorer
 
         scorer = BothOrdersScorer(scorer)  # type: ignore[arg-type]
-    needs_critique = kind in ("taiscore", "critique_quality", "adherence")
-    needs_revision = kind in ("taiscore", "adherence", "outcome_gain", "pairwise")
+    needs_critique, needs_revision = judge_reads(kind, "c"), judge_reads(kind, "y1")
     missing = [r.sample_id for r in rollouts
                if (needs_critique and r.c is None) or (needs_revision and r.y1 is None)]
     if missing:
@@ -135,7 +131,7 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
         # As the critic's GRPO reward sees it: reasoning stripped, empty critiques not judged.
         for rollout in rollouts:
             rollout.c = strip_reasoning(rollout.c or "")
-        judge_as_reward(rollouts, scorer, kind, needs_revision=kind != "critique_quality")
+        judge_as_reward(rollouts, scorer, kind, needs_revision=needs_revision)
         judgments = [r.judgments[kind] for r in rollouts]
     else:
         judgments = scorer.score(rollouts)

@@ -219,23 +219,24 @@ def rlac(
     """
     from coevo.algorithms.rlac import RlacConfig
     from coevo.algorithms.rlac.domains import DOMAINS
+    from coevo.roles.rlac import RlacCritic
 
     task = _rlac_task(validator, task)
     settings = _rlac_config(RlacConfig, task, config)
     run_store = _run_store(store)
     domain = DOMAINS[task](settings, run_store)
     checker = _rlac_validator(validator, domain, settings)
-    critic_model = _model(critic, "critic", run_store)
+    critic_role = RlacCritic(_model(critic, "critic", run_store), settings.sampling.critic, settings.templates.critic)
     sampling = _sampling(critic_sampling, settings.sampling.critic, "critic_sampling")
     problems: dict[str, Any] = {}
     _register(problems, samples)
-    reward_fn = _rlac_reward_fn(domain, checker, critic_model, sampling, settings.seed, problems, on_checked)
+    reward_fn = _rlac_reward_fn(domain, checker, critic_role, sampling, settings.seed, problems, on_checked)
     reward_fn.__name__ = f"rlac_{task}_reward"
     reward_fn.rows = _generator_rows(domain, problems)  # type: ignore[attr-defined]
     return reward_fn
 
 
-def _rlac_reward_fn(domain: Any, checker: Any, critic_model: Any, sampling: Any, seed: int,
+def _rlac_reward_fn(domain: Any, checker: Any, critic: Any, sampling: Any, seed: int,
                     problems: dict[str, Any], on_checked: Callable[..., None] | None) -> RewardFunction:
     from coevo.algorithms.rlac import reward
     from coevo.algorithms.rlac.domains import check_proposals
@@ -246,7 +247,7 @@ def _rlac_reward_fn(domain: Any, checker: Any, critic_model: Any, sampling: Any,
         _require_columns(columns, ("sample_id",), len(completions), "rlac")
         # A seed per call, as RLAC's loop seeds each round: a later step's critic samples
         # afresh instead of repeating the claims it made on the same outputs before.
-        items = _proposals(domain, critic_model, problems, columns["sample_id"], completions,
+        items = _proposals(domain, critic, problems, columns["sample_id"], completions,
                            sampling.model_copy(update={"seed": seed * 1000 + next(batches)}))
         verdicts = check_proposals(checker, items)
         if on_checked:
@@ -271,7 +272,6 @@ def _proposals(domain: Any, critic: Any, problems: dict[str, Any], ids: Sequence
     """(sample, output, the critic's proposal) per completion, as RLAC's loop makes them:
     reasoning stripped from the output, one critic answer each under the domain's schema."""
     from coevo.algorithms.taiscore import completion_text
-    from coevo.algorithms.rlac.domains import propose_failures
     from coevo.roles.parsing import strip_reasoning
 
     unknown = sorted({str(i) for i in ids} - set(problems))
@@ -280,9 +280,9 @@ def _proposals(domain: Any, critic: Any, problems: dict[str, Any], ids: Sequence
                          "rlac(samples=...) or build the dataset with reward_fn.rows(samples)")
     samples = [problems[str(i)] for i in ids]
     answers = [strip_reasoning(completion_text(c)).strip() for c in completions]
-    outputs = [(s, a, domain.critic_prompt(s, a)) for s, a in zip(samples, answers)]
-    texts = propose_failures(critic, domain, outputs, sampling, 1)
-    return [(s, a, domain.proposal(s, a, row[0])) for (s, a, _), row in zip(outputs, texts)]
+    texts = critic.propose([domain.critic_prompt(s, a) for s, a in zip(samples, answers)],
+                           [domain.critic_schema(s, a) for s, a in zip(samples, answers)], sampling, 1)
+    return [(s, a, domain.proposal(s, a, row[0])) for s, a, row in zip(samples, answers, texts)]
 
 
 def _rlac_task(validator: Any, task: str | None) -> str:

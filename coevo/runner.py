@@ -177,7 +177,7 @@ def _check_python_scorers(config: BaseModel) -> None:
     from coevo.algorithms.taiscore.config import check_python_judge
     from coevo.config import ModelRoles
     from coevo.llm.python_functions import check_python_spec, is_python_spec
-    from coevo.roles.python_scorers import KIND_OF_JUDGE
+    from coevo.roles.judges import KIND_OF_JUDGE
 
     models = getattr(config, "models", None)
     if not isinstance(models, ModelRoles):

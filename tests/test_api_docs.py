@@ -199,7 +199,7 @@ def _bad_python_judge(tmp_path):
     ({"actor": "python:judge.py"}, "actor='python:judge.py': a python: function stands where a judge goes"),
     ({"actor": "gguf:/no/such.gguf"}, "actor='gguf:/no/such.gguf': .*no file"),
     ({"actor": 42}, "actor=42: give a model spec"),
-    ({"reward": "pairwise"}, "taiscore, outcome_gain, critique_quality"),
+    ({"reward": "pairwise"}, "taiscore, critique_quality, outcome_gain"),
     ({"revision": {"max_tokenz": 3}}, "revision=.*max_tokenz"),
     ({"revision": 16}, "revision=16: give a coevo Sampling or a dict"),
 ])

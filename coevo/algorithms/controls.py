@@ -26,11 +26,12 @@ from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci
 from coevo.progress import map_batches
 from coevo.prompts import Templates
-from coevo.roles.refinement import build_refinement_roles
-from coevo.tasks.loaders import DataError, load_data
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
+from coevo.roles.query_filter import load_data
+from coevo.roles.refinement import build_refinement_roles
 from coevo.store import RunStore
+from coevo.tasks.loaders import DataError
 from coevo.types import Judgment, Rollout, Table
 
 Condition = Literal["none", "generic", "shuffled", "matched"]

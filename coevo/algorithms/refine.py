@@ -11,12 +11,13 @@ from pydantic import BaseModel
 
 from coevo.config import DataConfig, Field, Models, SamplingConfig, StrictModel
 from coevo.eval.both_orders import BothOrdersScorer, both_orders_of, summarise_both_orders
-from coevo.llm.base import ModelError
 from coevo.judging import rollout_judge
+from coevo.llm.base import ModelError
 from coevo.prompts import Templates
+from coevo.roles.judges import JUDGE_NAMES
+from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import build_refinement_roles, refine
 from coevo.store import RunStore
-from coevo.tasks.loaders import load_data
 from coevo.types import Sample, Table
 
 
@@ -28,8 +29,8 @@ class RefineRunConfig(StrictModel):
     models: Models = Models()
     sampling: SamplingConfig = SamplingConfig()
     templates: Templates = Templates()
-    judges: list[Literal["taiscore", "critique_quality", "adherence", "outcome_gain",
-                         "pairwise", "gold_rubric"]] = ["taiscore"]
+    #: Any of the judges (roles/judges.py declares them; JUDGE_NAMES is derived there).
+    judges: list[Literal[JUDGE_NAMES]] = ["taiscore"]  # type: ignore[valid-type]
     #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
     #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
     batch_size: int | None = Field(None, ge=1)

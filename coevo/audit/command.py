@@ -53,7 +53,7 @@ def run_judge_audit(judge: str, kind: str, *, data: str = "bundled:writing", pro
     from coevo.judging import rollout_judge
     from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.llm.specs import check_spec, load_model
-    from coevo.roles.python_scorers import KIND_OF_JUDGE
+    from coevo.roles.judges import KIND_OF_JUDGE
     from coevo.tasks.loaders import load_samples
 
     kind = audit_kind(kind)

@@ -27,6 +27,7 @@ from coevo.learning.curve import LearningCurve, curve_record
 from coevo.types import PreferencePair, Rollout, Sample, Sampling
 
 if TYPE_CHECKING:
+    from coevo.algorithms.backend import Backend
     from coevo.roles.actor import Actor
     from coevo.train.common import TrainResult
 
@@ -40,15 +41,17 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
             work_dir: Path, model: str = "smollm2", heldout: int = 24, train_prompts: int | None = None,
             score_train: bool = False, rollouts: int = 1,
             learning_rate: float = 1e-5, batch_size: int = 4, eval_every: int | None = None,
-            target: Callable[[Sample, str], float] | None = None) -> LearningCurve:
+            target: Callable[[Sample, str], float] | None = None, backend: Backend | None = None) -> LearningCurve:
     """DPO on the judge's pairs for `steps` optimizer steps (default: three passes over the
     pairs); held-out constraint pass rate before, every `eval_every` steps and after.
     `rollouts` (y0, c, y1) per training prompt make the candidates. `target(sample, response)`
-    replaces the constraint check as the measured value (a brevity score, say)."""
-    from coevo.llm.specs import load_model
+    replaces the constraint check as the measured value (a brevity score, say). Models load
+    and train through `backend` (coevo/algorithms/backend.py; default: the real one)."""
+    from coevo.algorithms.backend import default_backend
     from coevo.roles.actor import Actor
     from coevo.roles.python_scorers import judge_for
-    from coevo.train.trainable import load_trainable
+
+    backend = backend or default_backend()
 
     reward = reward or DEFAULT_JUDGE
     seeds = seeds or [0, 1]
@@ -57,17 +60,17 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     checked_reward(reward, "pairwise")  # a bad path or signature: one line, before any model loads
 
     train, scored = split_prompts(heldout, train_prompts, score_train)
-    engine = load_model(model)  # frozen: π_0 and the critic write the candidates
-    judge = judge_for("pairwise", load_model(reward), Sampling())
+    engine = backend.load_frozen(model)  # frozen: π_0 and the critic write the candidates
+    judge = judge_for("pairwise", backend.load_frozen(reward), Sampling())
     pairs, candidates = _judged_pairs(engine, judge, train, work_dir, rollouts)
     if not pairs:
         raise ValueError(f"the judge {reward} preferred no revision over its y0 in {candidates} candidates: "
                          "nothing to train on; use more --rollouts or another judge")
 
-    policy = load_trainable(model)
+    policy = backend.load_trainable(model)
     actor = Actor(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS))
     steps = steps or 3 * math.ceil(len(pairs) / batch_size)
-    result, points = _dpo(policy, pairs, _pass_rate(actor, scored, seeds, target), work_dir / "actor", steps=steps,
+    result, points = _dpo(backend, policy, pairs, _pass_rate(actor, scored, seeds, target), work_dir / "actor", steps=steps,
                           eval_every=eval_every or max(1, steps // 2), learning_rate=learning_rate,
                           batch_size=batch_size, seed=seeds[0])
     measured = getattr(target, "__name__", "target") if target else "constraint_pass_rate"
@@ -84,20 +87,16 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
                f"{result.metrics.get('weight_delta', 0):.2g}"])
 
 
-
-
-
-
-def _dpo(policy: Any, pairs: list[PreferencePair], measure: Callable[[], dict[str, float]], out: Path, *,
+def _dpo(backend: Backend, policy: Any, pairs: list[PreferencePair], measure: Callable[[], dict[str, float]], out: Path, *,
          steps: int, eval_every: int, learning_rate: float, batch_size: int,
          seed: int) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
     """TRL's DPO of `policy` on `pairs` (reference: its weights at entry; beta 0.1) for
     `steps` optimizer steps, measured before, every `eval_every` steps and after."""
-    from coevo.train.dpo import DPOSettings, train_dpo
+    from coevo.train.dpo import DPOSettings
 
     settings = DPOSettings(beta=0.1, learning_rate=learning_rate, batch_size=batch_size, epochs=100,
                            max_steps=steps, max_length=1024, max_prompt_length=512, save_steps=10_000, seed=seed)
-    return train_measuring(lambda callbacks: train_dpo(policy, pairs, settings, out, reference=None, resume=False,
+    return train_measuring(lambda callbacks: backend.train_dpo(policy, pairs, settings, out, reference=None, resume=False,
                                                        callbacks=callbacks), measure, eval_every, steps)
 
 

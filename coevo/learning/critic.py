@@ -23,13 +23,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coevo.learning.common import split_prompts, train_measuring
-from coevo.learning.common import cached_texts, checked_reward
+from coevo.learning.common import cached_texts, checked_reward, split_prompts, train_measuring
 from coevo.learning.curve import LearningCurve, curve_record
 from coevo.learning.rewards import broken
 from coevo.types import Sample, Sampling
 
 if TYPE_CHECKING:
+    from coevo.algorithms.backend import Backend
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
     from coevo.train.common import TrainResult
@@ -48,17 +48,19 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
             seeds: list[int] | None = None, work_dir: Path, model: str = "smollm2", heldout: int = 24,
             train_prompts: int | None = None, score_train: bool = False,
             learning_rate: float = 5e-5, batch_size: int = 2, num_generations: int = 4,
-            eval_every: int | None = None) -> LearningCurve:
+            eval_every: int | None = None, backend: Backend | None = None) -> LearningCurve:
     """GRPO on the critic for `steps` (default 8) optimizer steps; the reward of one sampled
     critique per scored prompt and seed before, every `eval_every` steps (default a quarter of
     them) and after. `heldout` prompts are held out and scored; `train_prompts` caps the
-    training ones; `score_train` scores the training prompts instead (the fast tests)."""
+    training ones; `score_train` scores the training prompts instead (the fast tests). Models
+    load and train through `backend` (coevo/algorithms/backend.py; default: the real one)."""
+    from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import make_reward_fn
-    from coevo.llm.specs import load_model
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
     from coevo.roles.python_scorers import judge_for
-    from coevo.train.trainable import load_trainable
+
+    backend = backend or default_backend()
 
     reward = reward or DEFAULT_REWARD
     if reward_kind not in ("critique_quality", "taiscore"):
@@ -71,17 +73,17 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     checked_reward(reward, "reward")  # a bad path or signature: one line, before any model loads
 
     train, scored = split_prompts(heldout, train_prompts, score_train)
-    actor = Actor(load_model(model), Y0_SAMPLING)
+    actor = Actor(backend.load_frozen(model), Y0_SAMPLING)
     y0 = _initial_responses(actor, train + scored, work_dir / "y0.json")
     notes: list[str] = []
     if reward == NAMES_FAILURES:
         train, scored = _with_failures(train, scored, y0, notes)
 
-    policy = load_trainable(model)
+    policy = backend.load_trainable(model)
     critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS), max_prompt_tokens=1024)
-    judge = judge_for(reward_kind, load_model(reward), Sampling())
+    judge = judge_for(reward_kind, backend.load_frozen(reward), Sampling())
     reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)
-    result, points = _grpo(policy, critic, reward_fn, train, y0, _scored_reward(critic, reward_fn, scored, y0, seeds),
+    result, points = _grpo(backend, policy, critic, reward_fn, train, y0, _scored_reward(critic, reward_fn, scored, y0, seeds),
                            work_dir / "critic", steps=steps, eval_every=eval_every or max(1, steps // 4),
                            learning_rate=learning_rate, batch_size=batch_size, num_generations=num_generations,
                            seed=seeds[0])
@@ -132,13 +134,13 @@ def _scored_reward(critic: Critic, reward_fn: Callable[..., list[float]], scored
     return scored_reward
 
 
-def _grpo(policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],
+def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],
           y0: Mapping[str, str], measure: Callable[[], dict[str, float]], out: Path, *, steps: int, eval_every: int,
           learning_rate: float, batch_size: int, num_generations: int,
           seed: int) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
     """TRL's GRPO of the critic `policy` on its critique prompts of the training (x, y0) for
     `steps` optimizer steps (no KL term), measured before, every `eval_every` steps and after."""
-    from coevo.train.grpo import GRPOSettings, train_grpo
+    from coevo.train.grpo import GRPOSettings
 
     settings = GRPOSettings(num_generations=num_generations, beta=0.0, learning_rate=learning_rate,
                             batch_size=batch_size, grad_accum=num_generations, max_prompt_length=1024,
@@ -146,7 +148,7 @@ def _grpo(policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], tr
                             save_steps=10_000, seed=seed)
     prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in train]
     extra = {"x": [s.prompt for s in train], "y0": [y0[s.id] for s in train], "sample_id": [s.id for s in train]}
-    return train_measuring(lambda callbacks: train_grpo(policy, prompts, reward_fn, settings, out, resume=False,
+    return train_measuring(lambda callbacks: backend.train_grpo(policy, prompts, reward_fn, settings, out, resume=False,
                                                         extra_columns=extra, callbacks=callbacks),
                            measure, eval_every, steps)
 

@@ -201,7 +201,7 @@ def _evaluator(raw: dict[str, Any], store: Any) -> Evaluator:
     seeded solver and grader, the run store's cache); the model loads on first use only."""
     from coevo.algorithms.decoevo import DecoEvoConfig, evaluate_skill
     from coevo.algorithms.decoevo.data import make_partitions
-    from coevo.tasks.loaders import load_data
+    from coevo.roles.query_filter import load_data
 
     config = DecoEvoConfig.model_validate(raw)
     loaded: dict[str, Any] = {}

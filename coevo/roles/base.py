@@ -1,8 +1,9 @@
 """What every role is: a prompt template, a parser, a model and its generation settings.
 
-`Role.ask` is the one way a role talks to its model: one rendered prompt per item, the items
-that share an answer schema sent as one batched `generate` call (backends batch better than
-callers can), one completion per item back, in order. `ScoringRole` adds scoring by
+`Role.ask_messages` is the one way a role talks to its model (`Role.ask` is it on one user
+message per item): the items that share an answer schema sent as one batched `generate`
+call (backends batch better than callers can), n completions per item back, in order, each
+call tagged with the role that made it. `ScoringRole` adds scoring by
 expectation over the score's tokens (G-Eval) where the backend returns log-probabilities.
 
 `Scorer` is the one call signature of everything that judges rollouts, whichever inputs it
@@ -23,7 +24,7 @@ from coevo.llm.call_tags import tagged
 from coevo.prompts import Template, load_template
 from coevo.roles import schemas
 from coevo.roles.expected import TOP_LOGPROBS
-from coevo.types import Completion, Judgment, Rollout, Sample, Sampling
+from coevo.types import Completion, Conversation, Judgment, Rollout, Sample, Sampling
 
 log = logging.getLogger(__name__)
 
@@ -63,18 +64,25 @@ class Role:
     def ask(self, prompts: Sequence[str],
             answer_schemas: Sequence[dict[str, Any] | None] | None = None,
             sampling: Sampling | None = None) -> list[Completion]:
-        """One completion per prompt, in order, each decoded under its own answer schema
-        (JSON Schema; a rubric's criterion names make it differ per item): one call for the
-        whole list where the backend takes per-request settings, else one per schema."""
-        if not prompts:
+        """One completion per prompt (a user message each), in order: `ask_messages` with n=1."""
+        outputs = self.ask_messages([user(p) for p in prompts], answer_schemas, sampling)
+        # A backend that returns no completion for an item is a model failure, not ours.
+        return [completions[0] if completions else Completion(text="") for completions in outputs]
+
+    def ask_messages(self, conversations: Sequence[Conversation],
+                     answer_schemas: Sequence[dict[str, Any] | None] | None = None,
+                     sampling: Sampling | None = None, n: int = 1) -> list[list[Completion]]:
+        """`n` completions per conversation, in order, each decoded under its own answer schema
+        (JSON Schema; a rubric's criterion names, or the output a critic quotes, make it
+        differ per item): one call for the whole list where the backend takes per-request
+        settings, else one per schema. The calls are tagged with the role (`call_tags`)."""
+        if not conversations:
             return []
-        answer_schemas = answer_schemas if answer_schemas is not None else [None] * len(prompts)
+        answer_schemas = answer_schemas if answer_schemas is not None else [None] * len(conversations)
         base = sampling or self.sampling
         samplings = [base.model_copy(update={"json_schema": schemas.as_text(schema)}) for schema in answer_schemas]
         with tagged(**self.call_tags()):
-            outputs = generate_each(self.model, [user(p) for p in prompts], samplings, n=1)
-        # A backend that returns no completion for an item is a model failure, not ours.
-        return [completions[0] if completions else Completion(text="") for completions in outputs]
+            return generate_each(self.model, list(conversations), samplings, n=n)
 
     def call_tags(self, step: str | None = None) -> dict[str, str | None]:
         """The tags of this role's calls: its name and (`step`, else `call_step`) what for."""

@@ -50,6 +50,19 @@ class Judge(ScoringRole):
     """
 
     name: ClassVar[str]
+    #: The rollout fields the judge reads (x: the prompt, y0: the first response, c: the
+    #: critique, y1: the revision; "rubric": the sample's gold rubric). The judge tables
+    #: below (which need a critique, which a revision) are derived from it.
+    reads: ClassVar[tuple[str, ...]]
+    #: True where its score serves as the critic's GRPO reward (TAIScore §5's ablations).
+    is_reward: ClassVar[bool] = False
+    #: What a Python function standing for this judge is called with (python_scorers.py):
+    #: "reward" f(x, y0, c, y1), "pairwise" f(x, a, b), "gold" f(sample, response); None:
+    #: no Python stand-in.
+    python_kind: ClassVar[str | None] = None
+    #: False for a judge a config cannot name as a rollout judge (the query filter grades
+    #: queries before any rollout exists).
+    judges_rollouts: ClassVar[bool] = True
     call_step = "judge"
 
     def __init__(self, model: ChatModel, sampling: Sampling, template: str | Path | None = None,
@@ -131,7 +144,6 @@ class _DimensionJudge(Judge):
 
     dimensions: ClassVar[tuple[str, ...]]
     aliases: ClassVar[dict[str, str]] = {}
-    needs_revision: ClassVar[bool] = True
     #: Longest reason the answer schema allows (None: no cap); `sampling.reason_limit` overrides it.
     reason_limit: ClassVar[int | None] = schemas.REASON_LIMIT
     #: A key the judge must also answer whose value IS the final score (TAIScore's
@@ -146,7 +158,7 @@ class _DimensionJudge(Judge):
         return self._judge_all(fields, [answer] * len(fields), lambda _i, c: self._read(c))
 
     def _fields(self, rollout: Rollout) -> dict[str, str]:
-        return _rollout_fields(rollout, critique=True, revision=self.needs_revision)
+        return _rollout_fields(rollout, critique=True, revision="y1" in self.reads)
 
     def _read(self, completion: Completion) -> Judgment:
         raw = completion.text
@@ -179,6 +191,9 @@ class TaiScoreJudge(_DimensionJudge):
     """
 
     name = "taiscore"
+    reads = ("x", "y0", "c", "y1")
+    is_reward = True
+    python_kind = "reward"
     default_template = "judge_taiscore"
     dimensions = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
     # The rubric calls the third dimension "Targeted Quality Gain"; models echo that name.
@@ -208,18 +223,21 @@ class CritiqueQualityJudge(_DimensionJudge):
     """Table 8: the critique alone, given (x, y0), on six 1–10 dimensions; score = mean."""
 
     name = "critique_quality"
+    reads = ("x", "y0", "c")  # the critique alone: no revision is made for it
+    is_reward = True
+    python_kind = "reward"
     default_template = "judge_critique_quality"
     dimensions = (
         "specificity", "actionability", "priority", "faithfulness", "coverage",
         "constructiveness",
     )
-    needs_revision = False
 
 
 class AdherenceJudge(_DimensionJudge):
     """Table 9: how well y1 implements c, on four 1–10 dimensions; score = mean."""
 
     name = "adherence"
+    reads = ("x", "y0", "c", "y1")
     default_template = "judge_adherence"
     dimensions = (
         "main_issue_adherence", "completeness_of_adoption", "faithful_implementation",
@@ -231,6 +249,9 @@ class OutcomeGainJudge(Judge):
     """Table 13: is y1 better than y0 for x? 1 / 0.5 / 0, without seeing the critique."""
 
     name = "outcome_gain"
+    reads = ("x", "y0", "y1")  # critique-blind
+    is_reward = True
+    python_kind = "reward"
     default_template = "judge_outcome_gain"
     ANSWERS: ClassVar[dict[float, float]] = {1.0: 1.0, 0.5: 0.5, 0.0: 0.0}
 
@@ -289,6 +310,8 @@ class PairwiseJudge(Judge):
     """
 
     name = "pairwise"
+    reads = ("x", "y0", "y1")  # critique-blind
+    python_kind = "pairwise"
     default_template = "judge_pairwise"
     ANSWERS: ClassVar[dict[Any, str]] = {1.0: "1", 2.0: "2", "tie": "tie"}
 
@@ -374,6 +397,8 @@ class GoldRubricJudge(Judge):
     """WritingBench style: 1–10 per gold criterion; `score` = weight-averaged in code."""
 
     name = "gold_rubric"
+    reads = ("x", "y0", "rubric")  # the final response: y1 where there is one, else y0
+    python_kind = "gold"
     default_template = "judge_gold_rubric"
     _NAME_KEYS = ("name", "criterion", "title")
 
@@ -469,6 +494,8 @@ class QueryFilterJudge(Judge):
     """Table 11: grade a query 1–5; decision SKIP (1–2) or GRADE (3–5) follows the score."""
 
     name = "query_filter"
+    reads = ("x",)
+    judges_rollouts = False
     default_template = "query_filter"
     expectable = False
     _OPTIONAL_FIELDS = ("ability", "domain", "category", "language_hint")
@@ -536,6 +563,20 @@ JUDGES: dict[str, type[Judge]] = {
     for judge in (TaiScoreJudge, CritiqueQualityJudge, AdherenceJudge, OutcomeGainJudge,
                   PairwiseJudge, GoldRubricJudge, QueryFilterJudge)
 }
+
+# The judge tables, derived from what each judge declares (written once, above).
+#: Judge names as configs and the CLI spell them (`reward: outcome_gain`, `judges: [...]`).
+JUDGE_NAMES: tuple[str, ...] = tuple(name for name, judge in JUDGES.items() if judge.judges_rollouts)
+#: Judges whose score serves as a GRPO reward.
+REWARD_JUDGES: tuple[str, ...] = tuple(name for name in JUDGE_NAMES if JUDGES[name].is_reward)
+#: Judge name -> what a Python function standing for it is called with.
+KIND_OF_JUDGE: dict[str, str] = {name: JUDGES[name].python_kind for name in JUDGE_NAMES  # type: ignore[misc]
+                                 if JUDGES[name].python_kind}
+
+
+def judge_reads(name: str, field: str) -> bool:
+    """Whether judge `name` reads rollout field `field` (x, y0, c, y1, rubric)."""
+    return field in JUDGES[name].reads
 
 
 def _rollout_fields(rollout: Rollout, *, critique: bool, revision: bool) -> dict[str, str]:

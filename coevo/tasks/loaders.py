@@ -32,7 +32,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from coevo.config import DataConfig, SamplingConfig
 from coevo.jsonl import iter_jsonl
 from coevo.tasks.errors import DataError
 from coevo.types import Rubric, Sample
@@ -99,17 +98,6 @@ def load_samples(
     if not samples:
         raise DataError(f"{label} holds no samples{' (limit is 0)' if limit == 0 else ''}: "
                         "give a source with at least one row")
-    return samples
-
-
-def load_data(data: DataConfig, judge_model: Any = None, sampling: SamplingConfig | None = None) -> list[Sample]:
-    """Samples from a data config (`data:` block), query-filtered with the judge model
-    when the config asks for it (`filter_queries`)."""
-    samples = load_samples(data.source, columns=data.columns or None, limit=data.limit)
-    if data.filter_queries:
-        from coevo.tasks.query_filter import filter_queries
-
-        samples, _ = filter_queries(samples, judge_model, (sampling or SamplingConfig()).judge)
     return samples
 
 

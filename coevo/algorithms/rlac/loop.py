@@ -40,7 +40,6 @@ from coevo.algorithms.rlac.domains import (
     RlacDomain,
     check_proposals,
     completion_texts,
-    propose_failures,
 )
 from coevo.algorithms.rlac.kl import kl_estimate
 from coevo.algorithms.rlac.pairs import critic_pairs, generator_pairs, ranked_pairs, reward
@@ -66,6 +65,7 @@ from coevo.llm.base import ChatModel
 from coevo.llm.call_tags import tagged
 from coevo.llm.specs import base_model_path
 from coevo.roles.parsing import strip_reasoning
+from coevo.roles.rlac import RlacCritic, RlacGenerator
 from coevo.store import RunStore
 from coevo.types import (
     Conversation,
@@ -141,6 +141,10 @@ class RlacRun:
                                          else backend.model(models, "critic", store=store)
                                          if config.verification == "critic" else None)
         self.base: LocalModel | None = backend.model(models, "generator", trainable=True) if config.kl else None
+        # The roles that ask them (their templates are the ones the domain fills).
+        self.generator_role = RlacGenerator(self.generator, config.sampling.generator, config.templates.generator)
+        self.critic_role = (RlacCritic(self.critic, config.sampling.critic, config.templates.critic)
+                            if self.critic is not None else None)
         self.validator: Validator = (RandomValidator(seed=config.seed) if config.validator == "random"
                                      else self.domain.validator)
         self.base_paths = {"generator": base_model_path(config.models.generator),
@@ -248,8 +252,7 @@ class RlacRun:
         count of every output (the rollout length metric)."""
         prompts = [self.domain.generator_prompt(s) for s in self.train]
         sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed * 1000 + r})
-        with tagged(role="generator", step="respond"):
-            completions = self.generator.generate(prompts, sampling, n=self.config.k)
+        completions = self.generator_role.respond(prompts, sampling, n=self.config.k)
         instructions = [Instruction(sample=s, messages=p, outputs=outs)
                         for s, p, outs in zip(self.train, prompts, completion_texts(completions))]
         return instructions, [c.completion_tokens for row in completions for c in row]
@@ -278,8 +281,10 @@ class RlacRun:
 
     def propose(self, outputs: list[tuple[Sample, str, Conversation]], sampling: Sampling, n: int) -> list[list[str]]:
         """n proposals of the current critic per (sample, output, critic prompt), uncounted."""
-        assert self.critic is not None  # loaded whenever verification is `critic`
-        return propose_failures(self.critic, self.domain, outputs, sampling, n)
+        assert self.critic_role is not None  # loaded whenever verification is `critic`
+        return self.critic_role.propose([prompt for _, _, prompt in outputs],
+                                        [self.domain.critic_schema(sample, output) for sample, output, _ in outputs],
+                                        sampling, n)
 
     def check(self, items: list[tuple[Sample, str, Proposal]]) -> list[Verdict]:
         """The validator's verdicts on (sample, output, proposal) items, in order. Counted in
@@ -403,15 +408,13 @@ class RlacRun:
         """The held-out metric of the generator's greedy outputs (its mode), and the KL from
         the base generator on sampled ones (what the policy actually does)."""
         prompts = [self.domain.generator_prompt(s) for s in self.heldout]
-        with tagged(role="generator", step="respond"):
-            greedy = [row[0] for row in completion_texts(self.generator.generate(prompts, self.config.sampling.eval))]
+        greedy = [row[0] for row in completion_texts(self.generator_role.respond(prompts, self.config.sampling.eval))]
         # The judge audit's real items are the critic's proposals on these (rlac/audit.py).
         self.heldout_answers = [strip_reasoning(text) for text in greedy]
         evaluation = self.domain.evaluate(self.heldout, self.heldout_answers)
         if self.base is not None:
             sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
-            with tagged(role="generator", step="respond"):
-                sampled = [row[0] for row in completion_texts(self.generator.generate(prompts, sampling, n=1))]
+            sampled = [row[0] for row in completion_texts(self.generator_role.respond(prompts, sampling))]
             evaluation.kl_from_base = kl_estimate(self.generator_policy, self.base, prompts, sampled)
         evaluation.heldout_output_chars = sum(map(len, greedy)) / max(1, len(greedy))
         return evaluation

@@ -11,10 +11,12 @@ from pydantic import Field, field_validator, model_validator
 
 from coevo.config import AuditConfig, ConfigError, DataConfig, Models, SamplingConfig, StrictModel
 from coevo.prompts import Templates
+from coevo.roles.judges import REWARD_JUDGES
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
 
-RewardName = Literal["taiscore", "outcome_gain", "critique_quality"]
+#: The judges whose score can be the critic's GRPO reward (declared in roles/judges.py).
+RewardName = Literal[REWARD_JUDGES]  # type: ignore[valid-type]
 Schedule = Literal["coevolution", "single_stage"]
 
 # ─── config ──────────────────────────────────────────────────────────────────────────

@@ -67,7 +67,7 @@ def query_ratings(config: TaiScoreConfig, samples: list[Sample], judge_model: An
         return {s.id: _quality(s, column) for s in samples}
     if not config.data.filter_queries or judge_model is None:
         return None
-    from coevo.tasks.query_filter import filter_queries
+    from coevo.roles.query_filter import filter_queries
 
     _, judgments = filter_queries(samples, judge_model, config.sampling.judge, min_score=1)
     return {s.id: (int(j.score) if j.valid and j.score is not None else None) for s, j in zip(samples, judgments)}

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from coevo.algorithms.backend import Backend, default_backend
 from coevo.algorithms.taiscore.config import (
     Plan,
     Schedule,
@@ -43,12 +44,8 @@ from coevo.algorithms.taiscore.config import (
     check_python_judge,
     resolve_conditions,
 )
-from coevo.algorithms.backend import Backend, default_backend
 from coevo.algorithms.taiscore.context import Context
 from coevo.algorithms.taiscore.data import split_data
-from coevo.algorithms.taiscore.pairs import PairCounts, select_pairs
-from coevo.algorithms.taiscore.records import ConditionResult, RoundRecord, TaiScoreSummary
-from coevo.algorithms.taiscore.rewards import make_reward_fn
 from coevo.algorithms.taiscore.evaluation import (
     RoundEvaluator,
     comparison_table,
@@ -56,6 +53,9 @@ from coevo.algorithms.taiscore.evaluation import (
     rounds_table,
     shortened_prompts,
 )
+from coevo.algorithms.taiscore.pairs import PairCounts, select_pairs
+from coevo.algorithms.taiscore.records import ConditionResult, RoundRecord, TaiScoreSummary
+from coevo.algorithms.taiscore.rewards import make_reward_fn
 from coevo.audit.in_run import run_records
 from coevo.config import ConfigError
 from coevo.judging import rollout_judge
@@ -66,9 +66,10 @@ from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.python_scorers import judge_for
+from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import refine
 from coevo.store import RunStore
-from coevo.tasks.loaders import load_data, load_samples
+from coevo.tasks.loaders import load_samples
 from coevo.tasks.pools import sample_critic_queries
 from coevo.train.common import TrainResult
 from coevo.train.stages import run_stage

@@ -88,7 +88,8 @@ def plan(config: Any) -> RunPlan:
     many calls that is and shows no pool ids."""
     from coevo.algorithms.taiscore.config import resolve_conditions
     from coevo.algorithms.taiscore.data import held_out_split, query_ratings
-    from coevo.tasks.loaders import load_data, load_samples
+    from coevo.roles.query_filter import load_data
+    from coevo.tasks.loaders import load_samples
     from coevo.tasks.pools import quality_pools, sample_critic_queries
 
     notes: list[str] = []

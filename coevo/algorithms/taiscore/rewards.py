@@ -9,6 +9,7 @@ from typing import Any
 
 from coevo.algorithms.taiscore.config import RewardName
 from coevo.judging import judge_as_reward
+from coevo.roles.judges import judge_reads
 from coevo.roles.actor import Actor
 from coevo.roles.base import Scorer
 from coevo.roles.parsing import strip_reasoning
@@ -52,8 +53,9 @@ def make_reward_fn(
         xs, y0s, ids = columns["x"], columns["y0"], columns["sample_id"]
         rollouts = [Rollout(sample_id=f"{sid}#{_digest(c)}", x=x, y0=y0, c=c, condition="grpo")
                     for sid, x, y0, c in zip(ids, xs, y0s, critiques)]
-        # Critique quality judges (x, y0, c) alone: revising would cost time and change nothing.
-        needs_revision = reward != "critique_quality"
+        # A judge that reads no revision (critique quality: x, y0, c) gets none: revising
+        # would cost time and change nothing.
+        needs_revision = judge_reads(reward, "y1")
         revise = [r for r in rollouts if r.c]
         if needs_revision and revise:
             for rollout, y1 in zip(revise, actor.revise([r.x for r in revise], [r.y0 for r in revise],

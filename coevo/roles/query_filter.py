@@ -1,4 +1,5 @@
-"""Query filtering with the seed's grader prompt (TAIScore paper, Table 11, Appendix C).
+"""Query filtering with the seed's grader prompt (TAIScore paper, Table 11, Appendix C), and
+`load_data`: a config's data, filtered when it asks.
 
 The paper keeps scores 4–5 and tops up with sampled score-3 queries; `min_score=3` keeps
 every GRADE decision, and the returned judgments let a caller apply the paper's rule.
@@ -7,10 +8,13 @@ every GRADE decision, and the returned judgments let a caller apply the paper's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
+from coevo.config import DataConfig, SamplingConfig
 from coevo.llm.base import ChatModel
 from coevo.roles.judges import QueryFilterJudge
+from coevo.tasks.loaders import load_samples
 from coevo.types import Judgment, Sample, Sampling
 
 
@@ -33,3 +37,13 @@ def filter_queries(
         if judgment.valid and judgment.score is not None and judgment.score >= min_score
     ]
     return kept, judgments
+
+
+def load_data(data: DataConfig, judge_model: Any = None, sampling: SamplingConfig | None = None) -> list[Sample]:
+    """Samples from a data config (`data:` block), query-filtered with the judge model
+    when the config asks for it (`filter_queries`). Here, not in tasks/loaders.py: loading
+    data asks a judge only through this function, so tasks/ stays below roles/."""
+    samples = load_samples(data.source, columns=data.columns or None, limit=data.limit)
+    if data.filter_queries:
+        samples, _ = filter_queries(samples, judge_model, (sampling or SamplingConfig()).judge)
+    return samples
