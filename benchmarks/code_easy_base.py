@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     problems = load_instructions(config, config.data.source)
     domain = CodeDomain(config, store=None)  # the store is not read by the code domain
     started = time.perf_counter()
-    generator = config.models.load("generator", trainable=True)  # as RLAC's policy is loaded
+    generator = config.roles.load("generator", trainable=True)  # as RLAC's policy is loaded
     prompts = [domain.generator_prompt(p) for p in problems]
-    outputs = [strip_reasoning(row[0].text.strip()) for row in generator.generate(prompts, config.sampling.eval)]
+    outputs = [strip_reasoning(row[0].text.strip()) for row in generator.generate(prompts, config.roles.generator.sampling.eval)]
     generated = time.perf_counter() - started
     outcomes = domain.tests.run_many(list(zip(problems, outputs)))
     seconds = time.perf_counter() - started

@@ -36,7 +36,7 @@ def command(config: str, out: Path, engine: str | None) -> list[str]:
         return [*COEVO, "quickstart", "--out", str(out), "--fresh",
                 *(["--judge", f"smollm2:{engine}"] if engine else [])]
     return [*COEVO, "run", str(ROOT / "examples" / f"{config}.yaml"), "--out", str(out),
-            *(["--set", f"models.options.default.engine={engine}"] if engine else [])]
+            *(["--set", f"roles.default.options.engine={engine}"] if engine else [])]
 
 
 def step_seconds(summary: object) -> dict[str, list[float]]:

@@ -270,11 +270,11 @@ def refine(
                                  "actor to write one", param_hint="--response")
 
     from coevo.algorithms.refine import refine_one, texts_capped
-    from coevo.config import SamplingConfig
+    from coevo.role_specs import RefinementRoleSpecs
 
-    sampling = texts_capped(SamplingConfig(), max_tokens) if max_tokens else None
+    roles = texts_capped(RefinementRoleSpecs(), max_tokens) if max_tokens else None
     result = refine_one(prompt, response, actor=actor or model, critic=critic or model, judge=judge,
-                        sampling=sampling)
+                        roles=roles)
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
         return

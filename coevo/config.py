@@ -1,7 +1,8 @@
 """Configs: YAML files validated by pydantic, with `--set a.b=c` overrides.
 
 Each algorithm declares its own config model beside its loop; this module holds what they
-share (named model roles, sampling blocks) and the loading rules. Unknown keys are errors
+share (the audit and data blocks) and the loading rules; the roles block is
+coevo/role_specs.py. Unknown keys are errors
 that name the key: a typo must never silently fall back to a default.
 """
 
@@ -16,56 +17,6 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 # Defined in a leaf module (the training glue needs them without loading models); kept
 # importable from here, where every config imports them.
 from coevo.strict import ConfigError, StrictModel
-from coevo.types import JudgeSampling, Sampling
-
-
-class ModelRoles(StrictModel):
-    """Named model roles (each a model spec, see `coevo models`) and their backend options.
-
-    Every algorithm's `models` section is one of these, so options are set the same way in
-    all of them: `options` maps a role name (or `default`, for every role) to the keyword
-    options of the backend its spec resolves to (threads, engine, concurrency, timeouts, ...):
-
-        models:
-          judge: openai:Qwen3-8B@http://10.0.0.5:8000/v1
-          options:
-            default: {n_threads: 1}
-            judge: {concurrency: 64, timeout: 120}
-
-    A role's own entry wins over `default`. `engine` picks the embedded model's engine
-    (`llamacpp`, `vllm`, `hf`) for frozen roles, so `--set models.options.default.engine=llamacpp`
-    switches a whole run. Options the backend does not take fail when the run starts,
-    naming the option and the ones it takes.
-    """
-
-    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-    @classmethod
-    def role_names(cls) -> list[str]:
-        return [name for name in cls.model_fields if name != "options"]
-
-    @model_validator(mode="after")
-    def _known_roles(self) -> "ModelRoles":
-        unknown = sorted(set(self.options) - {"default", *self.role_names()})
-        if unknown:
-            raise ValueError(f"options for unknown role(s) {unknown}; the roles are "
-                             f"{self.role_names()} (or `default` for all)")
-        return self
-
-    def options_for(self, role: str) -> dict[str, Any]:
-        """The backend options of `role`: `default` overlaid with the role's own."""
-        return {**self.options.get("default", {}), **self.options.get(role, {})}
-
-    def load(self, role: str, *, spec: str | None = None, store: Any = None, trainable: bool = False) -> Any:
-        """The model of `role` (or `spec` in that role's place) with the role's options; a
-        trainable one through `load_trainable`, which tells the other ranks to load it too."""
-        if trainable:
-            from coevo.train.trainable import load_trainable
-
-            return load_trainable(spec or getattr(self, role), store=store, **self.options_for(role))
-        from coevo.llm.specs import load_model
-
-        return load_model(spec or getattr(self, role), store=store, trainable=False, **self.options_for(role))
 
 
 def refuse_moved_keys(data: Any, moved: dict[str, str]) -> Any:
@@ -73,26 +24,8 @@ def refuse_moved_keys(data: Any, moved: dict[str, str]) -> Any:
     if isinstance(data, dict):
         for old, new in moved.items():
             if old in data:
-                raise ValueError(f"key {old!r} is now {new!r} (see ModelRoles in coevo/config.py)")
+                raise ValueError(f"key {old!r} is now {new!r} (docs/config.md)")
     return data
-
-
-class Models(ModelRoles):
-    """The refinement roles. Every role defaults to the embedded model so a config runs
-    offline; real work points them at larger models."""
-
-    actor: str = "smollm2"
-    critic: str = "smollm2"
-    judge: str = "smollm2"
-
-
-class SamplingConfig(StrictModel):
-    """The papers' decoding settings as defaults (TAIScore Table 12; the refiner's and the
-    judge's 2048-token limits are those of the authors' reward code)."""
-
-    rollout: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=256)
-    revision: Sampling = Sampling(temperature=0.2, top_p=0.95, max_tokens=2048)
-    judge: JudgeSampling = JudgeSampling(temperature=0.2, top_p=1.0, max_tokens=2048)
 
 
 class AuditConfig(StrictModel):
@@ -205,12 +138,13 @@ def validate(model: type[T], data: dict[str, Any], source: str = "config") -> T:
             where = ".".join(str(p) for p in err["loc"]) or "(top level)"
             if err["type"] == "extra_forbidden":
                 problems.append(f"unknown key {where!r}")
-            else:
-                problems.append(f"{where}: {err['msg']}")
+            else:  # pydantic prefixes a validator's own message with "Value error, ": drop it
+                message = err["msg"].removeprefix("Value error, ")
+                problems.append(message if where == "(top level)" else f"{where}: {message}")
         raise ConfigError(f"{source}: " + "; ".join(problems)) from None
 
 
 __all__ = [
-    "ConfigError", "DataConfig", "Field", "ModelRoles", "Models", "SamplingConfig", "refuse_moved_keys", "StrictModel", "apply_overrides",
+    "ConfigError", "DataConfig", "Field", "refuse_moved_keys", "StrictModel", "apply_overrides",
     "read_yaml", "validate",
 ]

@@ -97,9 +97,9 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
     The pairwise judge judges each (y0, y1) in both shown orders and averages
     (`coevo.eval.both_orders.both_orders_judgment`: `consistent`, `won_by`, `orders`).
     """
-    from coevo.config import SamplingConfig
     from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.llm.specs import load_model
+    from coevo.role_specs import JudgeRole
 
     kind = judge_name(kind)
     if kind == "gold_rubric":
@@ -111,7 +111,7 @@ def judge_file(kind: str, input_path: Path, out_path: Path, judge_spec: str,
                               f"it can for {', '.join(KIND_OF_JUDGE)}")
         check_python_spec(judge_spec, [KIND_OF_JUDGE[kind]], "--judge")
     rollouts = read_rollouts(input_path)
-    sampling = sampling or SamplingConfig().judge
+    sampling = sampling or JudgeRole().sampling
     if scoring is not None:
         sampling = JudgeSampling(**{**sampling.model_dump(), "scoring": scoring})
     scorer = rollout_judge(kind, load_model(judge_spec), sampling)

@@ -70,15 +70,16 @@ def taiscore(
     judge answer that cannot be read, gets `invalid_reward` and stays in its GRPO group.
     """
     from coevo.algorithms.taiscore import make_reward_fn
-    from coevo.config import SamplingConfig
     from coevo.judging import REWARD_JUDGES
+    from coevo.role_specs import RefinementRoleSpecs
 
     if reward not in REWARD_JUDGES:
         raise ConfigError(f"taiscore(reward={reward!r}): the critic's reward is one of {', '.join(REWARD_JUDGES)}")
-    defaults = SamplingConfig()
+    defaults = RefinementRoleSpecs()
     run_store = _run_store(store)
-    scorer = _reward_judge(judge, reward, _sampling(judge_sampling, defaults.judge, "judge_sampling"), run_store)
-    reviser = _actor(actor, _sampling(revision, defaults.revision, "revision"), run_store)
+    scorer = _reward_judge(judge, reward, _sampling(judge_sampling, defaults.judge.sampling, "judge_sampling"),
+                           run_store)
+    reviser = _actor(actor, _sampling(revision, defaults.actor.sampling.revision, "revision"), run_store)
     inner = make_reward_fn(reviser, scorer, reward, invalid_reward=invalid_reward, on_scored=on_scored)
 
     def reward_fn(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float]:
@@ -202,11 +203,11 @@ def rlac(
 
     `validator`: `"code"` (HumanEval-style problems: the critic's test runs on the reference
     solution and on the output, in the sandbox), `"facts"` (biographies: the critic's wrong
-    fact is checked against the knowledge corpus by the judge model `config.models.judge`),
+    fact is checked against the knowledge corpus by the judge model `config.roles.judge.model`),
     `"random"` (the noisy-validator ablation) or your own `Validator` object (then say
     `task=`). `critic`: a model spec or a loaded `ChatModel`; it answers in the domain's form
     (`config.critic_form`, a JSON schema by default). `config`: an `RlacConfig` or a dict of
-    its fields (templates, critic form, sampling, facts / code settings, seed); the code
+    its fields (roles, critic form, facts / code settings, seed); the code
     sandbox refuses to run without isolation (bubblewrap) unless `code.unsafe_exec` is
     allowed as `coevo run --unsafe-exec` allows it. `store`: a run folder caching the
     critic's calls. `on_checked(items)`: each batch's (sample, output, proposal, verdict).
@@ -226,8 +227,9 @@ def rlac(
     run_store = _run_store(store)
     domain = DOMAINS[task](settings, run_store)
     checker = _rlac_validator(validator, domain, settings)
-    critic_role = RlacCritic(_model(critic, "critic", run_store), settings.sampling.critic, settings.templates.critic)
-    sampling = _sampling(critic_sampling, settings.sampling.critic, "critic_sampling")
+    critic_spec = settings.roles.critic
+    critic_role = RlacCritic(_model(critic, "critic", run_store), critic_spec.sampling, critic_spec.template)
+    sampling = _sampling(critic_sampling, critic_spec.sampling, "critic_sampling")
     problems: dict[str, Any] = {}
     _register(problems, samples)
     reward_fn = _rlac_reward_fn(domain, checker, critic_role, sampling, settings.seed, problems, on_checked)

@@ -144,7 +144,8 @@ def preflight(config: BaseModel) -> None:
     samples, and every training block's `report_to` integration is installed. A bad start
     then leaves no run folder behind to trip over once it is fixed."""
     from coevo.algorithms.taiscore import ConditionSpec
-    from coevo.config import DataConfig, ModelRoles
+    from coevo.config import DataConfig
+    from coevo.role_specs import RoleSet
     from coevo.llm.specs import check_spec
     from coevo.tasks.loaders import load_samples
     from coevo.train.dpo import DPOSettings
@@ -153,9 +154,10 @@ def preflight(config: BaseModel) -> None:
 
     _check_python_scorers(config)
     for node in _walk(config):
-        if isinstance(node, (ModelRoles, ConditionSpec)):
-            names = node.role_names() if isinstance(node, ModelRoles) else ("critic", "tailored_to")
-            for spec in (getattr(node, name) for name in names):
+        if isinstance(node, (RoleSet, ConditionSpec)):
+            specs = ([node.spec(name) for name in node.role_names()] if isinstance(node, RoleSet)
+                     else [node.critic, node.tailored_to])
+            for spec in specs:
                 if isinstance(spec, str) and isinstance(node, ConditionSpec) and spec.startswith("python:"):
                     raise ConfigError(f"condition {node.name!r}: {spec!r} is a Python scorer, not a model; "
                                       "a condition's critic and tailored_to name models")
@@ -175,18 +177,18 @@ def _check_python_scorers(config: BaseModel) -> None:
     from coevo.algorithms.refine import RefineRunConfig
     from coevo.algorithms.taiscore import TaiScoreConfig
     from coevo.algorithms.taiscore.config import check_python_judge
-    from coevo.config import ModelRoles
+    from coevo.role_specs import RoleSet
     from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.roles.judges import KIND_OF_JUDGE
 
-    models = getattr(config, "models", None)
-    if not isinstance(models, ModelRoles):
+    roles = getattr(config, "roles", None)
+    if not isinstance(roles, RoleSet):
         return
-    for role in models.role_names():
-        spec = getattr(models, role)
+    for role in roles.role_names():
+        spec = roles.spec(role)
         if not is_python_spec(spec):
             continue
-        where = f"models.{role}"
+        where = f"roles.{role}.model"
         if isinstance(config, TaiScoreConfig) and role == "judge":
             check_python_judge(config)
         elif isinstance(config, DecoEvoConfig) and role == "grader":
@@ -202,7 +204,7 @@ def _check_python_scorers(config: BaseModel) -> None:
             check_python_spec(spec, sorted({KIND_OF_JUDGE[name] for name in config.judges}), where)
         else:
             raise ConfigError(f"{where} {spec!r}: a Python scorer stands only where a judge goes (taiscore and "
-                              "refine models.judge, decoevo models.grader); give a model spec here "
+                              "refine roles.judge.model, decoevo roles.grader.model); give a model spec here "
                               "(`coevo models`)")
 
 

@@ -125,10 +125,11 @@ else
 fi
 RUN_START=$(date +%s)
 timeout 300 "${LAUNCH[@]}" -m coevo.cli run examples/rlac_code_tiny.yaml --out "$WORK/rlac" \
-  --set "models.generator=$SMOKE_MODEL" --set "models.critic=$SMOKE_MODEL" --set "models.judge=$SMOKE_MODEL" \
+  --set "roles.generator.model=$SMOKE_MODEL" --set "roles.critic.model=$SMOKE_MODEL" --set "roles.judge.model=$SMOKE_MODEL" \
   --set iterations=1 --set k=2 --set n=2 --set validator=random --set seed=0 --set kl=false \
   --set "data.train_ids=[HumanEval/45, HumanEval/2]" --set "data.heldout_ids=[HumanEval/53]" \
-  --set sampling.generator.max_tokens=32 --set sampling.critic.max_tokens=40 --set sampling.eval.max_tokens=32 \
+  --set roles.generator.sampling.train.max_tokens=32 --set roles.critic.sampling.max_tokens=40 \
+  --set roles.generator.sampling.eval.max_tokens=32 \
   --set dpo.max_steps=2 --set dpo.max_length=512 --set dpo.max_prompt_length=384
 "$PY" - "$WORK/rlac/summary.json" "$PROCS" "$(( $(date +%s) - RUN_START ))" <<'EOF'
 import json, sys

@@ -29,7 +29,8 @@ EXAMPLES = ROOT / "examples"
 TAISCORE_TEST_SIZE = [
     "rounds=1", "data.limit=5", "evaluation.prompts=1", "critic_queries=1", "pairs_per_round=2",
     "grpo.max_steps=1", "grpo.num_generations=2", "dpo.max_steps=1",
-    "sampling.rollout.max_tokens=24", "sampling.revision.max_tokens=24", "evaluation.win_rate=false",
+    "roles.actor.sampling.response.max_tokens=24", "roles.critic.sampling.max_tokens=24",
+    "roles.actor.sampling.revision.max_tokens=24", "evaluation.win_rate=false",
 ]
 # examples/rlac_code_tiny.yaml at test size. Seeded noisy labels (validator=random) so that
 # both models surely get pairs to train on (on two problems the real validator may find no
@@ -37,7 +38,8 @@ TAISCORE_TEST_SIZE = [
 RLAC_CODE_TEST_SIZE = [
     "iterations=1", "k=2", "n=2", "validator=random", "seed=0", "kl=false",
     "data.train_ids=[HumanEval/45, HumanEval/2]", "data.heldout_ids=[HumanEval/53]",
-    "sampling.generator.max_tokens=32", "sampling.critic.max_tokens=40", "sampling.eval.max_tokens=32",
+    "roles.generator.sampling.train.max_tokens=32", "roles.critic.sampling.max_tokens=40",
+    "roles.generator.sampling.eval.max_tokens=32",
     "dpo.max_steps=2", "dpo.save_steps=1", "dpo.max_length=512", "dpo.max_prompt_length=384",
 ]
 

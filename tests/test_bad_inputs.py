@@ -25,22 +25,24 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "config empty": ("run {d}/empty.yaml --out {d}/r", ("'algorithm' must be one of",)),
     "unknown algorithm": ("run {d}/nope.yaml --out {d}/r", ("'algorithm' must be one of",)),
     "unknown key": ("run {d}/typo.yaml --out {d}/r", ("batch_sise",)),
-    "unknown sampling key": ("run {d}/ok.yaml --out {d}/r --set sampling.rollout.temprature=1", ("temprature",)),
+    "unknown sampling key": ("run {d}/ok.yaml --out {d}/r --set roles.critic.sampling.temprature=1", ("temprature",)),
+    "an old config key": ("run {d}/ok.yaml --out {d}/r --set sampling.rollout.max_tokens=9",
+                          ("sampling.rollout -> roles.actor.sampling.response and roles.critic.sampling",)),
     "wrong type": ("run {d}/taiscore.yaml --out {d}/r --set rounds=three", ("rounds",)),
     "out of range": ("run {d}/taiscore.yaml --out {d}/r --set rounds=-1", ("rounds",)),
     "override without =": ("run {d}/ok.yaml --out {d}/r --set rounds", ("key.path=value",)),
     "condition name as a path": ("run {d}/conditions.yaml --out {d}/r", ("folder names",)),
     # run: model specs
-    "unknown model spec": ("run {d}/ok.yaml --out {d}/r --set models.actor=gpt5", ("gpt5", "hf:")),
-    "missing model folder": ("run {d}/ok.yaml --out {d}/r --set models.actor=hf:{d}/no-model",
+    "unknown model spec": ("run {d}/ok.yaml --out {d}/r --set roles.actor.model=gpt5", ("gpt5", "hf:")),
+    "missing model folder": ("run {d}/ok.yaml --out {d}/r --set roles.actor.model=hf:{d}/no-model",
                              ("no model folder",)),
-    "missing gguf file": ("run {d}/ok.yaml --out {d}/r --set models.judge=gguf:{d}/x.gguf", ("no file",)),
-    "missing replay file": ("run {d}/ok.yaml --out {d}/r --set models.judge=replay:{d}/x.jsonl", ("no file",)),
-    "malformed server spec": ("run {d}/ok.yaml --out {d}/r --set models.judge=openai:m@ftp://x", ("bad openai spec",)),
-    "unknown engine": ("run {d}/ok.yaml --out {d}/r --set models.judge=smollm2:tpu", ("unknown engine",)),
-    "unreachable server": ("run {d}/ok.yaml --out {d}/r_server --set data.limit=2 --set models.actor=replay:{d}/replay.jsonl"
-                           " --set models.critic=replay:{d}/replay.jsonl --set models.judge=openai:m@http://127.0.0.1:9/v1"
-                           " --set models.options.judge.max_retries=0", ("127.0.0.1:9", "max_retries")),
+    "missing gguf file": ("run {d}/ok.yaml --out {d}/r --set roles.judge.model=gguf:{d}/x.gguf", ("no file",)),
+    "missing replay file": ("run {d}/ok.yaml --out {d}/r --set roles.judge.model=replay:{d}/x.jsonl", ("no file",)),
+    "malformed server spec": ("run {d}/ok.yaml --out {d}/r --set roles.judge.model=openai:m@ftp://x", ("bad openai spec",)),
+    "unknown engine": ("run {d}/ok.yaml --out {d}/r --set roles.judge.model=smollm2:tpu", ("unknown engine",)),
+    "unreachable server": ("run {d}/ok.yaml --out {d}/r_server --set data.limit=2 --set roles.actor.model=replay:{d}/replay.jsonl"
+                           " --set roles.critic.model=replay:{d}/replay.jsonl --set roles.judge.model=openai:m@http://127.0.0.1:9/v1"
+                           " --set roles.judge.options.max_retries=0", ("127.0.0.1:9", "max_retries")),
     # run: data
     "data file missing": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/none.jsonl", ("none.jsonl",)),
     "data file empty": ("run {d}/ok.yaml --out {d}/r --set data.source={d}/empty.jsonl", ("holds no samples",)),

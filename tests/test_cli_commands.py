@@ -81,7 +81,7 @@ def test_runs_show_report_on_a_finished_run(tmp_path):
     config = tmp_path / "refine.yaml"
     spec = f"replay:{replay}"
     config.write_text(f"algorithm: refine\ndata: {{source: '{data}'}}\n"
-                      f"models: {{actor: '{spec}', critic: '{spec}', judge: '{spec}'}}\n")
+                      f"roles: {{actor: {{model: '{spec}'}}, critic: {{model: '{spec}'}}, judge: {{model: '{spec}'}}}}\n")
     runs = tmp_path / "runs"
     proc = coevo("run", config, "--out", runs / "r1")
     assert proc.returncode == 0, proc.stderr
@@ -171,9 +171,10 @@ def test_quickstart_runs_its_taiscore_config_and_resumes(tmp_path, monkeypatch):
     # The quickstart's contract: one TAIScore round on the bundled prompts, at laptop budgets.
     assert config["algorithm"] == "taiscore" and config["rounds"] == 1
     assert config["data"]["source"] == "bundled:writing" and config["data"]["limit"] == 5
-    assert config["models"] == {**config["models"], "actor": model, "critic": model, "judge": judge}
-    assert config["templates"]["critic"] == "critic_brief"
-    assert config["sampling"]["judge"]["scoring"] == "expected"
+    roles = config["roles"]
+    assert (roles["actor"]["model"], roles["critic"]["model"], roles["judge"]["model"]) == (model, model, judge)
+    assert roles["critic"]["template"] == "critic_brief"
+    assert roles["judge"]["sampling"]["scoring"] == "expected"
     assert (config["critic_queries"], config["pairs_per_round"], config["evaluation"]["prompts"]) == (2, 4, 2)
     assert trained["loaded"] == [model, model]  # the actor and the critic, both trainable
     (grpo,), (dpo,) = trained["grpo"], trained["dpo"]
@@ -450,11 +451,13 @@ def test_show_filters_by_stage_and_round_under_readable_headings(tmp_path):
 
 def test_refine_max_tokens_caps_the_texts_not_the_judge():
     from coevo.algorithms.refine import texts_capped
-    from coevo.config import SamplingConfig
+    from coevo.role_specs import RefinementRoleSpecs
 
-    default = SamplingConfig()
+    default = RefinementRoleSpecs()
     capped = texts_capped(default, 64)
-    assert (capped.rollout.max_tokens, capped.revision.max_tokens) == (64, 64)
+    texts = (capped.actor.sampling.response, capped.critic.sampling, capped.actor.sampling.revision)
+    assert [s.max_tokens for s in texts] == [64, 64, 64]
     assert capped.judge == default.judge  # a cut-off judgment would only be unreadable
-    assert capped.revision.temperature == default.revision.temperature
-    assert texts_capped(default, 1000).rollout.max_tokens == default.rollout.max_tokens  # a cap, never a raise
+    assert capped.actor.sampling.revision.temperature == default.actor.sampling.revision.temperature
+    loose = texts_capped(default, 1000)  # a cap, never a raise
+    assert loose.actor.sampling.response.max_tokens == default.actor.sampling.response.max_tokens

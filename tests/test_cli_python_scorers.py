@@ -54,7 +54,7 @@ def _run_config(tmp_path, judge, **models):
     data.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Write {i}."}) + "\n" for i in range(8)))
     config = tmp_path / "c.yaml"
     config.write_text(json.dumps({"algorithm": "taiscore", "data": {"source": str(data)},
-                                  "models": {"judge": judge, **models}}))
+                                  "roles": {role: {"model": spec} for role, spec in {"judge": judge, **models}.items()}}))
     return config
 
 
@@ -78,7 +78,7 @@ def test_run_refuses_a_bad_python_judge_at_the_start(tmp_path, scorers, target, 
 def test_run_refuses_a_python_spec_where_no_judge_goes(tmp_path, scorers):
     proc = coevo("run", _run_config(tmp_path, f"python:{scorers}", actor=f"python:{scorers}"),
                  "--out", tmp_path / "run")
-    assert proc.returncode == 2 and "models.actor" in proc.stderr and "stands only where a judge goes" in proc.stderr
+    assert proc.returncode == 2 and "roles.actor.model" in proc.stderr and "stands only where a judge goes" in proc.stderr
 
 
 def test_refine_probes_a_python_judge_before_any_model_loads(tmp_path, scorers):

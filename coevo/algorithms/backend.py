@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coevo.config import ModelRoles
+from coevo.role_specs import RoleSet
 from coevo.train.common import TrainResult
 
 
@@ -27,7 +27,7 @@ class Backend:
     """How a loop loads models and trains them; tests swap in fakes.
 
     load_trainable(spec, **options) -> a model with `.model`, `.tokenizer` (a LocalModel);
-    load_frozen(spec, **options) -> a ChatModel (options: the role's, `models.options`);
+    load_frozen(spec, **options) -> a ChatModel (options: the role's, `roles.<role>.options`);
     restore(model, checkpoint, settings) puts a finished stage's weights back in place
     (`settings`: the stage's GRPO/DPO settings, whose `lora` says how they were saved);
     train_grpo / train_dpo: the coevo.train glue's signatures.
@@ -68,10 +68,10 @@ class Backend:
 
             self.load_copy = vllm_copy
 
-    def model(self, models: ModelRoles, role: str, *, trainable: bool = False, store: Any = None) -> Any:
-        """The model of `role` with that role's backend options (`models.options`): trainable
-        weights, or a frozen ChatModel (cached in `store` where one is given)."""
-        spec, options = getattr(models, role), models.options_for(role)
+    def model(self, roles: RoleSet, role: str, *, trainable: bool = False, store: Any = None) -> Any:
+        """The model of `role` with that role's backend options (`roles.<role>.options`):
+        trainable weights, or a frozen ChatModel (cached in `store` where one is given)."""
+        spec, options = roles.spec(role), roles.options_for(role)
         if trainable:
             return self.load_trainable(spec, **options)
         return self.load_frozen(spec, store=store, **options) if store is not None else self.load_frozen(spec, **options)

@@ -19,13 +19,13 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-from coevo.config import DataConfig, Models, SamplingConfig, StrictModel
+from coevo.config import DataConfig, StrictModel
 from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci
 from coevo.progress import map_batches
-from coevo.prompts import Templates
+from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs, refuse_old_role_blocks
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.roles.query_filter import load_data
@@ -40,15 +40,18 @@ Condition = Literal["none", "generic", "shuffled", "matched"]
 class ControlsConfig(StrictModel):
     algorithm: Literal["controls"] = "controls"
     data: DataConfig = DataConfig(limit=8)
-    models: Models = Models()
-    sampling: SamplingConfig = SamplingConfig()
-    templates: Templates = Templates()
+    roles: RefinementRoleSpecs = RefinementRoleSpecs()
     conditions: list[Condition] = Field(default_factory=lambda: ["none", "generic", "shuffled", "matched"])
     evaluator: Literal["gold_rubric", "pairwise"] = "gold_rubric"
     #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
     #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
     batch_size: int | None = Field(None, ge=1)
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_old_role_blocks(data, REFINEMENT_MOVED)
 
 
 def feedback_for(condition: Condition, critiques: list[str], seed: int) -> list[str | None]:
@@ -73,8 +76,8 @@ class ControlsSummary(BaseModel):
 
 def run_controls(config: ControlsConfig, store: RunStore) -> ControlsSummary:
     """`coevo run` entry for `algorithm: controls`; also what `coevo quickstart` runs."""
-    roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
-    samples = load_data(config.data, roles.judge_model, config.sampling)
+    roles = build_refinement_roles(config.roles, store)
+    samples = load_data(config.data, roles.judge_model, config.roles.judge.sampling)
     if config.evaluator == "gold_rubric" and any(s.rubric is None for s in samples):
         raise DataError("the gold_rubric evaluator needs samples with rubrics; use evaluator: pairwise")
     size = config.batch_size
@@ -121,11 +124,11 @@ def _revise(actor, items: list[tuple[str, str, str | None]]) -> list[str]:
 def _evaluator(config: ControlsConfig, model):
     size = config.batch_size
     if config.evaluator == "gold_rubric":
-        judge = GoldRubricJudge(model, config.sampling.judge)
+        judge = GoldRubricJudge(model, config.roles.judge.sampling)
         return lambda samples, responses, _y0: map_batches(
             lambda rows: judge.judge([s for s, _ in rows], [r for _, r in rows]),
             list(zip(samples, responses)), size, "gold-rubric judge")
-    pairwise = PairwiseJudge(model, config.sampling.judge)
+    pairwise = PairwiseJudge(model, config.roles.judge.sampling)
     # Each pair in both shown orders (one call): a position bias cannot move the win rate.
     return lambda samples, y1, y0: map_batches(
         lambda rows: judge_both_orders(pairwise, [s.prompt for s, _, _ in rows], [a for _, a, _ in rows],

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
-from coevo.config import DataConfig, Field, Models, SamplingConfig, StrictModel
+from coevo.config import DataConfig, Field, StrictModel
 from coevo.eval.both_orders import BothOrdersScorer, both_orders_of, summarise_both_orders
 from coevo.judging import rollout_judge
 from coevo.llm.base import ModelError
-from coevo.prompts import Templates
+from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs, refuse_old_role_blocks
 from coevo.roles.judges import JUDGE_NAMES
 from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import build_refinement_roles, refine
@@ -26,15 +26,18 @@ class RefineRunConfig(StrictModel):
 
     algorithm: Literal["refine"] = "refine"
     data: DataConfig = DataConfig()
-    models: Models = Models()
-    sampling: SamplingConfig = SamplingConfig()
-    templates: Templates = Templates()
+    roles: RefinementRoleSpecs = RefinementRoleSpecs()
     #: Any of the judges (roles/judges.py declares them; JUDGE_NAMES is derived there).
     judges: list[Literal[JUDGE_NAMES]] = ["taiscore"]  # type: ignore[valid-type]
     #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
     #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
     batch_size: int | None = Field(None, ge=1)
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_old_role_blocks(data, REFINEMENT_MOVED)
 
 
 class RefineSummary(BaseModel):
@@ -50,9 +53,10 @@ def run_refinement(config: RefineRunConfig, store: RunStore) -> RefineSummary:
     """`coevo run` entry for `algorithm: refine`: rollouts + judges, mean score per judge.
     The pairwise judge is an evaluation here: each (y0, y1) in both shown orders, averaged
     (`coevo.eval.both_orders`), so its position preference cannot move the mean."""
-    roles = build_refinement_roles(config.models, config.sampling, config.templates, store)
-    samples = load_data(config.data, roles.judge_model, config.sampling)
-    judges = {name: rollout_judge(name, roles.judge_model, config.sampling.judge)
+    roles = build_refinement_roles(config.roles, store)
+    judge_sampling = config.roles.judge.sampling
+    samples = load_data(config.data, roles.judge_model, judge_sampling)
+    judges = {name: rollout_judge(name, roles.judge_model, judge_sampling)
               for name in config.judges}
     if "pairwise" in judges:
         judges["pairwise"] = BothOrdersScorer(judges["pairwise"])  # type: ignore[arg-type]
@@ -75,17 +79,26 @@ def run_refinement(config: RefineRunConfig, store: RunStore) -> RefineSummary:
     return RefineSummary(n_samples=len(samples), table=Table(columns=columns + ["valid", "invalid"], rows=rows))
 
 
-def texts_capped(sampling: SamplingConfig, max_tokens: int) -> SamplingConfig:
-    """`sampling` with the generated texts (y0, critique, y1) held to `max_tokens` each; the
+def texts_capped(roles: RefinementRoleSpecs, max_tokens: int) -> RefinementRoleSpecs:
+    """`roles` with the generated texts (y0, critique, y1) held to `max_tokens` each; the
     judge's limit is left alone, since a cut-off judgment would only be unreadable."""
     def cap(setting):
         return setting.model_copy(update={"max_tokens": min(setting.max_tokens, max_tokens)})
 
-    return sampling.model_copy(update={"rollout": cap(sampling.rollout), "revision": cap(sampling.revision)})
+    actor_sampling = roles.actor.sampling.model_copy(update={"response": cap(roles.actor.sampling.response),
+                                                             "revision": cap(roles.actor.sampling.revision)})
+    return roles.model_copy(update={"actor": roles.actor.model_copy(update={"sampling": actor_sampling}),
+                                    "critic": roles.critic.model_copy(update={"sampling": cap(roles.critic.sampling)})})
+
+
+def with_models(roles: RefinementRoleSpecs, **specs: str) -> RefinementRoleSpecs:
+    """`roles` with each named role's model replaced (`actor="hf:…"`)."""
+    return roles.model_copy(update={name: getattr(roles, name).model_copy(update={"model": spec})
+                                    for name, spec in specs.items()})
 
 
 def refine_one(prompt: str, response: str | None, *, actor: str, critic: str, judge: str,
-               sampling: SamplingConfig | None = None) -> dict[str, Any]:
+               roles: RefinementRoleSpecs | None = None) -> dict[str, Any]:
     """`coevo refine`: one instruction through the pipeline, with the TAIScore judge (a model,
     or a `python:` reward function, probed before any model loads)."""
     from coevo.llm.python_functions import check_python_spec, is_python_spec
@@ -96,11 +109,11 @@ def refine_one(prompt: str, response: str | None, *, actor: str, critic: str, ju
                              "give a model spec (see `coevo models`)")
     if is_python_spec(judge):
         check_python_spec(judge, ["reward"], "--judge")
-    sampling = sampling or SamplingConfig()
-    roles = build_refinement_roles(Models(actor=actor, critic=critic, judge=judge), sampling, Templates(), None)
+    specs = with_models(roles or RefinementRoleSpecs(), actor=actor, critic=critic, judge=judge)
+    built = build_refinement_roles(specs, None)
     sample = Sample(id="cli", prompt=prompt)
-    judges = {"taiscore": rollout_judge("taiscore", roles.judge_model, sampling.judge)}
-    (rollout,) = refine([sample], roles.actor, roles.critic, judges,
+    judges = {"taiscore": rollout_judge("taiscore", built.judge_model, specs.judge.sampling)}
+    (rollout,) = refine([sample], built.actor, built.critic, judges,
                         y0={sample.id: response} if response else None)
     verdict = rollout.judgments["taiscore"]
     dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")

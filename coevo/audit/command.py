@@ -12,7 +12,8 @@ from pathlib import Path
 from coevo.audit.items import WRITE_MAX_TOKENS, slot_items, write_items
 from coevo.audit.judge_audit import JudgeAudit, audit_judge
 from coevo.audit.probes import AUDIT_KINDS, Probe, default_probes, read_probes
-from coevo.config import ConfigError, SamplingConfig
+from coevo.config import ConfigError
+from coevo.role_specs import JudgeRole
 from coevo.tasks.errors import DataError
 
 #: The model that writes the real answers when the judge's spec cannot write any.
@@ -76,7 +77,7 @@ def run_judge_audit(judge: str, kind: str, *, data: str = "bundled:writing", pro
         if lacking and not is_python_spec(judge):
             raise DataError(f"the gold_rubric judge scores against each sample's rubric; {data} has none for "
                             f"{lacking[:5]}: give data with a 'rubric' column (bundled:writing has them)")
-    sampling = SamplingConfig().judge
+    sampling = JudgeRole().sampling
     if max_tokens:
         sampling = sampling.model_copy(update={"max_tokens": max_tokens})
     judge_model = load_model(judge)

@@ -3,7 +3,7 @@ grader gives?
 
 DecoEvo changes no weight: what it learns is the solver skill document S (and the rubric
 generator's G, which only shapes S's edits). So the target is the test score of the solver
-skill under `models.grader`, by default the checkable `constraint_grader` (the share of a
+skill under `roles.grader.model`, by default the checkable `constraint_grader` (the share of a
 bundled writing prompt's constraints an answer meets), per (test question, seed):
 
 - before: the initial S's test answers: the `zero_shot` method's, which under the same seed
@@ -168,7 +168,7 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     steps = DEFAULT_STEPS if steps is None else steps
     seeds = [0] if seeds is None else list(seeds)
     settings = [*DEFAULT_OVERRIDES, "methods=[zero_shot, decoevo]", f"seeds={list(seeds)}",
-                f"models.grader={reward}", f"inner_steps={steps}", *(overrides or [])]
+                f"roles.grader.model={reward}", f"inner_steps={steps}", *(overrides or [])]
     raw = apply_overrides(read_yaml(config_path), settings)
     run_dir = Path(work_dir) / "run"
     began = time.time()
@@ -209,9 +209,9 @@ def _evaluator(raw: dict[str, Any], store: Any) -> Evaluator:
     def evaluate(seed: int, text: str) -> dict[str, float | None]:
         if not loaded:
             loaded["test"] = make_partitions(load_data(config.data), config.partitions)["test"]
-            loaded["model"] = config.models.load("backbone", store=store)
-            loaded["grader"] = config.models.load("grader", store=store) if config.models.grader else None
-        found = evaluate_skill(text, loaded["test"], loaded["model"], loaded["grader"], config.sampling, seed)
+            loaded["model"] = config.roles.load("backbone", store=store)
+            loaded["grader"] = config.roles.load("grader", store=store) if config.roles.grader.model else None
+        found = evaluate_skill(text, loaded["test"], loaded["model"], loaded["grader"], config.roles, seed)
         return found["scores"]
 
     return evaluate

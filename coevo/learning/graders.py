@@ -1,6 +1,6 @@
-"""Checkable graders: a DecoEvo `models.grader` whose score is decided by code, not a model.
+"""Checkable graders: a DecoEvo `roles.grader.model` whose score is decided by code, not a model.
 
-    models: {grader: "python:coevo.learning.graders:constraint_grader"}
+    roles: {grader: {model: "python:coevo.learning.graders:constraint_grader"}}
 
 A 135M grader's rubric grades barely agree with themselves, so a learning curve measured
 with one could not tell a learned behaviour from noise. The bundled writing prompts carry

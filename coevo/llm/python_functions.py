@@ -7,7 +7,7 @@
                                      reward, pairwise, gold, grader (each one the run needs)
 
 One signature per judge kind (`SIGNATURES`). A place that needs several kinds (TAIScore's
-`models.judge` is its reward, its pairwise judge and its gold judge) takes the module form;
+`roles.judge.model` is its reward, its pairwise judge and its gold judge) takes the module form;
 a place that needs one takes either. Everything that can be wrong with a function (a bad
 path, a missing function, a wrong signature, a function that raises or returns the wrong
 type on a probe call) is found by `check_python_spec` before a run starts, as a ModelError

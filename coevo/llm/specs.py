@@ -219,7 +219,7 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
 #: 1-4 conversations, where llama.cpp's quantised single-sequence decoding wins (whole runs,
 #: vLLM vs llama.cpp: quickstart 1.14x, decoevo_tiny 1.19x, rlac_code_tiny 1.03x, and
 #: rlac_bio_tiny 0.52x, whose judge checks a whole stage of facts at once). So vLLM is chosen
-#: per role where stages are large: `models.options.<role>.engine: vllm`, `smollm2:vllm`.
+#: per role where stages are large: `roles.<role>.options.engine: vllm`, `smollm2:vllm`.
 ENGINES = ("llamacpp", "vllm", "hf")
 
 
@@ -289,7 +289,7 @@ _BACKEND_OPTIONS = {
 
 
 def backend_options(cls: Any) -> list[str]:
-    """The keyword options a backend class takes (what `models.options` may set for it)."""
+    """The keyword options a backend class takes (what `roles.<role>.options` may set for it)."""
     return sorted(set(inspect.signature(cls.__init__).parameters) - {"self", "path", "model", "base_urls", "rules"})
 
 
@@ -361,6 +361,6 @@ def describe_specs() -> list[dict[str, Any]]:
                "python:FILE.py[:FUNCTION]": []}
     return [
         {"spec": form, "description": text, "available": rows[form][0], "detail": rows[form][1],
-         "options (models.options)": ", ".join(options[form]) or "-"}
+         "options (roles.<role>.options)": ", ".join(options[form]) or "-"}
         for form, text in FORMS
     ]

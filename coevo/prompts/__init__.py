@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from coevo.strict import StrictModel
 from coevo.types import Conversation, Message
 
 PROMPT_DIR = Path(__file__).parent
@@ -123,10 +122,3 @@ def load_template(name_or_path: str) -> Template:
 def render(name_or_path: str, **values: object) -> str:
     return load_template(name_or_path).render(**values)
 
-
-class Templates(StrictModel):
-    """Prompt template per role: a bundled name or a path to your own file."""
-
-    critic: str = "critic"
-    reviser: str = "reviser"
-    reviser_no_critique: str = "reviser_no_critique"

@@ -32,7 +32,7 @@ def generic_critique(template: str | Path | None = None) -> str:
 class Critic(Role):
     """Evaluator role of critique-guided refinement: (x, y0) -> n critiques.
 
-    A config's `templates.critic` overrides the bundled Table 6 prompt (it needs `{prompt}`
+    A config's `roles.critic.template` overrides the bundled Table 6 prompt (it needs `{prompt}`
     and `{response}`). `max_prompt_tokens` (None: no limit) bounds the prompt, counted by
     `count_tokens` (default: the model's own tokenizer, see `prompt_budget.token_counter`).
     """

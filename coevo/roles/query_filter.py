@@ -8,14 +8,15 @@ every GRADE decision, and the returned judgments let a caller apply the paper's 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
-from coevo.config import DataConfig, SamplingConfig
+from coevo.config import DataConfig
 from coevo.llm.base import ChatModel
+from coevo.role_specs import JudgeRole
 from coevo.roles.judges import QueryFilterJudge
 from coevo.tasks.loaders import load_samples
-from coevo.types import Judgment, Sample, Sampling
+from coevo.types import JudgeSampling, Judgment, Sample, Sampling
 
 
 def filter_queries(
@@ -39,11 +40,11 @@ def filter_queries(
     return kept, judgments
 
 
-def load_data(data: DataConfig, judge_model: Any = None, sampling: SamplingConfig | None = None) -> list[Sample]:
+def load_data(data: DataConfig, judge_model: Any = None, sampling: JudgeSampling | None = None) -> list[Sample]:
     """Samples from a data config (`data:` block), query-filtered with the judge model
     when the config asks for it (`filter_queries`). Here, not in tasks/loaders.py: loading
     data asks a judge only through this function, so tasks/ stays below roles/."""
     samples = load_samples(data.source, columns=data.columns or None, limit=data.limit)
     if data.filter_queries:
-        samples, _ = filter_queries(samples, judge_model, (sampling or SamplingConfig()).judge)
+        samples, _ = filter_queries(samples, judge_model, sampling or JudgeRole().sampling)
     return samples

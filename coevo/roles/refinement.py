@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from coevo.config import Models, SamplingConfig
 from coevo.llm.base import ChatModel
 from coevo.llm.call_tags import tagged
 from coevo.progress import progress_bar
-from coevo.prompts import Templates
+from coevo.role_specs import RefinementRoleSpecs
 from coevo.roles.actor import Actor
 from coevo.roles.base import Scorer
 from coevo.roles.critic import Critic
@@ -35,14 +34,13 @@ class RefinementRoles:
     judge_model: ChatModel
 
 
-def build_refinement_roles(models: Models, sampling: SamplingConfig, templates: Templates,
-                store: RunStore | None) -> RefinementRoles:
-    """Actor, critic and judge model from named model roles (shared weights per spec)."""
-    actor = Actor(models.load("actor", store=store), sampling.rollout,
-                  revise_sampling=sampling.revision, revise_template=templates.reviser,
-                  revise_no_critique_template=templates.reviser_no_critique)
-    critic = Critic(models.load("critic", store=store), sampling.rollout, templates.critic)
-    return RefinementRoles(actor, critic, models.load("judge", store=store))
+def build_refinement_roles(specs: RefinementRoleSpecs, store: RunStore | None) -> RefinementRoles:
+    """Actor, critic and judge model from a config's role specs (shared weights per spec)."""
+    actor = Actor(specs.load("actor", store=store), specs.actor.sampling.response,
+                  revise_sampling=specs.actor.sampling.revision, revise_template=specs.actor.template,
+                  revise_no_critique_template=specs.actor.template_no_critique)
+    critic = Critic(specs.load("critic", store=store), specs.critic.sampling, specs.critic.template)
+    return RefinementRoles(actor, critic, specs.load("judge", store=store))
 
 
 def batches(items: Sequence, size: int | None) -> list[Sequence]:

@@ -162,13 +162,15 @@ def write_data(path, n=28):
 
 
 def config(data, **overrides):
-    """A small DecoEvo config on the data file `data` (see `write_data`)."""
+    """A small DecoEvo config on the data file `data` (see `write_data`); `roles` entries
+    are added to the replay backbone's."""
     from coevo.algorithms.decoevo import DecoEvoConfig
 
-    base = dict(data={"source": str(data)}, models={"backbone": "replay:unused"}, seeds=[0], inner_steps=2, k=1, s=1,
+    base = dict(data={"source": str(data)}, seeds=[0], inner_steps=2, k=1, s=1,
                 batch_size=2, m=3, max_pairs=3, epsilon=0.5,
                 partitions={"sizes": {"test": 2, "diagnostic": 2}})
-    return DecoEvoConfig(**{**base, **overrides})
+    roles = {"backbone": {"model": "replay:unused"}, **overrides.pop("roles", {})}
+    return DecoEvoConfig(**{**base, "roles": roles, **overrides})
 
 
 def method_run(cfg, model, method="decoevo", store=None, **options):
@@ -196,7 +198,7 @@ def replay_run_config(folder, **overrides) -> dict:
     model = folder / "replay.jsonl"
     model.write_text("\n".join(json.dumps(r) for r in method_telling_rules()) + "\n")
     return {
-        "algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
+        "algorithm": "decoevo", "data": {"source": str(data)}, "roles": {"backbone": {"model": f"replay:{model}"}},
         "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
         "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}}, **overrides,
     }

@@ -34,7 +34,13 @@ def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
     config = {
         "algorithm": "decoevo",
         "data": {"source": str(_small_gold_data(tmp_path / "data.jsonl"))},
-        "models": {"backbone": "smollm2", "options": {"backbone": {"n_threads": 1 if os.cpu_count() <= 2 else 2}}},
+        "roles": {
+            "backbone": {"model": "smollm2", "options": {"n_threads": 1 if os.cpu_count() <= 2 else 2}},
+            "solver": {"sampling": {"answer": short, "rollout": short}},
+            "rubric_generator": {"sampling": {"temperature": 0.3, "max_tokens": 72}},
+            "judge": {"sampling": json_answer}, "auditor": {"sampling": json_answer},
+            "rewriter": {"sampling": {"temperature": 0.7, "max_tokens": 96}},
+            "grader": {"sampling": {"temperature": 0.0, "max_tokens": 160}}},
         "methods": ["decoevo"], "seeds": [0],
         # No diagnostic set: the trajectory is pinned by the replay tests; here it would cost
         # four real calls per solver change.
@@ -43,10 +49,6 @@ def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
         "inner_steps": 2, "batch_size": 2, "max_failures": 2, "k": 1, "s": 1, "m": 2,
         "epsilon": 1.0, "max_pairs": 1, "min_criteria": 2, "max_criteria": 2,
         "max_skill_words": 30, "max_text_chars": 60,
-        "sampling": {"solver": short, "rollout": short,
-                     "generator": {"temperature": 0.3, "max_tokens": 72}, "judge": json_answer,
-                     "auditor": json_answer, "rewriter": {"temperature": 0.7, "max_tokens": 96},
-                     "grader": {"temperature": 0.0, "max_tokens": 160}},
         # The judge audit on its one held-out (test) question: ~15 judge calls per audit.
         "audit": {"prompts": 1},
     }

@@ -119,9 +119,9 @@ def _surer_candidate_rules():
 
 
 def test_scoring_is_set_per_role_from_yaml_and_the_meter_passes_logprobs_on(data):
-    cfg = config(data, sampling={"judge": {"temperature": 0.0, "scoring": "sampled"},
-                                 "grader": {"temperature": 0.0, "max_tokens": 400}})
-    assert isinstance(cfg.sampling.judge, JudgeSampling) and cfg.sampling.judge.scoring == "sampled"
+    cfg = config(data, roles={"judge": {"sampling": {"temperature": 0.0, "scoring": "sampled"}},
+                              "grader": {"sampling": {"temperature": 0.0, "max_tokens": 400}}})
+    assert isinstance(cfg.roles.judge.sampling, JudgeSampling) and cfg.roles.judge.sampling.scoring == "sampled"
     run = method_run(cfg, replay(**_surer_candidate_rules()), method="skillopt")
     assert run.meter.supports_logprobs
     assert (run.roles.judge.scoring, run.roles.structural.scoring, run.roles.grader.scoring) == (
@@ -146,7 +146,7 @@ def test_gate_decides_on_expected_scores_and_records_both(data, tmp_path):
 
 def test_gate_on_written_verdicts_ties_and_counts_it(data, tmp_path):
     store = RunStore(tmp_path / "run")
-    cfg = config(data, sampling={"judge": {"temperature": 0.0, "scoring": "sampled"}})
+    cfg = config(data, roles={"judge": {"sampling": {"temperature": 0.0, "scoring": "sampled"}}})
     run = method_run(cfg, replay(**_surer_candidate_rules()), method="skillopt", store=store)
     assert run.inner_step(1) is False
     records = [r for _, r in store.get_records("skill") if r["name"] == "solver" and r["version"] > 0]
@@ -166,7 +166,7 @@ def test_summary_counts_gate_ties_per_method(tmp_path):
     data = write_data(tmp_path / "data.jsonl")
     model = tmp_path / "replay.jsonl"
     model.write_text("\n".join(json.dumps(r) for r in rules(**_surer_candidate_rules())) + "\n")
-    cfg = {"algorithm": "decoevo", "data": {"source": str(data)}, "models": {"backbone": f"replay:{model}"},
+    cfg = {"algorithm": "decoevo", "data": {"source": str(data)}, "roles": {"backbone": {"model": f"replay:{model}"}},
            "methods": ["zero_shot", "skillopt"], "seeds": [0, 1], "inner_steps": 2, "batch_size": 2,
            "partitions": {"sizes": {"test": 2, "diagnostic": 1}}}
     summary = run_experiment(None, tmp_path / "run", data=cfg)

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from decoevo_fakes import replay_run_config
 
+from coevo.algorithms.decoevo import DecoEvoConfig
 from coevo.algorithms.decoevo.paper import departures, plan
 from coevo.algorithms.decoevo.summary import run_ci
-from coevo.config import apply_overrides, read_yaml
+from coevo.config import ConfigError, apply_overrides, read_yaml, validate
 from coevo.eval.stats import t_quantile
 from coevo.runner import resolve_config, run_experiment
 from coevo.store import RunStore
@@ -36,6 +37,22 @@ def writingbench_file(path, n=40):
     return f"writingbench:{path}"
 
 
+# ---------------------------------------------------------------- the roles block
+def test_old_models_and_sampling_blocks_are_refused_with_their_new_places():
+    old = {"algorithm": "decoevo", "models": {"backbone": "x"},
+           "sampling": {"generator": {"temperature": 0.3, "max_tokens": 100}}}
+    with pytest.raises(ConfigError) as refused:
+        validate(DecoEvoConfig, old)
+    message = str(refused.value)
+    assert "models.backbone -> roles.backbone.model" in message
+    assert "sampling.generator -> roles.rubric_generator.sampling" in message
+
+
+def test_an_optimisation_role_has_no_model_of_its_own():
+    with pytest.raises(ConfigError, match=r"roles: solver\.model: .*one frozen LLM; set roles\.backbone\.model"):
+        validate(DecoEvoConfig, {"algorithm": "decoevo", "roles": {"solver": {"model": "x"}}})
+
+
 # ---------------------------------------------------------------- departures
 def test_full_config_is_the_paper(tmp_path):
     assert departures(load("decoevo_full.yaml")) == []  # as shipped: PATH is the user's to fill
@@ -59,20 +76,21 @@ def test_coevo_plan_json_of_the_full_config(tmp_path):
 
 def test_tiny_config_lists_each_of_its_departures():
     found = {d.setting: d for d in departures(load("decoevo_tiny.yaml"))}
-    assert set(found) == {"models.backbone", "models.grader", "data.source", "partitions.sizes", "seeds",
-                          "sampling.judge.scoring", "sampling.auditor.scoring", "sampling.grader.scoring"}
-    assert found["models.grader"].here == "smollm2 (the backbone)"
+    assert set(found) == {"roles.backbone.model", "roles.grader.model", "data.source", "partitions.sizes", "seeds",
+                          "roles.judge.sampling.scoring", "roles.auditor.sampling.scoring",
+                          "roles.grader.sampling.scoring"}
+    assert found["roles.grader.model"].here == "smollm2 (the backbone)"
     assert found["seeds"].here == [0, 1]
     assert all(d.why for d in found.values())
 
 
 def test_one_changed_setting_is_one_departure(tmp_path):
     source = writingbench_file(tmp_path / "wb.jsonl")
-    config = load("decoevo_full.yaml", f"data.source={source}", "seeds=[0,1,2]", "models.backbone=hf:Qwen/Qwen3-4B")
+    config = load("decoevo_full.yaml", f"data.source={source}", "seeds=[0,1,2]", "roles.backbone.model=hf:Qwen/Qwen3-4B")
     assert [d.setting for d in departures(config)] == ["seeds"]  # Qwen3-4B is one of the paper's
     for grader in ("vllm:Qwen/Qwen3-8B", "hf:Qwen/Qwen3-8B"):  # the backbone, on any engine
-        same = load("decoevo_full.yaml", f"data.source={source}", f"models.grader={grader}")
-        assert [d.setting for d in departures(same)] == ["models.grader"], grader
+        same = load("decoevo_full.yaml", f"data.source={source}", f"roles.grader.model={grader}")
+        assert [d.setting for d in departures(same)] == ["roles.grader.model"], grader
 
 
 # ---------------------------------------------------------------- plan
@@ -99,8 +117,8 @@ def test_plan_of_the_full_config_without_a_model(tmp_path):
 def test_plan_of_the_tiny_config_names_its_departures_and_sizes():
     made = plan(load("decoevo_tiny.yaml"))
     assert made.data["sizes"]["test"] == 2 and made.data["sizes"]["train"] == 2
-    assert {d.setting for d in made.departures} >= {"models.backbone", "models.grader"}
-    assert any("models.grader is unset" in note for note in made.notes)
+    assert {d.setting for d in made.departures} >= {"roles.backbone.model", "roles.grader.model"}
+    assert any("roles.grader.model is unset" in note for note in made.notes)
     assert len([s for s in made.stages if s.name.endswith("/test")]) == 2 * 4  # 2 seeds x 4 methods
 
 
@@ -167,27 +185,27 @@ def test_summary_has_both_cis_with_their_levels(two_seed_run):
 
 def test_backbone_grader_is_a_departure_and_a_warning(two_seed_run):
     tmp, _, summary = two_seed_run
-    assert "models.grader" in [d["setting"] for d in summary["departures"]]
+    assert "roles.grader.model" in [d["setting"] for d in summary["departures"]]
     store = RunStore(tmp / "run")
     try:
         warnings = store.get_meta("warnings")
     finally:
         store.close()
-    assert any("models.grader is unset" in w and "official grader" in w for w in warnings)
+    assert any("roles.grader.model is unset" in w and "official grader" in w for w in warnings)
 
 
 def test_one_seed_gives_no_run_interval_and_a_grader_gives_no_warning(tmp_path):
     config = replay_run_config(tmp_path, seeds=[0], methods=["skillopt", "decoevo"])
     grader = tmp_path / "grader.jsonl"  # the same answers under another spec: a separate grader
-    shutil.copy(config["models"]["backbone"].removeprefix("replay:"), grader)
-    config["models"] = {**config["models"], "grader": f"replay:{grader}"}
+    shutil.copy(config["roles"]["backbone"]["model"].removeprefix("replay:"), grader)
+    config["roles"] = {**config["roles"], "grader": {"model": f"replay:{grader}"}}
     summary = run_experiment(None, tmp_path / "run", data=config)
     run = summary["decoevo_minus_skillopt_run_ci"]
     assert run["n_runs"] == 1 and run["low"] is None and run["high"] is None
     assert "n=1" in run["note"] and run["mean_diff"] is not None
-    assert "models.grader" not in [d["setting"] for d in summary["departures"]]
+    assert "roles.grader.model" not in [d["setting"] for d in summary["departures"]]
     store = RunStore(tmp_path / "run")
     try:
-        assert not any("models.grader" in w for w in store.get_meta("warnings") or [])
+        assert not any("roles.grader.model" in w for w in store.get_meta("warnings") or [])
     finally:
         store.close()

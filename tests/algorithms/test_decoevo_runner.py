@@ -22,7 +22,7 @@ from coevo.runner import run_experiment
 def setup(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("decoevo_runner")
     config = replay_run_config(tmp_path)
-    data, model = Path(config["data"]["source"]), Path(config["models"]["backbone"].removeprefix("replay:"))
+    data, model = Path(config["data"]["source"]), Path(config["roles"]["backbone"]["model"].removeprefix("replay:"))
     summary = run_experiment(None, tmp_path / "run", data=config)
     return tmp_path, config, model, data, summary
 

@@ -32,7 +32,7 @@ HONEST = [{"match": [SUPPORT, "Vienna"], "completion": NO}, {"match": [SUPPORT, 
 
 
 def audit_config(judge, **changes):
-    return facts_config(**{"facts.judge": "llm", "models.judge": judge, "audit.prompts": 2,
+    return facts_config(**{"facts.judge": "llm", "roles.judge.model": judge, "audit.prompts": 2,
                            "data.heldout_ids": ["Marie Curie", "Isaac Newton"], **changes})
 
 

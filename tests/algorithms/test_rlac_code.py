@@ -69,10 +69,18 @@ def trained(monkeypatch):
 
 
 def config(**changes):
+    """The code config with `changes`: a dotted key (`roles.generator.template`) sets one
+    nested value, a plain one replaces the top-level value."""
     data = {"algorithm": "rlac", "task": "code", "iterations": 1, "k": 2, "n": 2, "kl": False,
-            "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+            "roles": {"generator": {"model": "gen"}, "critic": {"model": "crit"}, "judge": {"model": "gen"}},
             "code": {"unsafe_exec": False, "timeout_s": 5},
-            "data": {"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2"]}, **changes}
+            "data": {"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2"]}}
+    for key, value in changes.items():
+        node = data
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
     return validate(RlacConfig, data)
 
 
@@ -137,7 +145,7 @@ def test_the_paper_prompts_are_the_problem_alone_and_a_system_and_user_critic_me
     assert asked.role == "user" and asked.content.startswith("Analyze the given problem and the generated code")
     assert f"Problem: {sample.prompt}" in asked.content and "return number % 1.0" in asked.content
     # The tiny config's named departure: the instruction wrapper around the same statement.
-    [wrapped] = CodeDomain(config(templates={"generator": "generator_code_instructed"}), None).generator_prompt(sample)
+    [wrapped] = CodeDomain(config(**{"roles.generator.template": "generator_code_instructed"}), None).generator_prompt(sample)
     assert wrapped.content.startswith("Complete the following Python problem.")
     assert wrapped.content.endswith(sample.prompt) and wrapped.content != sample.prompt
 

@@ -17,12 +17,12 @@ pytestmark = pytest.mark.slow
 
 COMMON = {
     "algorithm": "rlac", "iterations": 1, "k": 2, "n": 1, "torch_threads": 1,
-    "models": {"options": {"default": {"n_threads": 1}}},
-    "sampling": {"generator": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 32},
-                 "critic": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 40},
-                 "judge": {"temperature": 0.0, "max_tokens": 16},
-                 "splitter": {"temperature": 0.0, "max_tokens": 96},
-                 "eval": {"temperature": 0.0, "max_tokens": 32}},
+    "roles": {"default": {"options": {"n_threads": 1}},
+              "generator": {"sampling": {"train": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 32},
+                                         "eval": {"temperature": 0.0, "max_tokens": 32}}},
+              "critic": {"sampling": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 40}},
+              "judge": {"sampling": {"entail": {"temperature": 0.0, "max_tokens": 16},
+                                     "split": {"temperature": 0.0, "max_tokens": 96}}}},
     "dpo": {"max_steps": 1, "batch_size": 2, "max_length": 512, "max_prompt_length": 384,
             "learning_rate": 1.0e-5},
 }

@@ -72,7 +72,7 @@ def fakes(monkeypatch):
 
 def facts_config(**changes):
     data = {"algorithm": "rlac", "task": "facts", "iterations": 1, "k": 2, "n": 2, "kl": False,
-            "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+            "roles": {"generator": {"model": "gen"}, "critic": {"model": "crit"}, "judge": {"model": "gen"}},
             "facts": {"judge": "lexical", "atomic_facts": "sentences"},
             "data": {"train_ids": ["Albert Einstein"], "heldout_ids": ["Marie Curie"]}}
     for key, value in changes.items():
@@ -288,7 +288,7 @@ def test_runner_writes_the_summary_contract_and_resumes_without_retraining(tmp_p
     assert set(on_disk["verification_calls"]) >= {"rlac", "enumerative"}
     # Replay models and 1 person are not the paper: summary.json says where, with why.
     departed = {d["setting"] for d in on_disk["departures"]}
-    assert {"models.generator", "k", "data.train", "iterations"} <= departed
+    assert {"roles.generator.model", "k", "data.train", "iterations"} <= departed
     assert on_disk["pairs"] == {"rlac-adversarial": {"1": {"generator": 1, "critic": 1}}}
     report = (tmp_path / "run" / "report.html").read_text()
     assert "RLAC iterations" in report and "verification calls (Fig. 2b)" in report

@@ -49,44 +49,67 @@ def test_every_paper_setting_is_a_config_path(name):
 
 def test_the_tiny_configs_list_their_departures():
     bio = {d.setting for d in departures(load("rlac_bio_tiny.yaml"))}
-    assert {"models.generator", "models.critic", "k", "n", "data.source", "data.train", "data.heldout",
+    assert {"roles.generator.model", "roles.critic.model", "k", "n", "data.source", "data.train", "data.heldout",
             "critic_form", "facts.judge", "iterations"} <= bio
     code = {d.setting for d in departures(load("rlac_code_tiny.yaml"))}
-    assert {"models.generator", "k", "data.source", "data.train", "data.heldout_source", "critic_form",
-            "templates.generator"} <= code
+    assert {"roles.generator.model", "k", "data.source", "data.train", "data.heldout_source", "critic_form",
+            "roles.generator.template"} <= code
     # The bundled easy set is coevo's, not the paper's AceCode-87K-hard: a departure, not a user's file.
     easy = {d.setting: d for d in departures(load("rlac_code_easy.yaml"))}
     assert easy["data.source"].here == "bundled:code_easy" and easy["data.train"].here == 16
     assert all(d.why for d in departures(load("rlac_bio_tiny.yaml")))
     # The bio generator's prompt is the paper's; the schema critic's own prompt is `critic_form`'s departure.
-    assert not {"templates.generator", "templates.critic"} & bio
+    assert not {"roles.generator.template", "roles.critic.template"} & bio
 
 
 def test_the_full_configs_use_the_papers_templates_and_any_other_is_listed(tmp_path):
     bio, code = load("rlac_bio_full.yaml"), load("rlac_code_full.yaml")
-    assert (bio.templates.generator, bio.templates.critic) == ("generator_bio", "critic_fact")
-    assert (code.templates.generator, code.templates.critic) == ("generator_code", "critic_code")
-    [wrapped] = departures(load("rlac_code_full.yaml", **{"templates.generator": "generator_code_instructed"}))
-    assert (wrapped.setting, wrapped.paper, wrapped.here) == ("templates.generator", "generator_code",
+    assert (bio.roles.generator.template, bio.roles.critic.template) == ("generator_bio", "critic_fact")
+    assert (code.roles.generator.template, code.roles.critic.template) == ("generator_code", "critic_code")
+    [wrapped] = departures(load("rlac_code_full.yaml", **{"roles.generator.template": "generator_code_instructed"}))
+    assert (wrapped.setting, wrapped.paper, wrapped.here) == ("roles.generator.template", "generator_code",
                                                               "generator_code_instructed")
     own = tmp_path / "my_critic.md"
     own.write_text("<<system>>\nBe harsh.\n<<user>>\n{topic}: {numbered_paragraph}\n")
-    [critic] = departures(load("rlac_bio_full.yaml", **{"templates.critic": str(own)}))
-    assert critic.setting == "templates.critic" and critic.paper == "critic_fact"
+    [critic] = departures(load("rlac_bio_full.yaml", **{"roles.critic.template": str(own)}))
+    assert critic.setting == "roles.critic.template" and critic.paper == "critic_fact"
     # The schema form brings its own critic prompt: the default follows the form.
-    assert load("rlac_bio_full.yaml", critic_form="schema").templates.critic == "critic_fact_schema"
+    assert load("rlac_bio_full.yaml", critic_form="schema").roles.critic.template == "critic_fact_schema"
 
 
 @pytest.mark.parametrize("name, changes, message", [
-    ("rlac_bio_full.yaml", {"templates.generator": "generator_code"}, "is a code template"),
-    ("rlac_code_full.yaml", {"templates.critic": "critic_code_schema"}, "does not fit task code with critic_form paper"),
-    ("rlac_bio_full.yaml", {"templates.critic": "critic_code"}, "does not fit task facts"),
+    ("rlac_bio_full.yaml", {"roles.generator.template": "generator_code"}, "is a code template"),
+    ("rlac_code_full.yaml", {"roles.critic.template": "critic_code_schema"},
+     "does not fit task code with critic_form paper"),
+    ("rlac_bio_full.yaml", {"roles.critic.template": "critic_code"}, "does not fit task facts"),
 ])
 def test_a_bundled_template_of_another_task_or_form_is_refused(name, changes, message):
     from coevo.config import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         load(name, **changes)
+
+
+def test_an_old_shape_config_is_refused_with_the_new_place_of_each_key():
+    from coevo.algorithms.rlac import RlacConfig
+    from coevo.config import ConfigError, validate
+
+    old = {"algorithm": "rlac", "models": {"generator": "x", "options": {"judge": {"n_threads": 1}}},
+           "sampling": {"splitter": {"temperature": 0.0, "max_tokens": 96}, "eval": {"max_tokens": 32}},
+           "templates": {"critic": "critic_fact"}}
+    with pytest.raises(ConfigError) as caught:
+        validate(RlacConfig, old)
+    message = str(caught.value)
+    for new in ("roles.generator.model", "roles.judge.sampling.split", "roles.generator.sampling.eval",
+                "roles.critic.template", "roles.judge.options"):
+        assert new in message, (new, message)
+    # The new shape of the same settings is taken.
+    new = validate(RlacConfig, {"algorithm": "rlac", "critic_form": "paper", "roles": {
+        "generator": {"model": "x", "sampling": {"eval": {"max_tokens": 32}}},
+        "judge": {"options": {"n_threads": 1}, "sampling": {"split": {"temperature": 0.0, "max_tokens": 96}}},
+        "critic": {"template": "critic_fact"}}})
+    assert new.roles.spec("generator") == "x" and new.roles.judge.sampling.split.max_tokens == 96
+    assert new.roles.options_for("judge") == {"n_threads": 1}
 
 
 def test_the_tiny_yaml_comments_name_every_departure():
@@ -103,8 +126,8 @@ def test_a_baseline_switch_is_no_departure_but_another_reward_model_is():
     [other] = departures(load("rlac_bio_full.yaml", verification="reward_model", reward_model="hf:/models/my-rm"))
     assert other.setting == "reward_model" and other.here == "hf:/models/my-rm"
     # The paper's Table 1 grid (Qwen3-4B, four sentences) is the paper too.
-    assert departures(load("rlac_bio_full.yaml", **{"models.generator": "vllm:/m/Qwen3-4B",
-                                                    "models.critic": "hf:Qwen/Qwen3-4B",
+    assert departures(load("rlac_bio_full.yaml", **{"roles.generator.model": "vllm:/m/Qwen3-4B",
+                                                    "roles.critic.model": "hf:Qwen/Qwen3-4B",
                                                     "data.sentences": 4})) == []
 
 

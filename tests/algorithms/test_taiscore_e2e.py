@@ -202,7 +202,8 @@ def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path):
     tokens = {"temperature": 0.8, "top_p": 0.95, "max_tokens": 8}
     config = validate(TaiScoreConfig, {
         "algorithm": "taiscore", "data": {"source": str(data)}, "rounds": 1, "pairs_per_round": 2,
-        "sampling": {"rollout": tokens, "revision": {**tokens, "temperature": 0.2}},
+        "roles": {"actor": {"sampling": {"response": tokens, "revision": {**tokens, "temperature": 0.2}}},
+                  "critic": {"sampling": tokens}},
         "grpo": {"num_generations": 2, "batch_size": 1, "max_steps": 1, "save_steps": 1, "learning_rate": 1e-5},
         "dpo": {"batch_size": 1, "max_steps": 2, "save_steps": 1, "learning_rate": 1e-5, "max_length": 256,
                 "max_prompt_length": 192},

@@ -134,8 +134,10 @@ def test_plan_without_scores_counts_the_grading_calls(tmp_path):
 
 def test_tiny_config_lists_its_departures_and_the_full_one_none():
     tiny = {d.setting: d for d in departures(_config("taiscore_tiny.yaml"))}
-    assert tiny["sampling.judge.scoring"].paper == "sampled" and tiny["sampling.judge.scoring"].here == "expected"
-    assert {"models.actor", "models.judge", "data.pool_size", "grpo.num_generations", "templates.critic"} <= set(tiny)
+    scoring = tiny["roles.judge.sampling.scoring"]
+    assert scoring.paper == "sampled" and scoring.here == "expected"
+    assert {"roles.actor.model", "roles.judge.model", "data.pool_size", "grpo.num_generations",
+            "roles.critic.template", "roles.critic.sampling.max_tokens"} <= set(tiny)
     assert all(d.why for d in tiny.values())
     assert departures(_config("taiscore_full.yaml")) == []
     # Dropping a Table 4 critic from the full config's comparison is a departure.
@@ -147,7 +149,7 @@ def test_tiny_config_lists_its_departures_and_the_full_one_none():
 def test_plan_on_the_terminal_names_sizes_and_departures(tmp_path):
     result = CliRunner().invoke(app, ["plan", str(EXAMPLES / "taiscore_tiny.yaml")])
     assert result.exit_code == 0, result.output
-    assert "pools: [5 ids, 5 ids]" in result.stdout and "sampling.judge.scoring: paper 'sampled'" in result.stdout
+    assert "pools: [5 ids, 5 ids]" in result.stdout and "roles.judge.sampling.scoring: paper 'sampled'" in result.stdout
     assert "transformers, trained" in result.stdout
 
 

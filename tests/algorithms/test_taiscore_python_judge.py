@@ -26,7 +26,7 @@ def test_a_python_judge_gives_the_rewards_pairs_and_gold_scores(tmp_path):
     module = tmp_path / "judge.py"
     module.write_text(JUDGE)
     trainers = FakeTrainers()
-    config = _config(tmp_path, models={"judge": f"python:{module}"})
+    config = _config(tmp_path, roles={"judge": {"model": f"python:{module}"}})
     store = RunStore(tmp_path / "run")
     summary = summary_dict(run_taiscore(config, store, trainers.backend()))
     assert trainers.grpo_calls and all(call["rewards"] == [0.0, 1.0] * len(call["prompts"])
@@ -45,6 +45,6 @@ def test_a_python_judge_gives_the_rewards_pairs_and_gold_scores(tmp_path):
 def test_a_python_judge_missing_a_kind_the_run_needs_is_refused_before_it_starts(tmp_path):
     module = tmp_path / "judge.py"
     module.write_text(JUDGE.replace("def pairwise", "def pairwise_unused"))
-    config = _config(tmp_path, models={"judge": f"python:{module}"})
+    config = _config(tmp_path, roles={"judge": {"model": f"python:{module}"}})
     with pytest.raises(ModelError, match="defines no function 'pairwise'"):
         run_taiscore(config, RunStore(tmp_path / "run"), FakeTrainers().backend())

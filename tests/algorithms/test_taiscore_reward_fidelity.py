@@ -9,7 +9,7 @@ tests/algorithms/test_taiscore_e2e.py::test_group_normalisation_happens_once_in_
 import json
 
 from coevo.algorithms.taiscore import make_reward_fn
-from coevo.config import SamplingConfig
+from coevo.role_specs import RefinementRoleSpecs
 from coevo.llm.replay import ReplayModel
 from coevo.roles import schemas
 from coevo.roles.actor import Actor
@@ -137,7 +137,8 @@ def test_the_taiscore_schema_keeps_the_form_but_does_not_cap_reasons():
 
 
 def test_the_authors_token_limits_are_the_library_defaults():
-    sampling = SamplingConfig()
-    assert (sampling.revision.max_tokens, sampling.judge.max_tokens) == (2048, 2048)
-    assert (sampling.judge.temperature, sampling.judge.top_p) == (0.2, 1.0)  # Table 12
-    assert (sampling.revision.temperature, sampling.revision.top_p) == (0.2, 0.95)
+    roles = RefinementRoleSpecs()
+    revision, judge = roles.actor.sampling.revision, roles.judge.sampling
+    assert (revision.max_tokens, judge.max_tokens) == (2048, 2048)
+    assert (judge.temperature, judge.top_p) == (0.2, 1.0)  # Table 12
+    assert (revision.temperature, revision.top_p) == (0.2, 0.95)

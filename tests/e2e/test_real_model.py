@@ -53,9 +53,10 @@ def test_kill_9_then_resume_loses_and_recomputes_nothing(tmp_path):
         "algorithm: controls\n"
         "data: {source: 'bundled:writing', limit: 2}\n"
         "evaluator: pairwise\n"
-        "sampling:\n"
-        "  rollout: {temperature: 0.8, top_p: 0.95, max_tokens: 48}\n"
-        "  revision: {temperature: 0.2, top_p: 0.95, max_tokens: 48}\n"
+        "roles:\n"
+        "  actor: {sampling: {response: {temperature: 0.8, top_p: 0.95, max_tokens: 48},\n"
+        "                     revision: {temperature: 0.2, top_p: 0.95, max_tokens: 48}}}\n"
+        "  critic: {sampling: {temperature: 0.8, top_p: 0.95, max_tokens: 48}}\n"
     )
     run_dir = tmp_path / "run"
     env = {**os.environ, "COEVO_QUIET": "1"}

@@ -154,7 +154,7 @@ def test_refine_runs_judge_pairwise_in_both_orders(tmp_path):
     spec = f"replay:{replay}"
     summary = run_experiment(None, tmp_path / "run", data={
         "algorithm": "refine", "data": {"source": str(data)}, "judges": ["pairwise"],
-        "models": {"actor": spec, "critic": spec, "judge": spec}})
+        "roles": {"actor": {"model": spec}, "critic": {"model": spec}, "judge": {"model": spec}}})
     assert summary["table"]["columns"] == ["judge", "mean", "mean_lo", "mean_hi", "position_consistency", "valid",
                                            "invalid"]
     (row,) = summary["table"]["rows"]

@@ -29,7 +29,7 @@ def _setup(tmp_path):
     replay.write_text("".join(json.dumps(r) + "\n" for r in rules))
     spec = f"replay:{replay}"
     return {"algorithm": "controls", "data": {"source": str(data)},
-            "models": {"actor": spec, "critic": spec, "judge": spec}}
+            "roles": {"actor": {"model": spec}, "critic": {"model": spec}, "judge": {"model": spec}}}
 
 
 def test_conditions_feedback_and_paired_delta(tmp_path):

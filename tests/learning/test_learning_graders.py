@@ -38,4 +38,4 @@ def test_every_bundled_prompt_is_gradable():
 def test_passes_the_runners_probe():
     # The runner probes a python: grader with a question of its own before a run starts.
     assert constraint_grader(PROBE_QUESTION, "Rain.", None) == 1.0
-    check_python_spec("python:coevo.learning.graders:constraint_grader", ["grader"], "models.grader")
+    check_python_spec("python:coevo.learning.graders:constraint_grader", ["grader"], "roles.grader.model")

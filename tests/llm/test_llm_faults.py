@@ -124,9 +124,9 @@ def test_a_run_failed_by_a_dead_server_resumes_asking_nothing_twice(llama_server
 
     config = _setup(tmp_path)
     with FaultProxy(llama_server, down_after_answers=3) as proxy:
-        config["models"]["judge"] = f"openai:smollm2@{proxy.url}"
-        config["models"]["options"] = {"judge": {"max_retries": 1, "backoff": 0.05}}
-        config["sampling"] = {"judge": {"temperature": 0.0, "max_tokens": 48}}
+        config["roles"]["judge"] = {"model": f"openai:smollm2@{proxy.url}",
+                                    "options": {"max_retries": 1, "backoff": 0.05},
+                                    "sampling": {"temperature": 0.0, "max_tokens": 48}}
         with pytest.raises(ModelError, match="2 attempts"):
             run_experiment(None, tmp_path / "run", data=config)
         assert RunStore(tmp_path / "run").get_meta("status") == "failed"

@@ -61,8 +61,8 @@ def test_a_missing_integration_is_refused_before_the_run_naming_the_install(tmp_
         reporting.require_reporters("tensorboard", "grpo")
     reporting.require_reporters("none", "dpo")
     # In a config: refused by the run's preflight, before a run folder exists.
-    config = {"algorithm": "taiscore", "models": {"actor": "replay:x.jsonl", "critic": "replay:x.jsonl",
-                                                   "judge": "replay:x.jsonl"}, "grpo": {"report_to": "tensorboard"}}
+    config = {"algorithm": "taiscore", "roles": {role: {"model": "replay:x.jsonl"} for role in ("actor", "critic", "judge")},
+              "grpo": {"report_to": "tensorboard"}}
     (tmp_path / "x.jsonl").write_text("")
     monkeypatch.chdir(tmp_path)
     with pytest.raises((TrainError, ConfigError), match="pip install tensorboard"):

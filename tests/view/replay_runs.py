@@ -70,7 +70,7 @@ def build_controls(run: Path, inputs: Path) -> Path:
     replay.write_text("".join(json.dumps(r) + "\n" for r in rules))
     spec = f"replay:{replay}"
     config = {"algorithm": "controls", "data": {"source": str(data)},
-              "models": {"actor": spec, "critic": spec, "judge": spec}}
+              "roles": {"actor": {"model": spec}, "critic": {"model": spec}, "judge": {"model": spec}}}
     run_experiment(None, run, data=config)
     return run
 
@@ -143,7 +143,7 @@ def build_rlac(run: Path, inputs: Path) -> Path:
     from coevo.runner import run_experiment
 
     config = {"algorithm": "rlac", "task": "facts", "iterations": 2, "k": 2, "n": 2, "kl": False,
-              "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+              "roles": {"generator": {"model": "gen"}, "critic": {"model": "crit"}, "judge": {"model": "gen"}},
               "facts": {"judge": "lexical", "atomic_facts": "sentences"},
               "data": {"train_ids": ["Albert Einstein"], "heldout_ids": ["Marie Curie"]}}
     with _rlac_fakes():
@@ -186,7 +186,7 @@ def build_rlac_variant(run: Path, inputs: Path) -> Path:
     from coevo.runner import run_experiment
 
     config = {"algorithm": "rlac", "task": "facts", "iterations": 2, "k": 2, "n": 2, "kl": False,
-              "models": {"generator": "gen", "critic": "crit", "judge": "gen"},
+              "roles": {"generator": {"model": "gen"}, "critic": {"model": "crit"}, "judge": {"model": "gen"}},
               "facts": {"judge": "lexical", "atomic_facts": "sentences"},
               "data": {"train_ids": ["Albert Einstein"], "heldout_ids": ["Marie Curie"]}, **RLAC_VARIANT}
     with _rlac_fakes():
@@ -289,8 +289,8 @@ def build_taiscore(run: Path, inputs: Path) -> Path:
                             for i, topic in enumerate(TAI_TOPICS)))
     config = {"algorithm": "taiscore", "data": {"source": str(data)}, "rounds": 1, "pairs_per_round": 1,
               "grpo": {"num_generations": 2}, "evaluation": {"holdout": 0.5},
-              "sampling": {"revision": {"max_tokens": TAI_REVISION_LIMIT}},
-              "models": {"actor": "actor", "critic": "critic", "judge": "judge"}}
+              "roles": {"actor": {"model": "actor", "sampling": {"revision": {"max_tokens": TAI_REVISION_LIMIT}}},
+                        "critic": {"model": "critic"}, "judge": {"model": "judge"}}}
     with _taiscore_fakes(_tai_rules()):
         run_experiment(None, run, data=config)
     return run

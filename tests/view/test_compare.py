@@ -47,17 +47,17 @@ def _made_run(run_dir: Path, config: dict, metrics: list[tuple[str, int | None, 
 
 @pytest.fixture
 def made(tmp_path) -> dict[str, Path]:
-    """Two runs of nested configs: `rounds.max` and `only_in_a` differ, `models.actor` (and a
+    """Two runs of nested configs: `rounds.max` and `only_in_a` differ, `roles.actor.model` (and a
     list) do not. Both log win_rate_vs_round0 over rounds 0-1 with its interval and n; only
     run a logs gold_score; both log a bookkeeping count."""
     a = _made_run(tmp_path / "runs" / "a", {"algorithm": "taiscore", "rounds": {"max": 2, "conditions": ["x", "y"]},
-                                            "models": {"actor": "smollm2"}, "only_in_a": True},
+                                            "roles": {"actor": {"model": "smollm2"}}, "only_in_a": True},
                   [("eval", 0, {"win_rate_vs_round0": 0.5, "eval_prompts": 12}),
                    ("eval", 1, {"win_rate_vs_round0": 0.75, "win_rate_vs_round0_lo": 0.47,
                                 "win_rate_vs_round0_hi": 0.91, "win_rate_vs_round0_n": 12, "eval_prompts": 12,
                                 "gold_score": 6.5})])
     b = _made_run(tmp_path / "runs" / "b", {"algorithm": "taiscore", "rounds": {"max": 3, "conditions": ["x", "y"]},
-                                            "models": {"actor": "smollm2"}},
+                                            "roles": {"actor": {"model": "smollm2"}}},
                   [("eval", 0, {"win_rate_vs_round0": 0.5, "eval_prompts": 3}),
                    ("eval", 1, {"win_rate_vs_round0": 0.6, "win_rate_vs_round0_lo": 0.2,
                                 "win_rate_vs_round0_hi": 0.9, "win_rate_vs_round0_n": 3, "eval_prompts": 3})])
@@ -71,7 +71,7 @@ def test_config_table_marks_exactly_the_settings_that_differ(made):
     differing = {row.key: row.values for row in comparison.differing}
     assert differing == {"rounds.max": ["2", "3"], "only_in_a": ["true", None]}  # None: b has no such key
     alike = {row.key: row.values for row in comparison.config if not row.differs}
-    assert alike["models.actor"] == ["smollm2", "smollm2"] and alike["rounds.conditions"] == ['["x", "y"]'] * 2
+    assert alike["roles.actor.model"] == ["smollm2", "smollm2"] and alike["rounds.conditions"] == ['["x", "y"]'] * 2
 
 
 def test_metrics_are_the_last_rounds_with_interval_and_n_and_only_those_both_logged(made):

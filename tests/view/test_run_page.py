@@ -55,7 +55,7 @@ def make_taiscore_run(run_dir: Path, *, status: str = "finished", provenance: bo
     TAIScore judge is unreadable 3 times in 10, the pairwise judge always picks the same
     side, and revisions are 3x longer than what they revise."""
     store = RunStore(run_dir)
-    store.set_meta("config", {"algorithm": "taiscore", "rounds": 2, "models": {"actor": "smollm2"}})
+    store.set_meta("config", {"algorithm": "taiscore", "rounds": 2, "roles": {"actor": {"model": "smollm2"}}})
     store.set_meta("algorithm", "taiscore")
     store.set_meta("started", time.time() - 125)
     store.set_meta("status", status)

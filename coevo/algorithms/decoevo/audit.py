@@ -14,7 +14,7 @@ go in the answer slot, against an answer the current solver skill S wrote.
   neither takes part in any acceptance decision, and no optimisation role sees their gold.
 - Drift of G: from round 1 on, Spearman's rho between the current G's grades and the
   round-0 G's grades of the same real answers (`audit_grader_agreement_with_round0`), and
-  between the current G's grades and the gold-rubric grader's (`models.grader`, the
+  between the current G's grades and the gold-rubric grader's (`roles.grader.model`, the
   benchmark's own: `audit_grader_agreement_with_gold`), each with `_lo`, `_hi`, `_n`.
 - The gate (`audit.gate: true`, off by default): a G' that its acceptance rule would take
   is audited first, on the generator gate's questions (the partition G's decisions already

@@ -52,8 +52,9 @@ def seeded(sampling: Sampling, seed: int) -> Sampling:
 
 
 @dataclass
-class DecoEvoRoles:
-    """The seven optimisation roles on the one backbone, plus the gold-rubric grader."""
+class BackboneRoles:
+    """The seven optimisation roles on the one backbone, plus the gold-rubric grader, built
+    (the config's `roles:` block, `DecoEvoRoles`, says how to build them)."""
 
     solver: Solver
     generator: RubricGenerator
@@ -66,25 +67,26 @@ class DecoEvoRoles:
     rollout_sampling: Sampling
 
 
-def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int) -> DecoEvoRoles:
+def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int) -> BackboneRoles:
     """Every DecoEvo role on `model` (the grader on `grader_model`), decoding seeded by `seed`."""
     from coevo.prompts import load_template
     from coevo.roles.python_scorers import grader_for
 
-    sp = config.sampling
+    roles = config.roles
     spec = load_template(config.audit_spec).text.strip()
-    chars = config.max_text_chars
-    return DecoEvoRoles(
-        solver=Solver(model, seeded(sp.solver, seed)),
-        generator=RubricGenerator(model, seeded(sp.generator, seed), min_criteria=config.min_criteria,
-                                    max_criteria=config.max_criteria, text_chars=chars),
-        judge=CriterionJudge(model, seeded(sp.judge, seed), text_chars=chars),
-        solver_rewriter=SolverRewriter(model, seeded(sp.rewriter, seed), max_words=config.max_skill_words,
-                                         text_chars=chars),
-        structural=StructuralAuditor(model, seeded(sp.auditor, seed), spec, text_chars=chars),
-        contrastive=ContrastiveAuditor(model, seeded(sp.auditor, seed), seed=seed, text_chars=chars),
-        generator_rewriter=GeneratorRewriter(model, seeded(sp.rewriter, seed),
-                                               max_words=config.max_skill_words, text_chars=chars),
-        grader=grader_for(grader_model, seeded(sp.grader, seed)),
-        rollout_sampling=seeded(sp.rollout, seed),
+    chars, words = config.max_text_chars, config.max_skill_words
+    return BackboneRoles(
+        solver=Solver(model, seeded(roles.solver.sampling.answer, seed)),
+        generator=RubricGenerator(model, seeded(roles.rubric_generator.sampling, seed),
+                                  min_criteria=config.min_criteria, max_criteria=config.max_criteria,
+                                  text_chars=chars),
+        judge=CriterionJudge(model, seeded(roles.judge.sampling, seed), text_chars=chars),
+        solver_rewriter=SolverRewriter(model, seeded(roles.rewriter.sampling, seed), max_words=words,
+                                       text_chars=chars),
+        structural=StructuralAuditor(model, seeded(roles.auditor.sampling, seed), spec, text_chars=chars),
+        contrastive=ContrastiveAuditor(model, seeded(roles.auditor.sampling, seed), seed=seed, text_chars=chars),
+        generator_rewriter=GeneratorRewriter(model, seeded(roles.rewriter.sampling, seed), max_words=words,
+                                             text_chars=chars),
+        grader=grader_for(grader_model, seeded(roles.grader.sampling, seed)),
+        rollout_sampling=seeded(roles.solver.sampling.rollout, seed),
     )

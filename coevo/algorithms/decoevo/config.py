@@ -1,5 +1,5 @@
-"""DecoEvo's configuration: methods, partitions, sampling, the backbone and grader roles, and
-the paper's defaults."""
+"""DecoEvo's configuration: methods, partitions, the roles (the backbone, each optimisation
+role's decoding on it, the grader), and the paper's defaults."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from coevo.config import AuditConfig, DataConfig, ModelRoles, StrictModel, refuse_moved_keys
+from coevo.config import AuditConfig, DataConfig, StrictModel, refuse_moved_keys
+from coevo.role_specs import ModelRole, RoleSet, RoleSpec, refuse_old_role_blocks
 from coevo.types import JudgeSampling, Sampling
 
 Method = Literal["zero_shot", "skillopt", "sc_coevo", "decoevo"]
@@ -26,24 +27,96 @@ DEFAULT_GENERATOR_SKILL = (
 
 
 # ====================================================================== config
-class DecoEvoSampling(StrictModel):
-    """Decoding per role. Greedy (T 0) roles are shared across seeds through the cache.
+class BackboneRole(ModelRole):
+    """The ONE frozen LLM behind every optimisation role (solver, rubric generator, judge,
+    auditor, rewriter): `model` (default `smollm2`) and its backend options."""
+
+
+class SolverSampling(StrictModel):
+    """The solver's two uses: its answers (the method's own, graded) and the stochastic
+    rollouts of the near-tie audit (m per probe question)."""
+
+    answer: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=384)
+    rollout: Sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=384)
+
+
+class SolverRole(RoleSpec):
+    """Answers questions under the current solver skill S (on the backbone)."""
+
+    sampling: SolverSampling = SolverSampling()
+
+
+class RubricGeneratorRole(RoleSpec):
+    """Writes a rubric per question under the current rubric-generator skill G (on the
+    backbone). Named `rubric_generator`, not `generator`: RLAC's `generator` is the trained
+    policy, and one name does not mean two roles across algorithms."""
+
+    sampling: Sampling = Sampling(temperature=0.3, top_p=0.95, max_tokens=400)
+
+
+class CriterionJudgeRole(RoleSpec):
+    """Judges an answer against a generated rubric, one binary verdict per criterion (on the
+    backbone).
 
     The scoring roles (criterion judge, auditor, gold grader) take `scoring: expected |
     sampled` (`JudgeSampling`): `expected`, the default, scores by the probabilities of the
     verdict's or grade's tokens where the backend returns them (a greedy judge returns them
-    too), and falls back to the written value where it does not, saying so once. The
-    auditor's scoring applies to the structural auditor's adequacy grade; the contrastive
-    auditor's preferences are decisions, not scores.
+    too), and falls back to the written value where it does not, saying so once.
     """
 
-    solver: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=384)
-    rollout: Sampling = Sampling(temperature=1.0, top_p=0.95, max_tokens=384)
-    generator: Sampling = Sampling(temperature=0.3, top_p=0.95, max_tokens=400)
-    judge: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
-    auditor: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=300)
-    rewriter: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=600)
-    grader: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+    sampling: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+
+
+class AuditorRole(RoleSpec):
+    """The structural and contrastive auditors of the outer step (on the backbone). Its
+    `scoring` (see CriterionJudgeRole) applies to the structural auditor's adequacy grade;
+    the contrastive auditor's preferences are decisions, not scores."""
+
+    sampling: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=300)
+
+
+class RewriterRole(RoleSpec):
+    """The solver-skill and rubric-generator-skill rewriters (on the backbone)."""
+
+    sampling: Sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=600)
+
+
+class GraderRole(ModelRole):
+    """The final gold-rubric grader (test and diagnostic grading only; no optimisation
+    decision reads it). Its `scoring`: see CriterionJudgeRole."""
+
+    #: The final gold-rubric grader: the paper's is the benchmark's own (WritingBench: its
+    #: critic model). None: the backbone grades its own answers (a departure, warned about).
+    model: str | None = None
+    sampling: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+
+
+#: The optimisation roles: they have no model of their own, the backbone fills them all.
+OPTIMISATION_ROLES = ("solver", "rubric_generator", "judge", "auditor", "rewriter")
+
+
+class DecoEvoRoles(RoleSet):
+    """`roles:` of DecoEvo: the one frozen backbone (model and options), the decoding of each
+    optimisation role on it, and the gold-rubric grader (a model of its own, or the backbone).
+    Greedy (T 0) roles are shared across seeds through the cache."""
+
+    backbone: BackboneRole = BackboneRole()
+    solver: SolverRole = SolverRole()
+    rubric_generator: RubricGeneratorRole = RubricGeneratorRole()
+    judge: CriterionJudgeRole = CriterionJudgeRole()
+    auditor: AuditorRole = AuditorRole()
+    rewriter: RewriterRole = RewriterRole()
+    grader: GraderRole = GraderRole()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_backbone(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in OPTIMISATION_ROLES:
+                if isinstance(data.get(name), dict) and "model" in data[name]:
+                    raise ValueError(f"{name}.model: DecoEvo's optimisation roles share one frozen LLM; "
+                                     "set roles.backbone.model instead")
+        return data
 
 
 class Partitions(StrictModel):
@@ -68,13 +141,14 @@ class Partitions(StrictModel):
         return self
 
 
-class DecoEvoModels(ModelRoles):
-    """DecoEvo's models (backend options per role in `options`, see ModelRoles)."""
-
-    backbone: str = "smollm2"            # the one frozen LLM behind every optimisation role
-    #: The final gold-rubric grader: the paper's is the benchmark's own (WritingBench: its
-    #: critic model). None: the backbone grades its own answers (a departure, warned about).
-    grader: str | None = None
+#: Where each key of the old `models` / `sampling` blocks went.
+DECOEVO_MOVED = {
+    "models.backbone": "roles.backbone.model", "models.grader": "roles.grader.model",
+    "sampling.solver": "roles.solver.sampling.answer", "sampling.rollout": "roles.solver.sampling.rollout",
+    "sampling.generator": "roles.rubric_generator.sampling", "sampling.judge": "roles.judge.sampling",
+    "sampling.auditor": "roles.auditor.sampling", "sampling.rewriter": "roles.rewriter.sampling",
+    "sampling.grader": "roles.grader.sampling",
+}
 
 
 class DecoEvoConfig(StrictModel):
@@ -82,7 +156,7 @@ class DecoEvoConfig(StrictModel):
 
     algorithm: Literal["decoevo"] = "decoevo"
     data: DataConfig = DataConfig()
-    models: DecoEvoModels = DecoEvoModels()
+    roles: DecoEvoRoles = DecoEvoRoles()
     methods: list[Method] = Field(default_factory=lambda: list(METHODS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])
     partitions: Partitions = Partitions()
@@ -105,7 +179,6 @@ class DecoEvoConfig(StrictModel):
     audit_spec: str = "decoevo_audit_spec_writing"  # bundled name or a file path
     initial_solver_skill: str = DEFAULT_SOLVER_SKILL
     initial_generator_skill: str = DEFAULT_GENERATOR_SKILL
-    sampling: DecoEvoSampling = DecoEvoSampling()
     #: The grading (criterion judge + the current rubric-generator skill) probed for gaming on
     #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
     #: (audit.py). Not in the paper; with `gate` off it changes no decision.
@@ -114,8 +187,9 @@ class DecoEvoConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _moved(cls, data: Any) -> Any:
-        return refuse_moved_keys(data, {"model": "models.backbone", "grader_model": "models.grader",
-                                        "model_options": "models.options"})
+        data = refuse_moved_keys(data, {"model": "roles.backbone.model", "grader_model": "roles.grader.model",
+                                        "model_options": "roles.backbone.options"})
+        return refuse_old_role_blocks(data, DECOEVO_MOVED)
 
     @model_validator(mode="after")
     def _check(self) -> "DecoEvoConfig":

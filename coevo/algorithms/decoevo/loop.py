@@ -60,7 +60,7 @@ from typing import Any, Protocol
 from coevo.algorithms.decoevo import audit as decoevo_audit
 from coevo.algorithms.decoevo.config import DecoEvoConfig
 from coevo.algorithms.decoevo.data import _unit, check_partitions, gold_scores, make_partitions
-from coevo.algorithms.decoevo.backbone import DecoEvoRoles, Meter, build_decoevo_roles
+from coevo.algorithms.decoevo.backbone import BackboneRoles, Meter, build_decoevo_roles
 from coevo.algorithms.decoevo.rules import (
     Decision,
     outer_step_due,
@@ -327,7 +327,7 @@ class MethodRun:
     """
 
     def __init__(self, method: str, seed: int, config: DecoEvoConfig, parts: dict[str, list[Sample]],
-                 roles: DecoEvoRoles, store: RunStore | None, meter: Meter, *,
+                 roles: BackboneRoles, store: RunStore | None, meter: Meter, *,
                  policy: MethodPolicy | None = None, proposers: dict[str, Proposer] | None = None,
                  initial_skills: SkillSet | None = None):
         self.method, self.seed, self.config, self.roles = method, seed, config, roles
@@ -620,8 +620,8 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
     parts = make_partitions(load_data(config.data), config.partitions)
     check_partitions(parts)
     store.set_meta("partitions", {name: [s.id for s in group] for name, group in parts.items()})
-    meter = Meter(config.models.load("backbone", store=store))
-    grader = config.models.load("grader", store=store) if config.models.grader else meter
+    meter = Meter(config.roles.load("backbone", store=store))
+    grader = config.roles.load("grader", store=store) if config.roles.grader.model else meter
     if not isinstance(grader, (Meter, PythonFunction)):  # a Python grader caches its own calls, uncounted
         grader = Meter(grader)
     warn(store, grader_warnings(config))
@@ -646,22 +646,23 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
 
 
 def grades_itself(config: DecoEvoConfig) -> bool:
-    """Whether the backbone grades its own answers: `models.grader` unset, or the same model
+    """Whether the backbone grades its own answers: `roles.grader.model` unset, or the same model
     on any engine (`hf:Qwen/Qwen3-8B` grading for `vllm:Qwen/Qwen3-8B` is still the backbone)."""
     from coevo.departures import model_id
 
-    grader = config.models.grader
-    return grader is None or model_id(grader) == model_id(config.models.backbone)
+    grader = config.roles.grader.model
+    return grader is None or model_id(grader) == model_id(config.roles.backbone.model)
 
 
 def grader_warnings(config: DecoEvoConfig) -> list[str]:
     """The run warning of a grader that is the backbone (also a listed departure)."""
     if not grades_itself(config):
         return []
-    how = "models.grader is unset" if config.models.grader is None else "models.grader is the backbone's model"
-    return [f"{how}: the backbone ({config.models.backbone}) grades its own test answers against the gold "
+    how = ("roles.grader.model is unset" if config.roles.grader.model is None
+           else "roles.grader.model is the backbone's model")
+    return [f"{how}: the backbone ({config.roles.backbone.model}) grades its own test answers against the gold "
             "rubrics; the paper scores them with each benchmark's official grader, separate from the "
-            "training judge. Set models.grader to that grader (e.g. WritingBench's critic model)"]
+            "training judge. Set roles.grader.model to that grader (e.g. WritingBench's critic model)"]
 
 
 def warn(store: RunStore, warnings: list[str]) -> None:

@@ -43,7 +43,7 @@ def _paper_source(source: Any) -> bool:
 
 #: Every setting the paper gives that a config can change, in the paper's order.
 PAPER: list[PaperSetting] = [
-    PaperSetting("models.backbone", "GPT-4o | Qwen3-4B | Qwen3-8B",
+    PaperSetting("roles.backbone.model", "GPT-4o | Qwen3-4B | Qwen3-8B",
                  "another backbone: the paper's numbers (Table 1) are for these three only",
                  matches=model_named(*BACKBONES)),
     PaperSetting("data.source", "HealthBench | WritingBench | ResearchQA (writingbench:PATH or your file)",
@@ -62,16 +62,16 @@ PAPER: list[PaperSetting] = [
     PaperSetting("seeds", "5 matched seeds",
                  "the paper reports mean ± sd and a 95% CI over five matched end-to-end runs",
                  matches=_five_distinct),
-    PaperSetting("sampling.judge.scoring", "sampled",
+    PaperSetting("roles.judge.sampling.scoring", "sampled",
                  "the paper's criterion-level judge returns satisfied / not satisfied per criterion; "
                  "`expected` weights each verdict by its token probability (a fractional score)"),
-    PaperSetting("sampling.auditor.scoring", "sampled",
+    PaperSetting("roles.auditor.sampling.scoring", "sampled",
                  "the paper's structural auditor returns an adequacy score; `expected` replaces it "
                  "with a probability-weighted mean"),
-    PaperSetting("sampling.grader.scoring", "sampled",
+    PaperSetting("roles.grader.sampling.scoring", "sampled",
                  "each benchmark's official scalar metric is the grade written; `expected` is not "
                  "the official metric"),
-    PaperSetting("sampling.rollout.temperature", "> 0 (stochastic rollouts)",
+    PaperSetting("roles.solver.sampling.rollout.temperature", "> 0 (stochastic rollouts)",
                  "greedy rollouts give m identical answers: the near-tie audit finds no pair",
                  matches=lambda t: isinstance(t, (int, float)) and t > 0),
     # Not a setting of the paper but a change to its acceptance rule: the judge audit itself
@@ -88,14 +88,14 @@ GRADER_WHY = ("the backbone grades its own test answers: the paper scores them w
 
 def grader_departure(config: Any) -> Departure | None:
     """The grader row: the paper's final grader is each benchmark's own, never the backbone
-    that fills the optimisation roles (unset `models.grader` means the backbone grades)."""
+    that fills the optimisation roles (unset `roles.grader.model` means the backbone grades)."""
     from coevo.algorithms.decoevo.loop import grades_itself
 
-    grader = config.models.grader
+    grader = config.roles.grader.model
     if not grades_itself(config):
         return None
-    return Departure(setting="models.grader", paper="the benchmark's own grader",
-                     here=grader if grader is not None else f"{config.models.backbone} (the backbone)",
+    return Departure(setting="roles.grader.model", paper="the benchmark's own grader",
+                     here=grader if grader is not None else f"{config.roles.backbone.model} (the backbone)",
                      why=GRADER_WHY)
 
 
@@ -134,10 +134,10 @@ def plan(config: Any) -> RunPlan:
                 "sizes": {name: len(parts[name]) for name in PARTITIONS},
                 "held_out": [s.id for s in parts["test"]],
                 "lacking_gold_rubric": lacking}
-    grader_spec = config.models.grader or config.models.backbone
-    roles = [role("backbone", config.models.backbone, trained=False,
-                  options=config.models.options_for("backbone")),
-             role("grader", grader_spec, trained=False, options=config.models.options_for("grader"))]
+    grader_spec = config.roles.grader.model or config.roles.backbone.model
+    roles = [role("backbone", config.roles.backbone.model, trained=False,
+                  options=config.roles.options_for("backbone")),
+             role("grader", grader_spec, trained=False, options=config.roles.options_for("grader"))]
     notes = missing + _notes(config, parts, lacking)
     return RunPlan(algorithm="decoevo", data=data, stages=_stages(config, parts), roles=roles,
                    departures=departures(config), notes=notes)
@@ -182,10 +182,10 @@ def _notes(config: Any, parts: dict[str, list], lacking: list[str]) -> list[str]
     if lacking:
         notes.append(f"{len(lacking)} test/diagnostic sample(s) have no gold rubric (e.g. {lacking[:3]}): "
                      "the run will refuse them; map a rubric column or use writingbench:PATH")
-    if config.models.grader is None:
-        notes.append("models.grader is unset: the backbone grades its own test answers (a departure)")
+    if config.roles.grader.model is None:
+        notes.append("roles.grader.model is unset: the backbone grades its own test answers (a departure)")
     notes.append("bring: the benchmark file (e.g. WritingBench's JSONL as writingbench:PATH) and its official "
-                 "grader model as models.grader; the paper's transfer benchmarks (LLMEval-Med, EQ-Bench "
+                 "grader model as roles.grader.model; the paper's transfer benchmarks (LLMEval-Med, EQ-Bench "
                  "Creative Writing v3) are scored afterwards with `coevo eval skill` on the final solver skill (no updates)")
     notes.append("the paper picks its schedule (k, s, m, P, margins) on the pilot partition; coevo leaves "
                  f"the {len(parts['pilot'])} pilot questions unused by the run, for the user's own tuning")

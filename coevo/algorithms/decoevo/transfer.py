@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.algorithms.decoevo.config import DecoEvoSampling
+from coevo.algorithms.decoevo.config import DecoEvoRoles
 from coevo.algorithms.decoevo.data import gold_scores
 from coevo.algorithms.decoevo.backbone import seeded
 from coevo.eval.constraints import constraint_judgment, constraints_of, pass_rate_metrics, passed
@@ -18,17 +18,18 @@ from coevo.types import Sample
 
 # ====================================================================== transfer
 def evaluate_skill(skill: str, samples: list[Sample], model: Any, grader: Any | None = None,
-                   sampling: DecoEvoSampling | None = None, seed: int = 0) -> dict[str, Any]:
-    """Apply a final solver skill to other data, no updates; gold-rubric score (0-1)."""
+                   roles: DecoEvoRoles | None = None, seed: int = 0) -> dict[str, Any]:
+    """Apply a final solver skill to other data, no updates; gold-rubric score (0-1). `roles`
+    gives the decoding (the solver's answers, the grader's), the config's `roles:` block."""
     lacking = [s.id for s in samples if s.rubric is None or not s.rubric.criteria]
     if lacking:
         raise DataError(f"every sample needs a gold rubric to be graded; {lacking[:3]} have none")
-    sampling = sampling or DecoEvoSampling()
+    roles = roles or DecoEvoRoles()
     from coevo.roles.python_scorers import grader_for
 
-    solver = Solver(model, seeded(sampling.solver, seed))
+    solver = Solver(model, seeded(roles.solver.sampling.answer, seed))
     responses = [group[0] for group in solver.solve([blind(s) for s in samples], skill)]
-    graded = gold_scores(grader_for(grader or model, seeded(sampling.grader, seed)), samples, responses)
+    graded = gold_scores(grader_for(grader or model, seeded(roles.grader.sampling, seed)), samples, responses)
     scores = [g for g, _ in graded]
     valid = [g for g in scores if g is not None]
     outcomes = [passed(constraint_judgment(r, constraints_of(s))) for s, r in zip(samples, responses)

@@ -270,7 +270,7 @@ def real_items(run: RlacRun, r: int) -> tuple[list[Rollout], list[Sample], dict[
     candidates = [(s, a) for s, a in zip(run.heldout, run.heldout_answers) if a.strip()][:2 * prompts]
     if candidates:
         outputs = [(s, a, run.domain.critic_prompt(s, a)) for s, a in candidates]
-        sampling = run.config.sampling.critic.model_copy(update={"seed": run.config.seed * 1000 + SEED_OFFSET + r})
+        sampling = run.config.roles.critic.sampling.model_copy(update={"seed": run.config.seed * 1000 + SEED_OFFSET + r})
         texts = run.propose(outputs, sampling, run.config.n)
         checked = [(s, a, run.domain.proposal(s, a, t)) for (s, a, _), row in zip(outputs, texts) for t in row]
         verdicts = iter(run.check(checked))

@@ -1,5 +1,6 @@
-"""RLAC's configuration: its data, model roles, sampling, templates, the two tasks' settings
-(facts, code) and the paper's defaults (App. A, B)."""
+"""RLAC's configuration: its data, its roles (each one's model, options, template and
+sampling, in `roles:`), the two tasks' settings (facts, code) and the paper's defaults
+(App. A, B)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from coevo.algorithms.rlac.reward_model import RewardModelSettings
-from coevo.config import AuditConfig, ModelRoles, StrictModel, refuse_moved_keys
+from coevo.config import AuditConfig, StrictModel
+from coevo.role_specs import ModelRole, RoleSet, refuse_old_role_blocks
 from coevo.train.dpo import DPOSettings
 from coevo.types import Sampling
 
@@ -46,29 +48,6 @@ class RlacData(StrictModel):
         return self
 
 
-class RlacModels(ModelRoles):
-    """The roles of Algorithm 1 (backend options per role in `options`, see ModelRoles)."""
-
-    generator: str = "smollm2"
-    critic: str = "smollm2"
-    #: The facts validator's entailment judge and the atomic-fact splitter (frozen).
-    judge: str = "smollm2"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        return refuse_moved_keys(data, {"frozen_options": "models.options (per role, or `default`)"})
-
-
-class RlacSampling(StrictModel):
-    generator: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=256)
-    critic: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=128)
-    judge: Sampling = Sampling(temperature=0.0, max_tokens=16)
-    splitter: Sampling = Sampling(temperature=0.0, max_tokens=384)
-    #: Held-out evaluation decodes greedily: FactScore and pass@1 of the policy's mode.
-    eval: Sampling = Sampling(temperature=0.0, max_tokens=256)
-
-
 class FactsSettings(StrictModel):
     #: Entailment judgments: the judge model (the paper), word overlap, or both (see facts.py).
     judge: Literal["llm", "lexical", "hybrid"] = "llm"
@@ -99,15 +78,66 @@ class CodeSettings(StrictModel):
     critic_examples: bool = False
 
 
-class RlacTemplates(StrictModel):
-    """The prompt templates of the two trained roles: a bundled name or a path to your own
-    file (coevo/prompts: a `<<system>>` / `<<user>>` split gives a system message). Left
-    out, each is the paper's for the task and critic form (App. A): `generator_bio` /
-    `generator_code` and `critic_fact` / `critic_code` (`critic_*_schema` for the schema form).
-    """
+class GeneratorSampling(StrictModel):
+    """The generator's two uses: training samples (K per instruction) and held-out evaluation."""
 
-    generator: str | None = None
-    critic: str | None = None
+    train: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=256)
+    #: Held-out evaluation decodes greedily: FactScore and pass@1 of the policy's mode.
+    eval: Sampling = Sampling(temperature=0.0, max_tokens=256)
+
+
+class GeneratorRole(ModelRole):
+    """The trained generator of Algorithm 1 (pi_g)."""
+
+    #: Its prompt template: a bundled name or a path to your own file (coevo/prompts: a
+    #: `<<system>>` / `<<user>>` split gives a system message). Left out, the paper's for the
+    #: task (App. A.1): `generator_bio` / `generator_code`.
+    template: str | None = None
+    sampling: GeneratorSampling = GeneratorSampling()
+
+
+class RlacCriticRole(ModelRole):
+    """The critic of Algorithm 1 (pi_c): trained in the adversarial condition, frozen in the
+    static one, not loaded by the baselines."""
+
+    #: Its prompt template, as the generator's. Left out, the paper's for the task and critic
+    #: form (App. A.2): `critic_fact` / `critic_code` (`critic_*_schema` for the schema form).
+    template: str | None = None
+    sampling: Sampling = Sampling(temperature=0.8, top_p=0.95, max_tokens=128)
+
+
+class ValidatorJudgeSampling(StrictModel):
+    """The judge's two uses: the facts validator's entailment judgments and atomic-fact splits."""
+
+    entail: Sampling = Sampling(temperature=0.0, max_tokens=16)
+    split: Sampling = Sampling(temperature=0.0, max_tokens=384)
+
+
+class RlacJudgeRole(ModelRole):
+    """The facts validator's entailment judge and the atomic-fact splitter (frozen)."""
+
+    sampling: ValidatorJudgeSampling = ValidatorJudgeSampling()
+
+
+class RlacRoles(RoleSet):
+    """The roles of Algorithm 1 (backend options per role in `options`, or for every role in
+    `default.options`)."""
+
+    generator: GeneratorRole = GeneratorRole()
+    critic: RlacCriticRole = RlacCriticRole()
+    judge: RlacJudgeRole = RlacJudgeRole()
+
+
+#: Where each key of RLAC's old `models` / `sampling` / `templates` blocks went.
+RLAC_MOVED = {
+    "models.generator": "roles.generator.model", "models.critic": "roles.critic.model",
+    "models.judge": "roles.judge.model",
+    "models.frozen_options": "roles.<role>.options (or roles.default.options)",
+    "sampling.generator": "roles.generator.sampling.train", "sampling.eval": "roles.generator.sampling.eval",
+    "sampling.critic": "roles.critic.sampling", "sampling.judge": "roles.judge.sampling.entail",
+    "sampling.splitter": "roles.judge.sampling.split",
+    "templates.generator": "roles.generator.template", "templates.critic": "roles.critic.template",
+}
 
 
 #: The paper's generator template of each task (App. A.1): a system message with the bio
@@ -161,17 +191,20 @@ class RlacConfig(StrictModel):
     #: None leaves torch's default (all cores), right for a machine of your own.
     torch_threads: int | None = Field(None, ge=1)
     data: RlacData = RlacData()
-    models: RlacModels = RlacModels()
-    sampling: RlacSampling = RlacSampling()
+    roles: RlacRoles = RlacRoles()
     dpo: DPOSettings = DPOSettings(max_length=1024, max_prompt_length=768)
     facts: FactsSettings = FactsSettings()
     code: CodeSettings = CodeSettings()
-    templates: RlacTemplates = RlacTemplates()
     #: Not in the paper (a diagnosis, not a departure): the facts validator's entailment judge
     #: probed with content-free critic proposals before iteration 1 and after every iteration
     #: (rlac/audit.py); its calls are counted apart from the verification calls.
     audit: AuditConfig = AuditConfig()
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_role_blocks(cls, data: Any) -> Any:
+        return refuse_old_role_blocks(data, RLAC_MOVED)
 
     @model_validator(mode="after")
     def _paper_templates_by_default(self) -> RlacConfig:
@@ -179,20 +212,21 @@ class RlacConfig(StrictModel):
         # Filled in here, not left None, so summary.json, the plan and the departures name
         # the template a run actually uses.
         critic = CRITIC_TEMPLATE[(self.task, self.critic_form)]
-        self.templates.generator = self.templates.generator or PAPER_GENERATOR_TEMPLATE[self.task]
-        self.templates.critic = self.templates.critic or critic
+        generator_role, critic_role = self.roles.generator, self.roles.critic
+        generator_role.template = generator_role.template or PAPER_GENERATOR_TEMPLATE[self.task]
+        critic_role.template = critic_role.template or critic
         # A bundled template of another task or critic form asks for fields this run does
         # not fill, or for an answer form the critic is not decoded in: refused here, not
         # mid-run.
-        task = GENERATOR_TASK.get(self.templates.generator, self.task)
+        task = GENERATOR_TASK.get(generator_role.template, self.task)
         if task != self.task:
-            raise ValueError(f"templates.generator {self.templates.generator!r} is a {task} template; "
+            raise ValueError(f"roles.generator.template {generator_role.template!r} is a {task} template; "
                              f"task {self.task} uses {PAPER_GENERATOR_TEMPLATE[self.task]!r} (the paper's) or "
                              "your own file")
-        if self.templates.critic in CRITIC_TEMPLATE.values() and self.templates.critic != critic:
-            raise ValueError(f"templates.critic {self.templates.critic!r} does not fit task {self.task} with "
-                             f"critic_form {self.critic_form}, which uses {critic!r}; leave templates.critic out "
-                             "or give your own file")
+        if critic_role.template in CRITIC_TEMPLATE.values() and critic_role.template != critic:
+            raise ValueError(f"roles.critic.template {critic_role.template!r} does not fit task {self.task} "
+                             f"with critic_form {self.critic_form}, which uses {critic!r}; leave "
+                             "roles.critic.template out or give your own file")
         return self
 
     @model_validator(mode="after")

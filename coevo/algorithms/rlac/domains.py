@@ -69,14 +69,14 @@ class FactsDomain:
         self.config = config
         self.corpus = config.data.source or BUNDLED_CORPUS
         judge_model = None if config.facts.judge == "lexical" and config.facts.atomic_facts == "sentences" \
-            else (backend or default_backend()).model(config.models, "judge", store=store)
+            else (backend or default_backend()).model(config.roles, "judge", store=store)
         self.judge_model = judge_model
         self.validator = FactValidator(
             KnowledgeSource.load(self.corpus),
-            EntailmentJudge(judge_model, config.sampling.judge, mode=config.facts.judge),
+            EntailmentJudge(judge_model, config.roles.judge.sampling.entail, mode=config.facts.judge),
             k=config.facts.passages, min_overlap=config.facts.min_overlap)
-        self.generator_template = load_template(config.templates.generator)
-        self.critic_template = load_template(config.templates.critic)
+        self.generator_template = load_template(config.roles.generator.template)
+        self.critic_template = load_template(config.roles.critic.template)
         self._facts_cache: dict[tuple[str, str], list[str]] = {}
 
     def generator_prompt(self, sample: Sample) -> Conversation:
@@ -113,7 +113,7 @@ class FactsDomain:
         todo = [o for o in dict.fromkeys(outputs) if (entity, o) not in self._facts_cache]
         if todo:
             split = split_atomic_facts(self.judge_model, entity, todo, mode=self.config.facts.atomic_facts,
-                                       sampling=self.config.sampling.splitter)
+                                       sampling=self.config.roles.judge.sampling.split)
             self._facts_cache.update({(entity, o): f for o, f in zip(todo, split)})
         return [self._facts_cache[(entity, o)] for o in outputs]
 
@@ -157,8 +157,8 @@ class CodeDomain:
         sandbox = Sandbox(unsafe_exec=config.code.unsafe_exec)
         self.validator = CodeValidator(sandbox, timeout_s=config.code.timeout_s)
         self.tests = ReferenceTests(sandbox, timeout_s=max(10.0, config.code.timeout_s))
-        self.generator_template = load_template(config.templates.generator)
-        self.critic_template = load_template(config.templates.critic)
+        self.generator_template = load_template(config.roles.generator.template)
+        self.critic_template = load_template(config.roles.critic.template)
 
     def generator_prompt(self, sample: Sample) -> Conversation:
         """The paper's form (App. A.1) is the problem statement alone, as the user message;

@@ -129,26 +129,26 @@ class RlacRun:
         self.domain: RlacDomain = DOMAINS[config.task](config, store, backend)
         self.train, self.heldout = split_data(config)
         # Line 1: initialise pi_g, pi_c (their references are frozen inside train_dpo).
-        models = config.models
-        self.generator_policy: LocalModel = backend.model(models, "generator", trainable=True)
+        roles = config.roles
+        self.generator_policy: LocalModel = backend.model(roles, "generator", trainable=True)
         self.generator: ChatModel = CachedModel(self.generator_policy, store)
         #: The critic trains only in the adversarial condition; the enumerative baseline has none.
         self.trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
-        self.critic_policy: LocalModel | None = (backend.model(models, "critic", trainable=True)
+        self.critic_policy: LocalModel | None = (backend.model(roles, "critic", trainable=True)
                                                  if self.trained_critic else None)
         # The baselines ask no critic: a frozen one is loaded only where it proposes.
         self.critic: ChatModel | None = (CachedModel(self.critic_policy, store) if self.critic_policy is not None
-                                         else backend.model(models, "critic", store=store)
+                                         else backend.model(roles, "critic", store=store)
                                          if config.verification == "critic" else None)
-        self.base: LocalModel | None = backend.model(models, "generator", trainable=True) if config.kl else None
+        self.base: LocalModel | None = backend.model(roles, "generator", trainable=True) if config.kl else None
         # The roles that ask them (their templates are the ones the domain fills).
-        self.generator_role = RlacGenerator(self.generator, config.sampling.generator, config.templates.generator)
-        self.critic_role = (RlacCritic(self.critic, config.sampling.critic, config.templates.critic)
+        self.generator_role = RlacGenerator(self.generator, roles.generator.sampling.train, roles.generator.template)
+        self.critic_role = (RlacCritic(self.critic, roles.critic.sampling, roles.critic.template)
                             if self.critic is not None else None)
         self.validator: Validator = (RandomValidator(seed=config.seed) if config.validator == "random"
                                      else self.domain.validator)
-        self.base_paths = {"generator": base_model_path(config.models.generator),
-                           "critic": base_model_path(config.models.critic)}
+        self.base_paths = {"generator": base_model_path(roles.generator.model),
+                           "critic": base_model_path(roles.critic.model)}
         self.checkpoints = dict(self.base_paths)  # each model's latest weights; the base until trained
         self.counts = VerificationCounts()
         #: The reward-model baseline's scorer (frozen, never trained) and outputs it scored.
@@ -251,7 +251,7 @@ class RlacRun:
         """Lines 4-5: a_1..a_K ~ pi_g(.|s) for every train instruction s, and the token
         count of every output (the rollout length metric)."""
         prompts = [self.domain.generator_prompt(s) for s in self.train]
-        sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed * 1000 + r})
+        sampling = self.config.roles.generator.sampling.train.model_copy(update={"seed": self.config.seed * 1000 + r})
         completions = self.generator_role.respond(prompts, sampling, n=self.config.k)
         instructions = [Instruction(sample=s, messages=p, outputs=outs)
                         for s, p, outs in zip(self.train, prompts, completion_texts(completions))]
@@ -264,7 +264,7 @@ class RlacRun:
         call counted. One `Critiques` per instruction, in order."""
         n = self.config.n if self.trained_critic else 1
         outputs = [(i.sample, a, self.domain.critic_prompt(i.sample, a)) for i in instructions for a in i.answers]
-        sampling = self.config.sampling.critic.model_copy(update={"seed": self.config.seed * 1000 + r})
+        sampling = self.config.roles.critic.sampling.model_copy(update={"seed": self.config.seed * 1000 + r})
         texts = self.propose(outputs, sampling, n)
         items = [(sample, o, self.domain.proposal(sample, o, t)) for (sample, o, _), row in zip(outputs, texts)
                  for t in row]
@@ -408,13 +408,14 @@ class RlacRun:
         """The held-out metric of the generator's greedy outputs (its mode), and the KL from
         the base generator on sampled ones (what the policy actually does)."""
         prompts = [self.domain.generator_prompt(s) for s in self.heldout]
-        greedy = [row[0] for row in completion_texts(self.generator_role.respond(prompts, self.config.sampling.eval))]
+        sampling = self.config.roles.generator.sampling
+        greedy = [row[0] for row in completion_texts(self.generator_role.respond(prompts, sampling.eval))]
         # The judge audit's real items are the critic's proposals on these (rlac/audit.py).
         self.heldout_answers = [strip_reasoning(text) for text in greedy]
         evaluation = self.domain.evaluate(self.heldout, self.heldout_answers)
         if self.base is not None:
-            sampling = self.config.sampling.generator.model_copy(update={"seed": self.config.seed + r})
-            sampled = [row[0] for row in completion_texts(self.generator_role.respond(prompts, sampling))]
+            seeded = sampling.train.model_copy(update={"seed": self.config.seed + r})
+            sampled = [row[0] for row in completion_texts(self.generator_role.respond(prompts, seeded))]
             evaluation.kl_from_base = kl_estimate(self.generator_policy, self.base, prompts, sampled)
         evaluation.heldout_output_chars = sum(map(len, greedy)) / max(1, len(greedy))
         return evaluation

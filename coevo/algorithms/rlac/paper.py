@@ -41,10 +41,10 @@ def _paper_critic_form(config: Any) -> bool:
 #: sentences; the headline (Fig. 2) is Qwen3-8B at 8 sentences, so either model and either
 #: length is the paper.
 PAPER_FACTS: list[PaperSetting] = [
-    PaperSetting("models.generator", "Qwen3-8B (or Qwen3-4B)",
+    PaperSetting("roles.generator.model", "Qwen3-8B (or Qwen3-4B)",
                  "§4.1: the generator starts from Qwen3-4B / Qwen3-8B; another model is another experiment",
                  matches=model_named("Qwen3-8B", "Qwen3-4B")),
-    PaperSetting("models.critic", "Qwen3-8B (or Qwen3-4B), the generator's backbone",
+    PaperSetting("roles.critic.model", "Qwen3-8B (or Qwen3-4B), the generator's backbone",
                  "§4.1: generator and critic start from the same backbone 'to ensure fairness'",
                  matches=model_named("Qwen3-8B", "Qwen3-4B")),
     PaperSetting("k", 10, "§4.1: 10 outputs per prompt; fewer outputs give fewer and less diverse pairs"),
@@ -60,10 +60,10 @@ PAPER_FACTS: list[PaperSetting] = [
                  "are not in the paper", matches=lambda n: n in (4, 8)),
     PaperSetting("critic_form", "paper", "App. A.2: the critic answers the paper's free-text prompt "
                  "(reason / sentence / error_fact); `schema` fixes the form by a grammar instead"),
-    PaperSetting("templates.generator", "generator_bio",
+    PaperSetting("roles.generator.template", "generator_bio",
                  "App. A.1: the instructions in a system message, 'Write a biography of {topic}.' as the "
                  "user message; another prompt asks the generator something else"),
-    PaperSetting("templates.critic", "critic_fact",
+    PaperSetting("roles.critic.template", "critic_fact",
                  "App. A.2: the answer format in a system message, the example and the paragraph in the user "
                  "message; another prompt asks the critic something else", applies=_paper_critic_form),
     PaperSetting("facts.judge", "llm", "App. B.1: FactScore's model-based verification; `hybrid`/`lexical` "
@@ -78,7 +78,7 @@ PAPER_FACTS: list[PaperSetting] = [
 #: §4.2 and Table 3 (code). The paper evaluates on HumanEval(+), MBPP(+), BigCodeBench and
 #: LiveCodeBench; coevo's held-out metric is pass@1 on HumanEval (docs/rlac.md).
 PAPER_CODE: list[PaperSetting] = [
-    PaperSetting("models.generator", "Qwen2.5-Coder-7B (Base or Instruct)",
+    PaperSetting("roles.generator.model", "Qwen2.5-Coder-7B (Base or Instruct)",
                  "§4.2 / Table 3: the generator starts from Qwen2.5-Coder-7B-Base or -Instruct",
                  matches=model_named("Qwen2.5-Coder-7B", "Qwen2.5-Coder-7B-Instruct")),
     PaperSetting("k", 8, "§4.2: k=8 outputs per prompt (AceCoder's setting)"),
@@ -94,11 +94,11 @@ PAPER_CODE: list[PaperSetting] = [
     PaperSetting("data.heldout", 164, "Table 3: the whole HumanEval (164 problems)"),
     PaperSetting("critic_form", "paper", "App. A.2: the critic answers the paper's <think>/<testcase> "
                  "prompt; `schema` fixes the form (one call's arguments) by a grammar instead"),
-    PaperSetting("templates.generator", "generator_code",
+    PaperSetting("roles.generator.template", "generator_code",
                  "App. A.1: the AceCode-87K-hard problem statement unmodified, as the only (user) message; "
                  "generator_code_instructed adds an instruction to answer in one ```python block (a 135M "
                  "model needs telling), so the generator is asked more than the problem"),
-    PaperSetting("templates.critic", "critic_code",
+    PaperSetting("roles.critic.template", "critic_code",
                  "App. A.2: the role and <think>/<testcase> rule in a system message, the problem and code "
                  "in the user message; another prompt asks the critic something else",
                  applies=_paper_critic_form),
@@ -156,13 +156,14 @@ def plan(config: Any) -> RunPlan:
                         items=n_heldout, note=_metric_note(config))]
     for r in range(1, config.iterations + 1):
         stages += _iteration(config, r, n_train, n_heldout, critic_trains)
-    roles = [role("generator", config.models.generator, trained=True,
-                  options=config.models.options_for("generator"))]
+    roles = [role("generator", config.roles.generator.model, trained=True,
+                  options=config.roles.options_for("generator"))]
     if config.verification == "critic":
-        roles.append(role("critic", config.models.critic, trained=critic_trains,
-                          options=config.models.options_for("critic")))
+        roles.append(role("critic", config.roles.critic.model, trained=critic_trains,
+                          options=config.roles.options_for("critic")))
     if config.task == "facts" and not (config.facts.judge == "lexical" and config.facts.atomic_facts == "sentences"):
-        roles.append(role("judge", config.models.judge, trained=False, options=config.models.options_for("judge")))
+        roles.append(role("judge", config.roles.judge.model, trained=False,
+                          options=config.roles.options_for("judge")))
     if config.verification == "reward_model":
         roles.append(role("reward_model", config.reward_model, trained=False))
     from coevo.algorithms.rlac.audit import plan_note

@@ -45,7 +45,7 @@ def audit_round(ctx: Context, tag: str, r: int, reward: str, seed: int, samples:
     chosen = list(zip(samples, rollouts))[:config.prompts]
     audit_samples = [s for s, _ in chosen]
     items = _with_critique_and_revision([ro.model_copy(update={"judgments": {}}) for _, ro in chosen], actor, critic)
-    judge_model, sampling, where = ctx.cached(ctx.judge_model), ctx.config.sampling.judge, f"{tag} round {r}"
+    judge_model, sampling, where = ctx.cached(ctx.judge_model), ctx.config.roles.judge.sampling, f"{tag} round {r}"
     metrics: dict[str, float | None] = {}
     records: list[dict[str, Any]] = []
     judges = []

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from coevo.config import AuditConfig, ConfigError, DataConfig, Models, SamplingConfig, StrictModel
-from coevo.prompts import Templates
+from coevo.config import AuditConfig, ConfigError, DataConfig, StrictModel
+from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs, refuse_old_role_blocks
 from coevo.roles.judges import REWARD_JUDGES
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
@@ -35,7 +35,7 @@ class ConditionSpec(StrictModel):
     #: Critic model spec for this condition (e.g. a bigger served model, off the shelf).
     critic: str | None = None
     #: §5.4 actor–critic matching: train the critic against this actor (any spec), then use
-    #: it to build the DPO pairs of `models.actor`.
+    #: it to build the DPO pairs of `roles.actor.model`.
     tailored_to: str | None = None
 
     @field_validator("name")
@@ -98,9 +98,8 @@ class TaiScoreConfig(StrictModel):
 
     algorithm: Literal["taiscore"] = "taiscore"
     data: TaiScoreData = TaiScoreData()
-    models: Models = Models()
-    sampling: SamplingConfig = SamplingConfig()
-    templates: Templates = Templates()
+    #: actor (y0, revisions; trained by DPO), critic (critiques; trained by GRPO), judge (frozen).
+    roles: RefinementRoleSpecs = RefinementRoleSpecs()
     rounds: int = Field(3, ge=1)                  # T: number of disjoint query shards
     schedule: Schedule = "coevolution"
     critic_training: Literal["grpo", "none"] = "grpo"
@@ -129,6 +128,11 @@ class TaiScoreConfig(StrictModel):
     #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
     #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
     batch_size: int | None = Field(None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_old_role_blocks(data, REFINEMENT_MOVED)
 
     @model_validator(mode="after")
     def _check(self) -> TaiScoreConfig:
@@ -159,7 +163,7 @@ class Plan:
 def resolve_conditions(config: TaiScoreConfig) -> list[Plan]:
     """The conditions to run, in order; without a `conditions:` list, the top-level one."""
     top = {"critic_training": config.critic_training, "reward": config.reward,
-           "schedule": config.schedule, "critic": config.models.critic, "tailored_to": config.tailored_to}
+           "schedule": config.schedule, "critic": config.roles.critic.model, "tailored_to": config.tailored_to}
     if not config.conditions:
         name = "coevolution" if config.schedule == "coevolution" and config.critic_training == "grpo" else (
             "off_the_shelf" if config.critic_training == "none" else config.reward)
@@ -183,7 +187,7 @@ def resolve_conditions(config: TaiScoreConfig) -> list[Plan]:
 
 
 def python_judge_kinds(config: TaiScoreConfig) -> list[str]:
-    """The kinds of Python function a `python:` `models.judge` must define for this run: the
+    """The kinds of Python function a `python:` `roles.judge.model` must define for this run: the
     critic's GRPO reward where a condition trains the critic, the pairwise judge (DPO pairs,
     win rates) and the gold judge (held-out scores)."""
     grpo = any(plan.critic_training == "grpo" for plan in resolve_conditions(config))
@@ -196,7 +200,7 @@ def check_python_judge(config: TaiScoreConfig) -> None:
     from coevo.llm.python_functions import check_python_spec
 
     if config.data.filter_queries or (config.evaluation.data is not None and config.evaluation.data.filter_queries):
-        raise ConfigError(f"models.judge {config.models.judge!r} is a Python function, but data.filter_queries "
+        raise ConfigError(f"roles.judge.model {config.roles.judge.model!r} is a Python function, but data.filter_queries "
                           "asks the judge model to grade queries (Table 11); turn it off (a quality column in "
                           "the data still rates them)")
-    check_python_spec(config.models.judge, python_judge_kinds(config), "models.judge")
+    check_python_spec(config.roles.judge.model, python_judge_kinds(config), "roles.judge.model")

@@ -39,5 +39,5 @@ class Context:
     def frozen(self, spec: str, role: str) -> Any:
         """The frozen model `spec` in `role`'s place, with that role's backend options."""
         if (spec, role) not in self._frozen:
-            self._frozen[spec, role] = self.backend.load_frozen(spec, **self.config.models.options_for(role))
+            self._frozen[spec, role] = self.backend.load_frozen(spec, **self.config.roles.options_for(role))
         return self._frozen[spec, role]

@@ -69,7 +69,7 @@ def query_ratings(config: TaiScoreConfig, samples: list[Sample], judge_model: An
         return None
     from coevo.roles.query_filter import filter_queries
 
-    _, judgments = filter_queries(samples, judge_model, config.sampling.judge, min_score=1)
+    _, judgments = filter_queries(samples, judge_model, config.roles.judge.sampling, min_score=1)
     return {s.id: (int(j.score) if j.valid and j.score is not None else None) for s, j in zip(samples, judgments)}
 
 

@@ -87,7 +87,7 @@ class RoundEvaluator:
         """`reward`: the critic's GRPO reward judge, which the round's judge audit probes."""
         self.ctx, self.tag, self.seed, self.reward = ctx, tag, seed, reward
         judge_model = ctx.cached(ctx.judge_model)
-        sampling = ctx.config.sampling.judge
+        sampling = ctx.config.roles.judge.sampling
         self.gold = judge_for("gold_rubric", judge_model, sampling)  # a model's, or a python: scorer's
         self.pairwise = judge_for("pairwise", judge_model, sampling)
         self.baseline: dict[str, float | None] = {}

@@ -116,21 +116,22 @@ class ConditionRun:
         self.ctx, self.plan, self.store = ctx, plan, ctx.store
         self.seed = config.seed + seed_index
         self.tag = plan.name if config.seeds == 1 else f"{plan.name}/seed{self.seed}"
-        self.rollout_sampling = config.sampling.rollout.model_copy(update={"seed": self.seed})
-        self.revision_sampling = config.sampling.revision.model_copy(update={"seed": self.seed})
+        roles = config.roles
+        self.response_sampling = roles.actor.sampling.response.model_copy(update={"seed": self.seed})
+        self.revision_sampling = roles.actor.sampling.revision.model_copy(update={"seed": self.seed})
+        self.critique_sampling = roles.critic.sampling.model_copy(update={"seed": self.seed})
         # The critic's GRPO samples its critiques as the critic role does elsewhere (Table 12's
-        # rollout T 0.8 / top-p 0.95, sampling.rollout) unless the grpo block says otherwise.
-        rollout_defaults = {"temperature": config.sampling.rollout.temperature,
-                            "top_p": config.sampling.rollout.top_p,
-                            "max_completion_length": config.sampling.rollout.max_tokens}
+        # rollout T 0.8 / top-p 0.95, roles.critic.sampling) unless the grpo block says otherwise.
+        rollout_defaults = {"temperature": roles.critic.sampling.temperature,
+                            "top_p": roles.critic.sampling.top_p,
+                            "max_completion_length": roles.critic.sampling.max_tokens}
         self.grpo_settings = config.grpo.model_copy(update={"seed": self.seed, **{
             k: v for k, v in rollout_defaults.items() if k not in config.grpo.model_fields_set}})
         self.dpo_settings = config.dpo.model_copy(update={"seed": self.seed})
-        models = config.models
-        self.actor_local = ctx.backend.load_trainable(models.actor, **models.options_for("actor"))
-        self.critic_local = (ctx.backend.load_trainable(plan.critic, **models.options_for("critic"))
+        self.actor_local = ctx.backend.load_trainable(roles.actor.model, **roles.options_for("actor"))
+        self.critic_local = (ctx.backend.load_trainable(plan.critic, **roles.options_for("critic"))
                              if plan.critic_training == "grpo" else None)
-        self.pairwise = judge_for("pairwise", ctx.cached(ctx.judge_model), config.sampling.judge,
+        self.pairwise = judge_for("pairwise", ctx.cached(ctx.judge_model), roles.judge.sampling,
                                   order_seed=self.seed)
         self.evaluator = RoundEvaluator(ctx, self.tag, self.seed, plan.reward)
         self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
@@ -144,10 +145,10 @@ class ConditionRun:
 
     def actor(self, model: Any = None) -> Actor:
         """The actor role on `model` (default: the actor being trained, as it is now)."""
-        templates = self.ctx.config.templates
-        return Actor(self.ctx.cached(model if model is not None else self.actor_generator()), self.rollout_sampling,
-                     revise_sampling=self.revision_sampling, revise_template=templates.reviser,
-                     revise_no_critique_template=templates.reviser_no_critique)
+        spec = self.ctx.config.roles.actor
+        return Actor(self.ctx.cached(model if model is not None else self.actor_generator()), self.response_sampling,
+                     revise_sampling=self.revision_sampling, revise_template=spec.template,
+                     revise_no_critique_template=spec.template_no_critique)
 
     def actor_generator(self) -> Any:
         """The model the actor generates with: the trained model itself, or (`actor_engine:
@@ -158,8 +159,8 @@ class ConditionRun:
         checkpoint = self.checkpoints["actor"]
         if self._actor_engine is None or self._actor_engine[0] != checkpoint:
             self.close()
-            models = self.ctx.config.models
-            model, shared = self.ctx.backend.load_copy(models.actor, checkpoint, **models.options_for("actor"))
+            roles = self.ctx.config.roles
+            model, shared = self.ctx.backend.load_copy(roles.actor.model, checkpoint, **roles.options_for("actor"))
             self._actor_engine = (checkpoint, model, shared)
         return self._actor_engine[1]
 
@@ -173,7 +174,7 @@ class ConditionRun:
         model = self.critic_local if self.critic_local is not None else self.ctx.frozen(self.plan.critic, "critic")
         # Table 12's prompt limit bounds the critic's prompt wherever it reads a y0 (GRPO, the
         # actor's pairs, evaluation): one rule, y0 shortened in its middle (roles/prompt_budget.py).
-        return Critic(self.ctx.cached(model), self.rollout_sampling, self.ctx.config.templates.critic,
+        return Critic(self.ctx.cached(model), self.critique_sampling, self.ctx.config.roles.critic.template,
                       max_prompt_tokens=self.grpo_settings.max_prompt_length)
 
     def pools(self, shard_ids: Sequence[int]) -> list[list[Sample]]:
@@ -217,7 +218,7 @@ class ConditionRun:
         # A seeded sample of each pool (paper: 2K of 3K), not its first rows in file order.
         queries = [s for t, pool in zip(shard_ids, pools)
                    for s in sample_critic_queries(pool, config.critic_queries, self.seed, t)]
-        judge = rollout_judge(self.plan.reward, self.ctx.cached(self.ctx.judge_model), config.sampling.judge)
+        judge = rollout_judge(self.plan.reward, self.ctx.cached(self.ctx.judge_model), config.roles.judge.sampling)
         reward_fn = make_reward_fn(
             actor, judge, self.plan.reward, invalid_reward=config.invalid_reward,
             on_scored=lambda rollouts: [store.save_rollout(f"{prefix}/grpo", r_) for r_ in rollouts])
@@ -267,7 +268,7 @@ class ConditionRun:
                 f"{prefix}: the pairwise judge preferred no revision over its initial response "
                 f"({counts.candidates} candidates: {counts.ties} ties, {counts.y0_wins} y0 wins, "
                 f"{counts.invalid} unreadable), so there is nothing to train the actor on; use more "
-                "queries (data.limit), a stronger judge (models.judge) or a stronger critic")
+                "queries (data.limit), a stronger judge (roles.judge.model) or a stronger critic")
         actor = self.actor()
         pairs = [PreferencePair(prompt=actor.respond_prompt(x.x), chosen=x.y1 or "", rejected=x.y0,
                                 sample_id=x.sample_id, source=prefix) for x in chosen]
@@ -333,7 +334,7 @@ def learning_warnings(stage: str, kind: str, metrics: dict[str, float | None]) -
     clipped = metrics.get("grpo_clipped_ratio") if kind == "grpo" else None
     if clipped is not None and clipped > 0.5:
         found.append(f"{stage}: {clipped:.0%} of critiques were cut at the length limit "
-                     "(grpo.max_completion_length / sampling.rollout.max_tokens)")
+                     "(grpo.max_completion_length / roles.critic.sampling.max_tokens)")
     return found
 
 
@@ -369,18 +370,18 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
     """`coevo run` entry for `algorithm: taiscore`: every condition × seed, one table."""
     backend = backend or default_backend()
     plans = resolve_conditions(config)
-    if is_python_spec(config.models.judge):  # a Python scorer: no backend, its own call cache
+    if is_python_spec(config.roles.judge.model):  # a Python scorer: no backend, its own call cache
         check_python_judge(config)
-        judge_model = load_python_function(config.models.judge)
+        judge_model = load_python_function(config.roles.judge.model)
     else:
-        judge_model = backend.load_frozen(config.models.judge, **config.models.options_for("judge"))
+        judge_model = backend.load_frozen(config.roles.judge.model, **config.roles.options_for("judge"))
     from coevo.llm.cache import CachedModel
 
     samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
     eval_data = config.evaluation.data
     split = split_data(config, samples, None if isinstance(judge_model, PythonFunction)
                        else CachedModel(judge_model, store),  # a resumed run re-grades nothing
-                       load_data(eval_data, judge_model, config.sampling) if eval_data is not None else None)
+                       load_data(eval_data, judge_model, config.roles.judge.sampling) if eval_data is not None else None)
     shards, held_out = split.shards, split.held_out
     log.info("data: %d queries -> pools of %s (quality scores %s), %d held out", len(samples),
              split.report.sizes, split.report.histogram, len(held_out))
@@ -395,8 +396,8 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
     several = len(runs) > 1
     gains = gold_gains(store, runs, config.evaluation.output_sets)
     summary = TaiScoreSummary(
-        base_model=base_model_path(config.models.actor),
-        base_models={"actor": base_model_path(config.models.actor),
+        base_model=base_model_path(config.roles.actor.model),
+        base_models={"actor": base_model_path(config.roles.actor.model),
                      **({"critic": base_model_path(first.plan["critic"])}
                         if first.plan["critic_training"] == "grpo" else {})},
         condition=first.condition, baseline=first.baseline, rounds=first.rounds,

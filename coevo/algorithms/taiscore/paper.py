@@ -26,11 +26,11 @@ def _conditions_are_the_papers(conditions: list[Any]) -> bool:
 
 
 PAPER: list[PaperSetting] = [
-    PaperSetting("models.actor", "Qwen3-8B", "another actor: the paper's numbers are Qwen3-8B's (§5.1)",
+    PaperSetting("roles.actor.model", "Qwen3-8B", "another actor: the paper's numbers are Qwen3-8B's (§5.1)",
                  matches=model_named("Qwen3-8B")),
-    PaperSetting("models.critic", "Qwen3-8B", "another critic to start from (§5.1: Qwen3-8B)",
+    PaperSetting("roles.critic.model", "Qwen3-8B", "another critic to start from (§5.1: Qwen3-8B)",
                  matches=model_named("Qwen3-8B")),
-    PaperSetting("models.judge", "gpt-oss-120b", "another judge scores every reward and pair (§5.1: gpt-oss-120B)",
+    PaperSetting("roles.judge.model", "gpt-oss-120b", "another judge scores every reward and pair (§5.1: gpt-oss-120B)",
                  matches=model_named("gpt-oss-120b")),
     PaperSetting("data.filter_queries", True, "queries are not rated by the Table 11 grader (App. C), so pools "
                  "are not the top-rated queries"),
@@ -39,17 +39,21 @@ PAPER: list[PaperSetting] = [
     PaperSetting("rounds", 3, "another number of co-evolution rounds (§5.1: three)"),
     PaperSetting("critic_queries", 2000, "the critic trains on another number of queries per pool (§5.1: 2K)"),
     PaperSetting("pairs_per_round", 2000, "the actor trains on another number of DPO pairs per pool (§5.1: 2K)"),
-    PaperSetting("templates.critic", "critic", "not Table 6's critic prompt"),
-    PaperSetting("templates.reviser", "reviser", "not the paper's revision prompt"),
-    PaperSetting("sampling.rollout.temperature", 0.8, "another rollout temperature (Table 12)"),
-    PaperSetting("sampling.rollout.top_p", 0.95, "another rollout top-p (Table 12)"),
-    PaperSetting("sampling.rollout.max_tokens", 4096, "shorter responses and critiques (Table 12: 4,096 tokens)"),
-    PaperSetting("sampling.revision.temperature", 0.2, "another refiner temperature (Table 12)"),
-    PaperSetting("sampling.revision.top_p", 0.95, "another refiner top-p (Table 12)"),
-    PaperSetting("sampling.revision.max_tokens", 4096, "shorter revisions (Table 12: 4,096 tokens)"),
-    PaperSetting("sampling.judge.temperature", 0.2, "another judge temperature (Table 12)"),
-    PaperSetting("sampling.judge.top_p", 1.0, "another judge top-p (Table 12)"),
-    PaperSetting("sampling.judge.scoring", "sampled", "the reward is the judge's expected score (G-Eval "
+    PaperSetting("roles.critic.template", "critic", "not Table 6's critic prompt"),
+    PaperSetting("roles.actor.template", "reviser", "not the paper's revision prompt"),
+    # Table 12's rollout decoding is both the actor's responses (y0) and the critic's critiques.
+    PaperSetting("roles.actor.sampling.response.temperature", 0.8, "another rollout temperature (Table 12)"),
+    PaperSetting("roles.actor.sampling.response.top_p", 0.95, "another rollout top-p (Table 12)"),
+    PaperSetting("roles.actor.sampling.response.max_tokens", 4096, "shorter responses (Table 12: 4,096 tokens)"),
+    PaperSetting("roles.critic.sampling.temperature", 0.8, "another critique temperature (Table 12's rollout)"),
+    PaperSetting("roles.critic.sampling.top_p", 0.95, "another critique top-p (Table 12's rollout)"),
+    PaperSetting("roles.critic.sampling.max_tokens", 4096, "shorter critiques (Table 12: 4,096 tokens)"),
+    PaperSetting("roles.actor.sampling.revision.temperature", 0.2, "another refiner temperature (Table 12)"),
+    PaperSetting("roles.actor.sampling.revision.top_p", 0.95, "another refiner top-p (Table 12)"),
+    PaperSetting("roles.actor.sampling.revision.max_tokens", 4096, "shorter revisions (Table 12: 4,096 tokens)"),
+    PaperSetting("roles.judge.sampling.temperature", 0.2, "another judge temperature (Table 12)"),
+    PaperSetting("roles.judge.sampling.top_p", 1.0, "another judge top-p (Table 12)"),
+    PaperSetting("roles.judge.sampling.scoring", "sampled", "the reward is the judge's expected score (G-Eval "
                  "mean over its score tokens), not the integer final score it writes"),
     PaperSetting("grpo.num_generations", 4, "another number of critiques per response (Table 12: N = 4)"),
     PaperSetting("grpo.learning_rate", 1e-6, "another critic learning rate (Table 12)"),
@@ -131,14 +135,14 @@ def plan(config: Any) -> RunPlan:
 
 
 def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
-    roles = [role("actor", config.models.actor, trained=True),
-             role("judge", config.models.judge, trained=False, options=config.models.options_for("judge"))]
+    roles = [role("actor", config.roles.actor.model, trained=True),
+             role("judge", config.roles.judge.model, trained=False, options=config.roles.options_for("judge"))]
     for p in plans:
         roles.append(role(f"critic[{p.name}]", p.critic, trained=p.critic_training == "grpo",
-                          options=config.models.options_for("critic")))
+                          options=config.roles.options_for("critic")))
         if p.tailored_to:
             roles.append(role(f"actor[{p.name}]", p.tailored_to, trained=False,
-                              options=config.models.options_for("actor")))
+                              options=config.roles.options_for("actor")))
     return roles
 
 
