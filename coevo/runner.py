@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from coevo.config import ConfigError, apply_overrides, read_yaml, validate
+from coevo.cost import run_cost
 from coevo.llm.call_tags import tagged
 from coevo.logs import run_logging
 from coevo.provenance import provenance, timed
@@ -57,11 +58,11 @@ def summary_dict(summary: BaseModel | dict[str, Any]) -> dict[str, Any]:
 
 def _experiments() -> dict[str, Experiment]:
     # Imported here so `coevo --help` stays fast: each experiment pulls in its roles.
+    from coevo.algorithms.controls import ControlsConfig, run_controls
     from coevo.algorithms.decoevo import DecoEvoConfig, run_decoevo
+    from coevo.algorithms.refine import RefineRunConfig, run_refinement
     from coevo.algorithms.rlac import RlacConfig, run_rlac
     from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
-    from coevo.algorithms.controls import ControlsConfig, run_controls
-    from coevo.algorithms.refine import RefineRunConfig, run_refinement
 
     return {
         "refine": Experiment(RefineRunConfig, run_refinement,
@@ -145,8 +146,8 @@ def preflight(config: BaseModel) -> None:
     then leaves no run folder behind to trip over once it is fixed."""
     from coevo.algorithms.taiscore import ConditionSpec
     from coevo.config import DataConfig
-    from coevo.role_specs import RoleSet
     from coevo.llm.specs import check_spec
+    from coevo.role_specs import RoleSet
     from coevo.tasks.loaders import load_samples
     from coevo.train.dpo import DPOSettings
     from coevo.train.grpo import GRPOSettings
@@ -177,8 +178,8 @@ def _check_python_scorers(config: BaseModel) -> None:
     from coevo.algorithms.refine import RefineRunConfig
     from coevo.algorithms.taiscore import TaiScoreConfig
     from coevo.algorithms.taiscore.config import check_python_judge
-    from coevo.role_specs import RoleSet
     from coevo.llm.python_functions import check_python_spec, is_python_spec
+    from coevo.role_specs import RoleSet
     from coevo.roles.judges import KIND_OF_JUDGE
 
     roles = getattr(config, "roles", None)
@@ -408,6 +409,9 @@ def _finish(out: Path, store: RunStore, summary: dict[str, Any], algorithm: str,
     # How many processes trained: a launch that silently fell back to one shows here.
     summary["world_size"] = distributed.world_size()
     summary["llm_cache"] = {"hits": store.cache_hits, "misses": store.cache_misses}
+    # Calls, tokens, seconds and dollars per stage and role; each training stage's steps,
+    # seconds, memory and tokens (coevo/cost.py): what the run cost, counted.
+    summary["cost"] = run_cost(store).model_dump(mode="json")
     finished = time.time()
     summary["provenance"] = timed(facts, store.get_meta("started"), finished=finished, earlier=earlier,
                                   duration_s=finished - began)

@@ -51,10 +51,29 @@ def run_header_lines(run_dir: Path) -> list[str]:
                      + "` says what each measures)[/]")
     summary_file = run_dir / "summary.json"
     if summary_file.is_file():
-        processes = json.loads(summary_file.read_text(encoding="utf-8")).get("world_size")
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        processes = summary.get("world_size")
         if processes:
             lines.append(f"trained by {processes} process{'es' if processes > 1 else ''} (world_size)")
+        cost = cost_line(summary.get("cost"))
+        if cost:
+            lines.append(cost)
     return lines
+
+
+def cost_line(cost: Any) -> str | None:
+    """One line of what the run cost (summary.json → cost, coevo/cost.py), or None for a
+    run made before costs were counted."""
+    total = cost.get("total") if isinstance(cost, dict) else None
+    if not isinstance(total, dict):
+        return None
+    line = (f"cost: {total.get('calls', 0)} completions ({total.get('cache_hits', 0)} from the cache), "
+            f"{total.get('prompt_tokens', 0)} + {total.get('completion_tokens', 0)} tokens, "
+            f"{total.get('generation_seconds', 0)} s generating, {total.get('training_steps', 0)} training steps "
+            f"in {total.get('training_seconds', 0)} s")
+    if total.get("dollars") is not None:
+        line += f", ${total['dollars']:.4f}"
+    return escape(line) + " [dim](per stage and role: the run page)[/]"
 
 
 @dataclass

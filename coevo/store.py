@@ -254,6 +254,19 @@ class RunStore:
                         "cached": data.get("cached")})
         return out
 
+    def count_cache_hits(self, stage: str | None, role: str | None, hits: int) -> None:
+        """Note `hits` completions answered from the cache for calls of `role` in `stage`."""
+        key = f"{stage or ''}\t{role or ''}"
+        self.update_meta("cache_hits", lambda counts: {**(counts or {}), key: (counts or {}).get(key, 0) + hits}, {})
+
+    def cache_hits_by_call(self) -> dict[tuple[str | None, str | None], int]:
+        """Completions answered from the cache, per (stage, role) of the calls that asked."""
+        out = {}
+        for key, hits in (self.get_meta("cache_hits") or {}).items():
+            stage, _, role = key.partition("\t")
+            out[stage or None, role or None] = hits
+        return out
+
     def cache_size(self) -> int:
         return self._query("SELECT COUNT(*) FROM llm_cache")[0][0]
 

@@ -5,8 +5,10 @@ asks the model nothing it already answered; only the missing sample indices of a
 are requested, so a call for n=4 after a crash at n=2 costs two completions, not four.
 
 Beside each call's request the store keeps `"call"`: who asked and in which stage (the
-tags of `llm/call_tags.py`), the seconds it took and whether it stopped at its token
-limit. None of that is in the key: a resumed run, tagged or timed differently, still hits.
+tags of `llm/call_tags.py`), the seconds it took (per completion), the model's price where
+its role gives one, and whether it stopped at its token limit. None of that is in the key: a
+resumed run, tagged or timed differently, still hits. Hits are counted per stage and role
+(`RunStore.cache_hits_by_call`), for the run's cost (coevo/cost.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 
 from coevo.llm.base import ChatModel, PerRequestSampling
 from coevo.llm.call_tags import current_tags
+from coevo.llm.pricing import price_of
 from coevo.store import RunStore
 from coevo.types import Completion, Conversation, Sampling
 
@@ -69,6 +72,12 @@ class CachedModel(PerRequestSampling):
                 by_missing.setdefault(n - len(entry), []).append(i)
         # Read here, in the caller's context: a backend may answer from threads of its own.
         tags = current_tags()
+        price = price_of(self.inner)
+        if price is not None:  # each call's dollars are counted from its tokens (coevo/cost.py)
+            tags["price"] = [price.input, price.output]
+        answered = sum(len(entry) for entry in found)
+        if answered:
+            self.store.count_cache_hits(tags.get("stage"), tags.get("role"), answered)
         for missing, rows in by_missing.items():
             arrived: dict[int, list[Completion]] = {}  # filled from the backend's thread as answers come
             began = time.perf_counter()
@@ -99,6 +108,8 @@ class CachedModel(PerRequestSampling):
         `call` (tags and seconds) is kept beside the request, never in the key."""
         free = [idx for idx in range(n) if idx not in found]
         new = dict(zip(free, completions))
+        if call and "seconds" in call:  # a call's time, shared by the completions it made
+            call = {**call, "seconds": call["seconds"] / max(1, len(new))}
         # One stored request per cut-off value: the samples of one call may differ in it.
         by_cut: dict[bool | None, dict[int, Completion]] = {}
         for idx, completion in new.items():

@@ -51,13 +51,17 @@ def load_model(
 
     `options` go to the backend's constructor (batch_size, n_ctx, n_threads, concurrency,
     max_retries, backoff, timeout, extra_body, device, dtype, revision, model_id); `engine`
-    picks the embedded model's frozen engine, as `smollm2:ENGINE` does.
+    picks the embedded model's frozen engine, as `smollm2:ENGINE` does; `price` (dollars per
+    million input / output tokens) is hung on the model for the cost count (llm/pricing.py).
     With trainable=True the result is always a fresh `LocalModel` (it exposes `.model` and
     `.tokenizer`); specs that cannot train (gguf, openai, replay) are refused. A model meant
     for training goes through `coevo.train.trainable.load_trainable`, which calls this and
     tells the other ranks of a many-process run to load it too.
     """
     spec = spec.strip()
+    # `price` is what a call costs, not how to build the model: the cache reads it off the
+    # model to count dollars (llm/pricing.py); the backend never sees it.
+    price = options.pop("price", None)
     if is_python_spec(spec):
         if trainable:
             raise ModelError(f"{spec!r} is a Python function: it stands where a judge goes, it cannot be trained")
@@ -71,6 +75,13 @@ def load_model(
             model = _loaded.get(key)
             if model is None:
                 model = _loaded[key] = _build(spec, trainable=False, options=options)
+    if price is not None:
+        from coevo.llm.pricing import Priced, read_price
+
+        if trainable:  # a fresh model of its own, whose attributes the trainers use as they are
+            model.price = read_price(price, spec)
+        else:  # maybe shared by roles at other prices: wrapped, not changed
+            model = Priced(model, read_price(price, spec))
     if store is not None:
         from coevo.llm.cache import CachedModel
 
@@ -361,6 +372,7 @@ def describe_specs() -> list[dict[str, Any]]:
                "python:FILE.py[:FUNCTION]": []}
     return [
         {"spec": form, "description": text, "available": rows[form][0], "detail": rows[form][1],
-         "options (roles.<role>.options)": ", ".join(options[form]) or "-"}
+         # Every model form takes `price` (llm/pricing.py): the cost count, not the backend, reads it.
+         "options (roles.<role>.options)": ", ".join(options[form] + (["price"] if options[form] else [])) or "-"}
         for form, text in FORMS
     ]

@@ -62,7 +62,8 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "departures": store.get_meta("departures", summary.get("departures")),
         "tables": _meta_tables(store),
         "intervals": _intervals(summary),
-        "costs": _costs(summary),
+        "costs": _step_costs(summary),
+        "run_cost": run_cost_rows(summary),
         "round_tables": round_tables(metrics),
         "headline": headline_rows(info, metrics),
         "round_label": ROUND_LABEL.get(info.algorithm, "round"),
@@ -116,8 +117,22 @@ def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _costs(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def run_cost_rows(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """summary.json → cost (coevo/cost.py) as the run page shows it, with the run's wall
+    time; None for a run made before costs were counted."""
     cost = summary.get("cost")
+    if not (isinstance(cost, dict) and isinstance(cost.get("total"), dict)):
+        return None
+    return {"calls": cost.get("calls") or [], "training": cost.get("training") or [], "total": cost["total"],
+            "wall_s": (summary.get("provenance") or {}).get("duration_s")}
+
+
+def _step_costs(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """DecoEvo's cost per inner / outer step (summary.json → step_cost; `cost` in runs made
+    before the run-wide cost took that name, told apart by their step-kind keys)."""
+    cost = summary.get("step_cost")
+    if cost is None and isinstance(summary.get("cost"), dict) and "total" not in summary["cost"]:
+        cost = summary["cost"]
     if not isinstance(cost, dict):
         return []
     return [{"step": kind, **values} for kind, values in cost.items() if isinstance(values, dict)]

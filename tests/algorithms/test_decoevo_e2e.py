@@ -59,8 +59,8 @@ def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
     assert "test_mean" in summary["methods"]["decoevo"]
     versions = summary["skill_versions"]
     assert versions["solver"][0]["version"] == 0 and versions["rubric_generator"][0]["version"] == 0
-    assert summary["cost"]["inner"]["steps"] == 2
-    assert summary["cost"]["outer"]["steps"] == 1  # after step 1; never after the last
+    assert summary["step_cost"]["inner"]["steps"] == 2
+    assert summary["step_cost"]["outer"]["steps"] == 1  # after step 1; never after the last
     assert (run / "skills" / "decoevo" / "seed0" / "solver_v0.md").is_file()
     assert "Skill history" in (run / "report.html").read_text()
     # Audited on the initial skills and after the outer step, on the real model's answers.

@@ -68,7 +68,7 @@ def test_summary_report_and_skill_history(setup):
     ci = summary["decoevo_minus_skillopt_ci"]
     assert ci["low"] <= ci["mean_diff"] <= ci["high"]
     assert summary["table"]["columns"][0] == "method" and len(summary["table"]["rows"]) == 4
-    assert {"inner", "outer"} <= set(summary["cost"])
+    assert {"inner", "outer"} <= set(summary["step_cost"])
     assert summary["scoring"] == {"judge": "sampled", "auditor": "sampled", "grader": "sampled"}
     for method in ("skillopt", "sc_coevo", "decoevo"):
         entry = summary["methods"][method]

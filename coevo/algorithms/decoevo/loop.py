@@ -418,7 +418,7 @@ class MethodRun:
         result = fn()
         cost = StepCost(kind=kind, step=step, llm_calls=self.meter.calls - calls,
                         cached_calls=self.meter.cached - cached, seconds=time.perf_counter() - start)
-        self.costs.append(cost)  # also in the step result and summary["cost"]; not plotted
+        self.costs.append(cost)  # also in the step result and summary["step_cost"]; not plotted
         self.record("step_cost", f"{kind}{step}", cost.model_dump())  # now: readable mid-way
         return result
 

@@ -135,7 +135,8 @@ class DecoEvoSummary(Record):
     #: Over pooled (seed, test question) pairs (`level: pooled`).
     decoevo_minus_skillopt_ci: PooledCI | None
     partitions: dict[str, int]
-    cost: dict[str, StepCostSummary] = Field(default_factory=dict)
+    #: The paper's cost per inner / outer step (`cost` is the whole run's, coevo/cost.py).
+    step_cost: dict[str, StepCostSummary] = Field(default_factory=dict)
     trajectory: dict[str, list[TrajectoryPoint]] = Field(default_factory=dict)
     table: Table
     #: The judge audits (`audit:`; audit.py), one record per audited grading and round:
@@ -168,7 +169,7 @@ def summarise(config: DecoEvoConfig, results: dict[str, MethodResult], records: 
         decoevo_minus_skillopt_run_ci=run_ci(results, config.seeds, "decoevo", "skillopt"),
         decoevo_minus_skillopt_ci=paired_ci(results, config.seeds, "decoevo", "skillopt"),
         partitions=sizes,
-        cost=cost_summary(results),
+        step_cost=cost_summary(results),
         trajectory=trajectory_means(results, config),
         table=Table(columns=list(_TABLE_COLUMNS),
                     rows=[table_row(method, entry, len(config.seeds)) for method, entry in methods.items()]),

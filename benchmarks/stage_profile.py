@@ -1,0 +1,184 @@
+"""Where `coevo quickstart`'s time and memory go, phase by phase.
+
+Runs the quickstart's own config (coevo/quickstart.py: one TAIScore round on the embedded
+model) through the real runner, with timers wrapped around each phase, and a thread that
+samples the process's resident memory every 20 ms and files each sample under the phase
+running then:
+
+  * every model load (trainable: the actor and the critic; frozen: the judge's engine),
+  * GRPO (the critic): TRL's sampling of critiques, the reward (the actor's revisions and the
+    judge's scores, each model call filed under its role), the old-policy and reference
+    log-probabilities, the loss's forward pass, the backward pass, the optimizer, checkpoints,
+    and the trainer's set-up (where TRL builds the reference model);
+  * DPO (the actor): the reference log-probabilities, the forward pass, backward, optimizer,
+    checkpoints, set-up;
+  * every model call outside training, filed under its stage and role (y0, the pairs, the
+    evaluation, the audit).
+
+Phases nest: `seconds` includes the phases inside, `self_s` does not. Memory: `peak_rss_mb`
+is the highest sample taken inside the phase; the load table gives each load's growth of the
+resident set, which is what holds the memory.
+
+    .venv/bin/python benchmarks/stage_profile.py [--prompts 5] [--json FILE] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+class Phases:
+    """Nested phase timers and a resident-memory sampler that files samples by phase."""
+
+    def __init__(self, interval: float = 0.02):
+        from coevo.train.common import current_rss_mb
+
+        self.rss = current_rss_mb
+        self.stack: list[str] = []
+        self.seconds: dict[tuple[str, ...], float] = defaultdict(float)
+        self.child_seconds: dict[tuple[str, ...], float] = defaultdict(float)
+        self.calls: dict[tuple[str, ...], int] = defaultdict(int)
+        self.peak: dict[tuple[str, ...], float] = defaultdict(float)
+        self.loads: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, args=(interval,), daemon=True)
+        self._sampler.start()
+
+    def _sample(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            path, rss = tuple(self.stack), self.rss()
+            for depth in range(len(path) + 1):  # a phase's peak covers the phases inside it
+                key = path[:depth]
+                self.peak[key] = max(self.peak[key], rss)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._sampler.join()
+
+    def wrap(self, label: Any, fn: Any, *, load: bool = False) -> Any:
+        """`fn` timed as phase `label` (a string, or a function of fn's arguments giving one)."""
+        phases = self
+
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            name = label(*args, **kwargs) if callable(label) else label
+            phases.stack.append(name)
+            path = tuple(phases.stack)
+            before, began = phases.rss(), time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - began
+                phases.stack.pop()
+                phases.seconds[path] += spent
+                phases.calls[path] += 1
+                if len(path) > 1:
+                    phases.child_seconds[path[:-1]] += spent
+                if load:
+                    phases.loads.append({"load": name, "seconds": round(spent, 1),
+                                         "rss_before_mb": round(before), "rss_after_mb": round(phases.rss())})
+
+        return timed
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for path in sorted(self.seconds):
+            out.append({"phase": " > ".join(path), "calls": self.calls[path], "seconds": round(self.seconds[path], 2),
+                        "self_s": round(self.seconds[path] - self.child_seconds[path], 2),
+                        "peak_rss_mb": round(self.peak.get(path, 0.0))})
+        return out
+
+
+def instrument(phases: Phases) -> None:
+    """Wrap the phases of a quickstart run (TRL's private methods where they exist: a TRL that
+    renamed one leaves that phase unmeasured, never broken)."""
+    import accelerate
+    import trl
+
+    from coevo.llm import cache, specs
+    from coevo.llm.call_tags import current_tags
+    from coevo.train import trainable
+
+    trainable.load_trainable = phases.wrap(lambda spec, **_: f"load trainable {spec}", trainable.load_trainable,
+                                           load=True)
+    specs.load_model = phases.wrap(lambda spec, **kw: f"load {'trainable' if kw.get('trainable') else 'frozen'} "
+                                   f"{spec}", specs.load_model, load=True)
+
+    def call_label(self: Any, conversations: Any, *_: Any, **__: Any) -> str:
+        tags = current_tags()
+        stage = str(tags.get("stage") or "").rsplit("/", 1)[-1]
+        return f"call {tags.get('role') or '?'}" + (f" ({stage})" if stage and not phases.stack else "")
+
+    cache.CachedModel.generate_each = phases.wrap(call_label, cache.CachedModel.generate_each)
+    grpo, dpo = trl.GRPOTrainer, trl.DPOTrainer
+    for cls, kind in ((grpo, "grpo"), (dpo, "dpo")):
+        cls.__init__ = phases.wrap(f"{kind} set-up (reference model)", cls.__init__, load=True)
+        cls.train = phases.wrap(f"{kind} stage", cls.train)
+        cls.training_step = phases.wrap(f"{kind} step", cls.training_step)
+        cls._save_checkpoint = phases.wrap(f"{kind} checkpoint", cls._save_checkpoint)
+        cls.compute_loss = phases.wrap("forward (loss)", cls.compute_loss)
+    for name, label in (("_generate", "sampling (TRL)"), ("_calculate_rewards", "reward")):
+        if hasattr(grpo, name):
+            setattr(grpo, name, phases.wrap(label, getattr(grpo, name)))
+    if hasattr(grpo, "_get_per_token_logps_and_entropies"):
+        grpo._get_per_token_logps_and_entropies = phases.wrap(
+            lambda self, model, *a, **k: "log-probs (reference)" if model is getattr(self, "ref_model", None)
+            else "log-probs (policy)", grpo._get_per_token_logps_and_entropies)
+    if hasattr(dpo, "compute_ref_log_probs"):
+        dpo.compute_ref_log_probs = phases.wrap("log-probs (reference)", dpo.compute_ref_log_probs)
+    accelerate.Accelerator.backward = phases.wrap("backward", accelerate.Accelerator.backward)
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    AcceleratedOptimizer.step = phases.wrap("optimizer", AcceleratedOptimizer.step)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=5, help="the quickstart's --prompts (its default: 5)")
+    parser.add_argument("--out", type=Path, default=None, help="run folder (default: a fresh temporary one)")
+    parser.add_argument("--json", type=Path, default=Path("benchmarks/results/stage_profile.json"))
+    args = parser.parse_args()
+
+    from coevo.quickstart import quickstart_config
+    from coevo.runner import run_experiment
+
+    phases = Phases()
+    instrument(phases)
+    out = args.out or Path(tempfile.mkdtemp(prefix="stage-profile-")) / "run"
+    began = time.perf_counter()
+    run = phases.wrap("run", run_experiment)
+    summary = run(None, out, data=quickstart_config(args.prompts, "smollm2", "smollm2"))
+    wall = time.perf_counter() - began
+    phases.close()
+    report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
+              "load_average_at_end": os.getloadavg(), "wall_s": round(wall, 1), "prompts": args.prompts,
+              "run": str(out), "peak_rss_mb": round(max(phases.peak.values(), default=0.0)),
+              "phases": phases.rows(), "loads": phases.loads, "cost": summary.get("cost")}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2))
+    width = max(len(row["phase"]) for row in report["phases"])
+    print(f"{'phase':<{width}}  calls  seconds   self_s  peak_rss_mb")
+    for row in report["phases"]:
+        print(f"{row['phase']:<{width}}  {row['calls']:>5}  {row['seconds']:>7}  {row['self_s']:>7}  "
+              f"{row['peak_rss_mb']:>11}")
+    for load in report["loads"]:
+        print(json.dumps(load))
+    print(f"wall {report['wall_s']} s, peak RSS {report['peak_rss_mb']} MB -> {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
