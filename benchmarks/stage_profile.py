@@ -19,7 +19,8 @@ Phases nest: `seconds` includes the phases inside, `self_s` does not. Memory: `p
 is the highest sample taken inside the phase; the load table gives each load's growth of the
 resident set, which is what holds the memory.
 
-    .venv/bin/python benchmarks/stage_profile.py [--prompts 5] [--json FILE] [--out DIR]
+    .venv/bin/python benchmarks/stage_profile.py [--engine llamacpp] [--prompts 5] [--json FILE] [--out DIR]
+    .venv/bin/python benchmarks/stage_profile.py --compare A.json B.json ...   # a markdown table
 """
 
 from __future__ import annotations
@@ -145,11 +146,44 @@ def instrument(phases: Phases) -> None:
     AcceleratedOptimizer.step = phases.wrap("optimizer", AcceleratedOptimizer.step)
 
 
+def _stage_signals(summary: dict[str, Any]) -> dict[str, Any]:
+    """The quickstart's learning signals (issue 9's targets), to check a faster path kept them."""
+    keys = ("grpo_zero_std_fraction", "grpo_clipped_ratio", "critic_weight_delta", "actor_weight_delta",
+            "grpo_seconds_per_step", "dpo_seconds_per_step", "grpo_peak_rss_mb", "dpo_peak_rss_mb")
+    found: dict[str, Any] = {}
+    for row in summary.get("rounds") or []:
+        metrics = row.get("metrics") or {}
+        found.update({k: metrics[k] for k in keys if metrics.get(k) is not None})
+    return found
+
+
+def compare(paths: list[Path]) -> str:
+    """A markdown table of several runs' phases side by side (seconds, peak MB), in order."""
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    phases = list(dict.fromkeys(row["phase"] for run in runs for row in run["phases"]))
+    head = " | ".join(f"{run.get('engine', '?')} s | peak MB" for run in runs)
+    lines = [f"| phase | {head} |", "|---|" + "---:|" * (2 * len(runs))]
+    for phase in phases:
+        cells = []
+        for run in runs:
+            row = next((r for r in run["phases"] if r["phase"] == phase), None)
+            cells += [f"{row['seconds']:.1f}", str(row["peak_rss_mb"])] if row else ["–", "–"]
+        lines.append(f"| {phase} | " + " | ".join(cells) + " |")
+    lines.append("| **wall** | " + " | ".join(f"**{run['wall_s']}** | **{run['peak_rss_mb']}**" for run in runs) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--compare"]:
+        print(compare([Path(p) for p in sys.argv[2:]]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=5, help="the quickstart's --prompts (its default: 5)")
     parser.add_argument("--out", type=Path, default=None, help="run folder (default: a fresh temporary one)")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/stage_profile.json"))
+    parser.add_argument("--engine", choices=("transformers", "llamacpp"), default="transformers",
+                        help="what the trained actor and critic generate with (actor_engine, critic_engine; "
+                             "llamacpp: the critic's GRPO samples too)")
     args = parser.parse_args()
 
     from coevo.quickstart import quickstart_config
@@ -160,11 +194,14 @@ def main() -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="stage-profile-")) / "run"
     began = time.perf_counter()
     run = phases.wrap("run", run_experiment)
-    summary = run(None, out, data=quickstart_config(args.prompts, "smollm2", "smollm2"))
+    config = quickstart_config(args.prompts, "smollm2", "smollm2") | {"actor_engine": args.engine,
+                                                                       "critic_engine": args.engine}
+    summary = run(None, out, data=config)
     wall = time.perf_counter() - began
     phases.close()
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
               "load_average_at_end": os.getloadavg(), "wall_s": round(wall, 1), "prompts": args.prompts,
+              "engine": args.engine, "grpo": _stage_signals(summary),
               "run": str(out), "peak_rss_mb": round(max(phases.peak.values(), default=0.0)),
               "phases": phases.rows(), "loads": phases.loads, "cost": summary.get("cost")}
     args.json.parent.mkdir(parents=True, exist_ok=True)

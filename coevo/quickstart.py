@@ -26,6 +26,11 @@ def quickstart_config(prompts: int, model: str, judge: str) -> dict[str, Any]:
             "judge": {"model": judge, "sampling": {"temperature": 0.2, "top_p": 1.0, "max_tokens": 320,
                                                    "scoring": "expected", "reason_limit": 160}},
         },
+        # The trained actor and critic generate on llama.cpp from their current weights (and the
+        # critic's GRPO samples too): 0.69x the run's time of generating in transformers
+        # (BENCHMARKS.md, "Where the quickstart's time goes").
+        "actor_engine": "llamacpp",
+        "critic_engine": "llamacpp",
         "rounds": 1,
         "critic_queries": 2,
         "pairs_per_round": 4,

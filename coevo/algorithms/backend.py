@@ -42,6 +42,9 @@ class Backend:
     #: load_copy(spec, checkpoint, **options) -> (a frozen generation copy of a trained
     #: role's weights, whether it is shared); see TAIScore's `actor_engine`.
     load_copy: Callable[..., tuple[Any, bool]] = field(default=None)  # type: ignore[assignment]
+    #: load_gguf_copy(local, path) -> a llama.cpp model on a trained model's weights as they
+    #: are now, written to `path` (`actor_engine` / `critic_engine: llamacpp`).
+    load_gguf_copy: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         # Imported here: the real loaders pull in torch and TRL, which a fake never needs.
@@ -67,6 +70,10 @@ class Backend:
             from coevo.llm.specs import vllm_copy
 
             self.load_copy = vllm_copy
+        if self.load_gguf_copy is None:
+            from coevo.llm.gguf_export import llamacpp_copy
+
+            self.load_gguf_copy = llamacpp_copy
 
     def model(self, roles: RoleSet, role: str, *, trainable: bool = False, store: Any = None) -> Any:
         """The model of `role` with that role's backend options (`roles.<role>.options`):

@@ -68,6 +68,12 @@ class LlamaCppModel:
         self.model_id = model_id or f"gguf:{path.name}@{file_digest(path)[:16]}"
         self._lock = threading.Lock()
 
+    def close(self) -> None:
+        """Free the model and its context now (a generation copy of a trained role is
+        replaced every round; waiting for the garbage collector would hold two)."""
+        with self._lock:
+            self.llama.close()
+
     def generate(
         self, conversations: list[Conversation], sampling: Sampling, n: int = 1
     ) -> list[list[Completion]]:

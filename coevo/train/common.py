@@ -86,14 +86,20 @@ class TrainResult(BaseModel):
 def machine_training_args() -> dict[str, Any]:
     """TrainingArguments for this machine: CPU-safe settings without CUDA, bf16 on a GPU.
 
-    TRL defaults to bf16 and gradient checkpointing, which CPU training does not support
-    well (bf16 autocast on CPU is slow, checkpointing needs use_reentrant care): both off.
+    On a CPU: no bf16 (its autocast is slow there), and gradient checkpointing without
+    re-entrant autograd (the re-entrant form loses the gradients of a model whose inputs need
+    none): activations are recomputed in the backward pass instead of held. With the freed
+    memory handed back after each stage (`give_back_freed_memory`) and the weight probe
+    reading the KL reference, it took the quickstart's peak from 9.8 GB to 7.0 GB, its GRPO
+    stage no slower (BENCHMARKS.md, "Where the quickstart's time goes"). A block's
+    `trl: {gradient_checkpointing: false}` turns it off.
     """
     import torch
 
     if torch.cuda.is_available():
         return {"bf16": True, "gradient_checkpointing": True}
-    return {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
+    return {"use_cpu": True, "bf16": False, "gradient_checkpointing": True,
+            "gradient_checkpointing_kwargs": {"use_reentrant": False}}
 
 
 def trl_config(config_class: type, block: str, own: dict[str, Any], passthrough: dict[str, Any]) -> Any:
@@ -317,7 +323,8 @@ def measured_train(trainer: Any, model: Any, resume_from: str | None, *, referen
     "ref" adapter and undo its forward patches on the model and the `reference` model, so the
     next stage starts from a clean model."""
     try:
-        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(model) as moved:
+        entry = getattr(trainer, "ref_model", None)  # the policy at entry, where TRL keeps one
+        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(model, entry) as moved:
             trainer.train(resume_from_checkpoint=resume_from)
     finally:
         close_step_logs(trainer)
@@ -343,6 +350,21 @@ def release(trainer: Any) -> None:
         if accelerator is not None and isinstance(getattr(accelerator, name, None), list):
             setattr(accelerator, name, [])
     gc.collect()
+    give_back_freed_memory()
+
+
+def give_back_freed_memory() -> None:
+    """Hand the heap pages Python and torch have freed back to the system (glibc keeps them
+    otherwise: a finished stage's optimizer state would go on counting in the resident set of
+    every stage after it). A no-op off glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass
     try:
         import torch
 
@@ -459,14 +481,21 @@ class weight_probe:
     give the stage LoRA or expect one extra copy of the weights in host memory.
     """
 
-    def __init__(self, model: Any):
+    def __init__(self, model: Any, entry: Any = None):
+        """`entry`: a model holding the same weights as `model` now, under the same names (a
+        full fine-tuning stage's KL reference): compared against instead of a copy."""
         self.model = model
+        self.entry = entry
         self.max_abs_delta = 0.0
         self._before: dict[str, Any] = {}
 
     def __enter__(self) -> weight_probe:
-        self._before = {name: p.detach().to("cpu", copy=True)
-                        for name, p in self.model.named_parameters() if p.requires_grad}
+        trainable = {name: p for name, p in self.model.named_parameters() if p.requires_grad}
+        held = dict(self.entry.named_parameters()) if self.entry is not None else {}
+        if trainable and all(name in held and held[name].shape == p.shape for name, p in trainable.items()):
+            self._before = {name: held[name] for name in trainable}  # no second copy of the weights
+        else:
+            self._before = {name: p.detach().to("cpu", copy=True) for name, p in trainable.items()}
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -477,7 +506,8 @@ class weight_probe:
             for name, p in self.model.named_parameters():
                 before = self._before.get(name)
                 if before is not None and before.shape == p.shape:
-                    delta = max(delta, float((p.detach().to("cpu").float() - before.float()).abs().max()))
+                    delta = max(delta, float((p.detach().to("cpu").float() - before.detach().to("cpu").float())
+                                             .abs().max()))
         self.max_abs_delta = delta
         self._before = {}
 

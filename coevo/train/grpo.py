@@ -10,6 +10,7 @@ that normalised too would be normalised twice.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -39,6 +40,7 @@ from coevo.train.common import (
     world_size,
 )
 from coevo.train.reporting import ReportTo, logging_dir, require_reporters, route_logs, stage_label
+from coevo.train.rollout import rollout_for
 
 if TYPE_CHECKING:
     import datasets
@@ -79,6 +81,11 @@ class GRPOSettings(StrictModel):
     save_steps: int = Field(10, ge=1)
     lora: LoRASettings | None = None
     seed: int = 0
+    #: Where a step's samples are written: TRL's own sampling on the trained model
+    #: (`transformers`), or llama.cpp on the policy's weights as they are at that step
+    #: (`llamacpp`, train/rollout.py: Llama-architecture models, ~6x faster on a CPU). On GPUs
+    #: `use_vllm` is TRL's own fast path.
+    rollout_engine: Literal["transformers", "llamacpp"] = "transformers"
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] = "server"
     vllm_server_base_url: str | None = None
@@ -102,6 +109,9 @@ class GRPOSettings(StrictModel):
                 f"step (batch_size {self.batch_size} prompts x num_generations {self.num_generations}); "
                 f"e.g. grad_accum: {self.num_generations}"
             )
+        if self.use_vllm and self.rollout_engine != "transformers":
+            raise ValueError("grpo: use_vllm and rollout_engine: llamacpp both say where samples are written; "
+                             "keep one")
         return self
 
     def per_device_batch(self, world_size: int) -> int:
@@ -224,10 +234,12 @@ def train_grpo(
     require_reporters(settings.report_to, "grpo")
     args = grpo_config(settings, checkpoints)
     timed_reward = _Timed(reward_fn)
-    trainer = _grpo_trainer(policy, dataset, timed_reward, args, callbacks)
+    rollout = rollout_for(policy, settings, output_dir / "rollout")
+    trainer = _grpo_trainer(policy, dataset, timed_reward, args, callbacks, rollout)
     route_logs(trainer, stage_label("grpo", output_dir), logging_dir(output_dir))
     timed_generate = _time_generation(trainer)
-    run = measured_train(trainer, policy.model, resume_from)
+    with contextlib.closing(rollout) if rollout is not None else contextlib.nullcontext():
+        run = measured_train(trainer, policy.model, resume_from)
     metrics = {
         "reward_time_share": timed_reward.seconds / max(run.seconds, 1e-9),
         "reward_seconds": timed_reward.seconds,
@@ -281,7 +293,7 @@ def grpo_config(settings: GRPOSettings, checkpoints: Path) -> Any:
 
 
 def _grpo_trainer(policy: LocalModel, dataset: datasets.Dataset, reward: _Timed, args: Any,
-                  callbacks: list[Any] | None) -> Any:
+                  callbacks: list[Any] | None, rollout: Any = None) -> Any:
     """TRL's `GRPOTrainer` on the policy, its KL reference set to the policy at entry: loaded
     by TRL from the folder that holds the entry weights where there is one (`origin_named`;
     right under ZeRO-3 / FSDP too), else copied in (`_reference_is_policy_at_entry`)."""
@@ -296,6 +308,7 @@ def _grpo_trainer(policy: LocalModel, dataset: datasets.Dataset, reward: _Timed,
             train_dataset=dataset,
             processing_class=policy.tokenizer,
             callbacks=stage_callbacks(callbacks),
+            **({"rollout_func": rollout} if rollout is not None else {}),
         )
     if folder is None:
         _reference_is_policy_at_entry(trainer, policy.model)

@@ -339,6 +339,48 @@ def test_actor_engine_vllm_generates_from_each_finished_actor_checkpoint(tmp_pat
     assert any("Revised Response:" in conv[-1].content for conv in copies[1].calls)
 
 
+def test_llamacpp_engines_write_each_trained_roles_weights_as_they_change(tmp_path):
+    """`actor_engine` / `critic_engine: llamacpp`: each trained role generates from a GGUF of
+    its weights, written again after each of its stages (the base, then each final/), the old
+    copy closed; the critic's GRPO samples move to llama.cpp too (grpo.rollout_engine)."""
+    fakes, copies = FakeTrainers(), []
+
+    class Copy(ReplayModel):
+        def __init__(self, local, path):
+            super().__init__(rules=RULES)
+            self.model_id, self.path, self.closed = f"gguf:{local.model_id}", path, False
+            copies.append(self)
+
+        def close(self):
+            self.closed = True
+
+    backend = fakes.backend()
+    backend.load_gguf_copy = Copy
+    run_taiscore(_config(tmp_path, actor_engine="llamacpp", critic_engine="llamacpp"), RunStore(tmp_path / "run"),
+                 backend)
+    written = [c.model_id for c in copies]
+    # The actor's base, then its weights after each DPO; the critic's base (round 0's
+    # evaluation), then after each GRPO: two rounds.
+    assert sorted(written) == sorted(f"gguf:fake:smollm2{trained}" for trained in (
+        "", "+dpo", "+dpo+dpo", "", "+grpo", "+grpo+grpo"))
+    assert all(c.closed for c in copies)  # replaced, or closed at the end
+    assert all(str(c.path).endswith(".gguf") and "engines" in str(c.path) for c in copies)
+    assert len({c.path for c in copies}) == len(copies)  # one file per role and checkpoint
+
+
+def test_a_llamacpp_critic_samples_its_grpo_critiques_there_too(tmp_path):
+    from coevo.algorithms.taiscore.loop import ConditionRun, Context
+    from coevo.algorithms.taiscore.config import resolve_conditions
+
+    config = _config(tmp_path, critic_engine="llamacpp")
+    ctx = Context(config=config, store=RunStore(tmp_path / "run"), backend=FakeTrainers().backend(),
+                  judge_model=FakeLocal("judge"), shards=[], held_out=[])
+    assert ConditionRun(ctx, resolve_conditions(config)[0], 0).grpo_settings.rollout_engine == "llamacpp"
+    said = _config(tmp_path, critic_engine="llamacpp", grpo={"num_generations": 2, "rollout_engine": "transformers"})
+    ctx.config = said
+    assert ConditionRun(ctx, resolve_conditions(said)[0], 0).grpo_settings.rollout_engine == "transformers"
+
+
 class Tagged(FakeLocal):
     """A fake whose critiques and revisions say which weights wrote them (its model id), and
     whose gold judge scores a response written by a DPO-trained actor 9 instead of 6."""

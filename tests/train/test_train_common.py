@@ -19,7 +19,8 @@ def test_machine_training_args_without_cuda():
         pytest.skip("a GPU is visible")
     args = machine_training_args()
     # No report_to: every training block sets it itself (its `report_to` field, "none" by default).
-    assert args == {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
+    assert args == {"use_cpu": True, "bf16": False, "gradient_checkpointing": True,
+                    "gradient_checkpointing_kwargs": {"use_reentrant": False}}
 
 
 def test_lora_settings_build_a_peft_config():
@@ -141,3 +142,26 @@ def test_measured_train_reports_the_weight_change_and_always_unpatches():
     with pytest.raises(RuntimeError, match="out of memory"):
         measured_train(failing, failing.model, None, reference=reference)
     assert "forward" not in vars(failing.model) and "forward" not in vars(reference)
+
+
+def test_the_weight_probe_compares_with_the_entry_model_instead_of_copying_it():
+    import copy
+
+    import torch
+
+    from coevo.train.common import weight_probe
+
+    model = torch.nn.Linear(3, 2)
+    entry = copy.deepcopy(model).requires_grad_(False)  # a KL reference: the policy at entry
+    with weight_probe(model, entry) as moved:
+        assert all(before is dict(entry.named_parameters())[name] for name, before in moved._before.items())
+        with torch.no_grad():
+            model.weight[0, 1] += 0.25
+    assert moved.max_abs_delta == pytest.approx(0.25)
+    other = torch.nn.Linear(3, 4)  # another shape: no stand-in, the probe copies
+    with weight_probe(model, other) as moved:
+        assert all(before is not p for before, p in zip(moved._before.values(), model.parameters()))
+        with torch.no_grad():
+            model.bias[1] -= 0.5
+    assert moved.max_abs_delta == pytest.approx(0.5)
+

@@ -109,10 +109,15 @@ class TaiScoreConfig(StrictModel):
     invalid_reward: float = 0.0
     tailored_to: str | None = None
     #: What the trained actor generates with between its trainings (y0, the revisions in the
-    #: critic's GRPO reward, evaluation): the trained transformers model itself, or a vLLM
+    #: critic's GRPO reward, evaluation): the trained transformers model itself, a vLLM
     #: engine on its latest finished weights (the base, then each DPO stage's `final/`: full
-    #: weights, or a LoRA adapter on the base), one engine per checkpoint.
-    actor_engine: Literal["transformers", "vllm"] = "transformers"
+    #: weights, or a LoRA adapter on the base), or llama.cpp on a GGUF of those weights
+    #: (Llama-architecture models; ~6x transformers' speed on a CPU); one copy per checkpoint
+    #: (taiscore/engines.py).
+    actor_engine: Literal["transformers", "vllm", "llamacpp"] = "transformers"
+    #: The same for the trained critic (its critiques for the actor's pairs and evaluation):
+    #: `llamacpp` also writes its GRPO samples there (`grpo.rollout_engine`, train/rollout.py).
+    critic_engine: Literal["transformers", "llamacpp"] = "transformers"
     #: Queries per shard the critic trains on (None: the whole shard; paper: 2K of 3K).
     critic_queries: int | None = Field(None, ge=1)
     pairs_per_round: int = Field(2000, ge=1)      # M eligible pairs sampled per shard

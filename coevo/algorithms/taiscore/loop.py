@@ -46,6 +46,7 @@ from coevo.algorithms.taiscore.config import (
 )
 from coevo.algorithms.taiscore.context import Context
 from coevo.algorithms.taiscore.data import split_data
+from coevo.algorithms.taiscore.engines import GenerationCopy
 from coevo.algorithms.taiscore.evaluation import (
     RoundEvaluator,
     comparison_table,
@@ -125,6 +126,8 @@ class ConditionRun:
         rollout_defaults = {"temperature": roles.critic.sampling.temperature,
                             "top_p": roles.critic.sampling.top_p,
                             "max_completion_length": roles.critic.sampling.max_tokens}
+        if config.critic_engine == "llamacpp" and not config.grpo.use_vllm:
+            rollout_defaults["rollout_engine"] = "llamacpp"  # its GRPO samples too, unless said otherwise
         self.grpo_settings = config.grpo.model_copy(update={"seed": self.seed, **{
             k: v for k, v in rollout_defaults.items() if k not in config.grpo.model_fields_set}})
         self.dpo_settings = config.dpo.model_copy(update={"seed": self.seed})
@@ -135,7 +138,12 @@ class ConditionRun:
                                   order_seed=self.seed)
         self.evaluator = RoundEvaluator(ctx, self.tag, self.seed, plan.reward)
         self.checkpoints: dict[str, str | None] = {"actor": None, "critic": None}
-        self._actor_engine: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
+        engines = ctx.store.run_dir / "engines" / self.tag.replace("/", "-")
+        self.copies = {"actor": GenerationCopy(ctx.backend, "actor", roles.actor.model, roles.options_for("actor"),
+                                               self.actor_local, config.actor_engine, engines)}
+        if self.critic_local is not None:
+            self.copies["critic"] = GenerationCopy(ctx.backend, "critic", plan.critic, roles.options_for("critic"),
+                                                   self.critic_local, config.critic_engine, engines)
 
     def stored_checkpoints(self) -> dict[str, str | None]:
         """The latest checkpoints as summary.json keeps them: relative to the run folder."""
@@ -151,27 +159,21 @@ class ConditionRun:
                      revise_no_critique_template=spec.template_no_critique)
 
     def actor_generator(self) -> Any:
-        """The model the actor generates with: the trained model itself, or (`actor_engine:
-        vllm`) a vLLM engine on the actor's latest finished weights, loaded when they change
-        (π_{r-1} until the round's DPO stage ends, then π_r), the previous one closed."""
-        if self.ctx.config.actor_engine == "transformers":
-            return self.actor_local
-        checkpoint = self.checkpoints["actor"]
-        if self._actor_engine is None or self._actor_engine[0] != checkpoint:
-            self.close()
-            roles = self.ctx.config.roles
-            model, shared = self.ctx.backend.load_copy(roles.actor.model, checkpoint, **roles.options_for("actor"))
-            self._actor_engine = (checkpoint, model, shared)
-        return self._actor_engine[1]
+        """The model the actor generates with (`actor_engine`, taiscore/engines.py): the
+        trained model itself, or an engine copy of its latest finished weights (π_{r-1} until
+        the round's DPO stage ends, then π_r)."""
+        return self.copies["actor"].model(self.checkpoints["actor"])
 
     def close(self) -> None:
-        """Stop the actor's vLLM engine, unless it is shared (the base weights)."""
-        if self._actor_engine is not None and not self._actor_engine[2]:
-            getattr(self._actor_engine[1], "close", lambda: None)()
-        self._actor_engine = None
+        """Stop the trained roles' engine copies."""
+        for copy in self.copies.values():
+            copy.close()
 
-    def critic(self) -> Critic:
-        model = self.critic_local if self.critic_local is not None else self.ctx.frozen(self.plan.critic, "critic")
+    def critic(self, model: Any = None) -> Critic:
+        """The critic role on `model` (default: what the critic generates with now)."""
+        if model is None:
+            model = (self.copies["critic"].model(self.checkpoints["critic"]) if self.critic_local is not None
+                     else self.ctx.frozen(self.plan.critic, "critic"))
         # Table 12's prompt limit bounds the critic's prompt wherever it reads a y0 (GRPO, the
         # actor's pairs, evaluation): one rule, y0 shortened in its middle (roles/prompt_budget.py).
         return Critic(self.ctx.cached(model), self.critique_sampling, self.ctx.config.roles.critic.template,
@@ -222,7 +224,7 @@ class ConditionRun:
         reward_fn = make_reward_fn(
             actor, judge, self.plan.reward, invalid_reward=config.invalid_reward,
             on_scored=lambda rollouts: [store.save_rollout(f"{prefix}/grpo", r_) for r_ in rollouts])
-        critic = self.critic()
+        critic = self.critic(self.critic_local)  # its prompts only: its samples are GRPO's own
         prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in queries]
         extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
                  "sample_id": [s.id for s in queries]}

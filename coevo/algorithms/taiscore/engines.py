@@ -1,0 +1,66 @@
+"""What a trained role generates with between its trainings (`actor_engine`, `critic_engine`).
+
+`transformers`: the trained model itself (~16 tokens/s for the embedded model on this CPU).
+`vllm` (the actor): a vLLM engine on its latest finished `final/` (full weights, or a LoRA
+adapter on the base). `llamacpp`: llama.cpp on a GGUF written from the role's weights as they
+are now (`llm/gguf_export.py`; ~100 tokens/s here; Llama-architecture models). A copy is made
+again only when the role's checkpoint changes (π_{r-1} until the round's stage ends, then
+π_r), the old one closed. A copy's model id names its weights (the GGUF's digest, the
+checkpoint folder), so the call cache never answers one set of weights with another's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from coevo.llm.gguf_export import ExportError
+
+log = logging.getLogger(__name__)
+
+Engine = Literal["transformers", "vllm", "llamacpp"]
+
+
+class GenerationCopy:
+    """One trained role's generation model, following its checkpoints."""
+
+    def __init__(self, backend: Any, role: str, spec: str, options: dict[str, Any], local: Any, engine: Engine,
+                 folder: Path):
+        self.backend, self.role, self.spec, self.options = backend, role, spec, options
+        self.local, self.engine, self.folder = local, engine, Path(folder)
+        self._held: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
+
+    def model(self, checkpoint: str | None) -> Any:
+        """The model to generate with while the role's latest weights are `checkpoint`'s (None:
+        the base weights): the trained model itself, or an engine copy of those weights."""
+        if self.engine == "transformers":
+            return self.local
+        if self._held is None or self._held[0] != checkpoint:
+            self.close()
+            if self.engine == "vllm":
+                model, shared = self.backend.load_copy(self.spec, checkpoint, **self.options)
+            else:
+                # One file per checkpoint, named by it: a resumed run writes the same weights under
+                # the same name, so its cached calls still answer.
+                name = hashlib.sha256(str(checkpoint or "base").encode()).hexdigest()[:12]
+                try:
+                    model = self.backend.load_gguf_copy(self.local, self.folder / f"{self.role}-{name}.gguf")
+                except ExportError as exc:  # not a Llama: it generates where it trains, said once
+                    log.warning("%s_engine llamacpp: %s; the %s generates with transformers instead",
+                                self.role, exc, self.role)
+                    self.engine = "transformers"
+                    return self.local
+                shared = False
+            self._held = (checkpoint, model, shared)
+        return self._held[1]
+
+    def close(self) -> None:
+        """Stop the copy (unless shared: vLLM's base engine) and remove its GGUF file."""
+        if self._held is not None and not self._held[2]:
+            getattr(self._held[1], "close", lambda: None)()
+            path = getattr(self._held[1], "path", None)
+            if self.engine == "llamacpp" and path is not None:
+                Path(path).unlink(missing_ok=True)
+        self._held = None

@@ -1,0 +1,139 @@
+"""A trained Llama-architecture model's current weights as a GGUF file, for llama.cpp.
+
+Trained roles train in transformers, which generates at ~16 tokens/s here; llama.cpp
+generates the same 135M model at ~100. So a trained role's generations outside its own
+optimizer step (and, in GRPO, its samples: `train/rollout.py`) run on llama.cpp from a GGUF
+written from its weights as they are now: F16 matrices, F32 norms, the metadata and tokenizer
+of the GGUF the weights came from (`template`, the embedded model's by default).
+
+Only the Llama architecture (SmolLM2) is written; other models generate where they train, or
+on vLLM (`actor_engine: vllm`, TRL's `use_vllm` on GPUs). The Q and K projections are
+permuted into llama.cpp's rotary layout, as llama.cpp's own converter does.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+#: transformers' per-layer names -> llama.cpp's.
+_LAYER = {"input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
+          "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
+          "self_attn.o_proj.weight": "attn_output.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+          "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+          "mlp.down_proj.weight": "ffn_down.weight"}
+_TOP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+        "lm_head.weight": "output.weight"}
+_LAYER_NAME = re.compile(r"model\.layers\.(\d+)\.(.+)")
+
+
+class ExportError(ValueError):
+    """The model cannot be written as a llama.cpp GGUF (another architecture)."""
+
+
+def exportable(model: Any) -> bool:
+    """Whether `model` (a transformers model, PEFT-wrapped or not) is a Llama we can write."""
+    config = getattr(getattr(model, "get_base_model", lambda: model)(), "config", None)
+    return getattr(config, "model_type", None) == "llama"
+
+
+def _permute(weights: Any, heads: int) -> Any:
+    """transformers' rotary halves -> llama.cpp's interleaved pairs (its converter's permute)."""
+    return (weights.reshape(heads, 2, weights.shape[0] // heads // 2, *weights.shape[1:])
+            .swapaxes(1, 2).reshape(weights.shape))
+
+
+def gguf_name(name: str) -> str | None:
+    """llama.cpp's name of a transformers weight (None: not a weight llama.cpp reads)."""
+    if name in _TOP:
+        return _TOP[name]
+    found = _LAYER_NAME.fullmatch(name)
+    if found and found.group(2) in _LAYER:
+        return f"blk.{found.group(1)}.{_LAYER[found.group(2)]}"
+    return None
+
+
+def export_gguf(model: Any, path: str | Path, template: str | Path | None = None) -> Path:
+    """Write `model`'s weights now (a LoRA adapter merged in for the copy, the model itself left
+    as it was) to `path`, with `template`'s metadata and tokenizer. Returns `path`."""
+    import gguf
+    import numpy as np
+    import torch
+
+    from coevo.llm.embedded import gguf_path
+
+    if not exportable(model):
+        raise ExportError(f"{type(model).__name__} is not a Llama-architecture transformers model: llama.cpp "
+                          "cannot take its weights")
+    reader = gguf.GGUFReader(str(template or gguf_path()))
+    config = getattr(model, "get_base_model", lambda: model)().config
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(path), arch="llama")
+    _copy_metadata(reader, writer)
+    with torch.no_grad(), _merged(model) as weights:
+        tied = getattr(config, "tie_word_embeddings", False)
+        for name, tensor in weights.items():
+            target = gguf_name(name)
+            if target is None or (tied and target == "output.weight"):
+                continue
+            array = tensor.detach().float().cpu().numpy()
+            if target.endswith("attn_q.weight"):
+                array = _permute(array, heads)
+            elif target.endswith("attn_k.weight"):
+                array = _permute(array, kv_heads)
+            # Norms stay F32 (llama.cpp reads them so); matrices F16, half the bytes of F32.
+            writer.add_tensor(target, array.astype(np.float32 if array.ndim == 1 else np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def llamacpp_copy(local: Any, path: str | Path, **options: Any) -> Any:
+    """A llama.cpp model on a trained `local` model's weights as they are now (written to
+    `path`); its model id names the file's content, so it names these weights."""
+    from coevo.llm.llamacpp import LlamaCppModel
+
+    allowed = {k: v for k, v in options.items() if k in ("n_ctx", "n_threads")}
+    return LlamaCppModel(export_gguf(getattr(local, "model", local), path), **allowed)
+
+
+def _copy_metadata(reader: Any, writer: Any) -> None:
+    """Every key of the template but the file's own bookkeeping and its quantisation."""
+    import gguf
+
+    skip = {"general.architecture", "general.file_type", "general.quantization_version"}
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key in skip:
+            continue
+        kind = field.types[0]
+        value = field.contents()
+        if kind == gguf.GGUFValueType.ARRAY:
+            writer.add_key_value(key, value, kind, sub_type=field.types[1])
+        else:
+            writer.add_key_value(key, value, kind)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+
+
+class _merged:
+    """The model's weights with a LoRA adapter merged in (and unmerged on exit)."""
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.peft = hasattr(model, "merge_adapter") and hasattr(model, "get_base_model")
+
+    def __enter__(self) -> dict[str, Any]:
+        if self.peft:
+            self.model.merge_adapter()
+            base = self.model.get_base_model()
+            return {name.replace(".base_layer", ""): tensor for name, tensor in base.state_dict().items()
+                    if "lora_" not in name}
+        return self.model.state_dict()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.peft:
+            self.model.unmerge_adapter()

@@ -1,0 +1,112 @@
+"""GRPO's samples from llama.cpp on the policy's current weights (TRL's `rollout_func`).
+
+TRL samples a GRPO step's completions with the trained model's own `generate`: on this CPU,
+transformers writes the embedded 135M model at ~16 tokens/s where llama.cpp writes it at
+~100. With `grpo.rollout_engine: llamacpp` the policy's weights are written to a GGUF
+(`llm/gguf_export.py`: F16, the same tokenizer) whenever the optimizer has stepped since the
+last one, llama.cpp loads it, and each prompt's completion is sampled there token by token:
+the prompt's token ids are the trainer's own (its chat template), the completion's are the
+ids llama.cpp sampled, ending with the end-of-sequence id where the model stopped, as TRL's
+own sampling ends them. So the samples are on-policy up to F16 rounding, and TRL scores,
+trains and logs them as its own (clipped ratio, lengths).
+
+The loss's log-probabilities are still the trainer's (transformers), so nothing of the update
+changes; only where the tokens were written. Llama-architecture models only (others keep
+TRL's sampling; on GPUs `use_vllm` is TRL's fast path).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class LlamaCppRollout:
+    """A `rollout_func`: one completion per prompt row (TRL repeats each prompt
+    `num_generations` times), each row its own seed."""
+
+    def __init__(self, policy: Any, workdir: Path, *, temperature: float, top_p: float, max_tokens: int,
+                 seed: int = 0, n_ctx: int = 4096):
+        self.policy, self.workdir = policy, Path(workdir)
+        self.temperature, self.top_p, self.max_tokens, self.n_ctx = temperature, top_p, max_tokens, n_ctx
+        self.rng = random.Random(seed)
+        self.llama: Any = None
+        self.synced_step: int | None = None
+        self.exports = 0  # how many times the weights were written (one per optimizer step)
+
+    def sync(self, step: int) -> None:
+        """Write the current weights and load them, unless this step's are loaded already."""
+        if self.llama is not None and self.synced_step == step:
+            return
+        from llama_cpp import Llama
+
+        from coevo.llm.gguf_export import export_gguf
+        from coevo.llm.llamacpp import _cpus
+
+        path = export_gguf(self.policy.model, self.workdir / f"policy-step{step}.gguf")
+        self.close()
+        self.llama = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=_cpus(), verbose=False)
+        for old in self.workdir.glob("policy-step*.gguf"):  # loaded: the file is no longer needed
+            if old != path:
+                old.unlink(missing_ok=True)
+        self.synced_step, self.exports = step, self.exports + 1
+
+    def close(self) -> None:
+        if self.llama is not None:
+            self.llama.close()
+            self.llama = None
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
+        self.sync(trainer.state.global_step)
+        tokenizer = trainer.processing_class
+        stop_ids = set(getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id])
+        out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": []}
+        for prompt in prompts:
+            prompt_ids = _prompt_ids(tokenizer, prompt)
+            completion = self._sample(prompt_ids, stop_ids)
+            out["prompt_ids"].append(prompt_ids)
+            out["completion_ids"].append(completion)
+            # Not the sampling's own log-probabilities (TRL uses them only to correct vLLM's
+            # samples): zeros keep the shape; the loss computes its own.
+            out["logprobs"].append([0.0] * len(completion))
+        return out
+
+    def _sample(self, prompt_ids: list[int], stop_ids: set[int]) -> list[int]:
+        self.llama.reset()  # no prefix carried over from the previous row: each sample is its own
+        self.llama.set_seed(self.rng.randrange(2**31))
+        ids: list[int] = []
+        # llama.cpp's defaults (top_k 40, min_p 0.05) would sample another distribution than TRL's.
+        for token in self.llama.generate(prompt_ids, temp=self.temperature, top_p=self.top_p, top_k=0, min_p=0.0,
+                                         repeat_penalty=1.0, reset=True):
+            ids.append(int(token))
+            if token in stop_ids or len(ids) >= self.max_tokens:
+                break
+        return ids
+
+
+def _prompt_ids(tokenizer: Any, prompt: Any) -> list[int]:
+    """A prompt row's token ids as TRL's own sampling makes them: a conversation through the
+    chat template (with the generation prompt), plain text as it is."""
+    if isinstance(prompt, list):
+        ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
+        return list(ids if isinstance(ids, list) else ids["input_ids"])  # a list, or a BatchEncoding
+    return tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+
+def rollout_for(policy: Any, settings: Any, workdir: Path) -> LlamaCppRollout | None:
+    """The rollout function `settings.rollout_engine` asks for, or None (TRL samples itself).
+    `llamacpp` on a model llama.cpp cannot take is said once and falls back to TRL's."""
+    if getattr(settings, "rollout_engine", "transformers") != "llamacpp":
+        return None
+    from coevo.llm.gguf_export import exportable
+
+    if not exportable(policy.model):
+        log.warning("grpo.rollout_engine llamacpp: %s is not a Llama-architecture model; TRL samples with "
+                    "transformers instead", type(policy.model).__name__)
+        return None
+    return LlamaCppRollout(policy, workdir, temperature=settings.temperature, top_p=settings.top_p,
+                           max_tokens=settings.max_completion_length, seed=settings.seed)

@@ -1,0 +1,117 @@
+"""A trained model's weights on llama.cpp: the GGUF export answers as the transformers model
+does, follows its weights as they change, and GRPO's samples come from it (train/rollout.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from coevo.llm.gguf_export import _permute, gguf_name
+from coevo.train import GRPOSettings
+
+
+def test_names_and_the_rotary_permutation_are_llama_cpps():
+    assert gguf_name("model.layers.3.self_attn.q_proj.weight") == "blk.3.attn_q.weight"
+    assert gguf_name("model.layers.0.mlp.down_proj.weight") == "blk.0.ffn_down.weight"
+    assert gguf_name("model.embed_tokens.weight") == "token_embd.weight"
+    assert gguf_name("model.rotary_emb.inv_freq") is None
+    # Per head, the first and second halves of the rotary dimensions are interleaved.
+    rows = torch.arange(8.0).reshape(8, 1).numpy()  # 2 heads of 4 rows: halves (0,1)(2,3), (4,5)(6,7)
+    assert _permute(rows, 2)[:, 0].tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
+
+
+def test_a_rollout_engine_and_vllm_cannot_both_write_the_samples():
+    with pytest.raises(ValueError, match="keep one"):
+        GRPOSettings(num_generations=2, use_vllm=True, rollout_engine="llamacpp")
+
+
+def _greedy(model, tokenizer, text, n=8):
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                        tokenize=True, return_dict=True)["input_ids"]
+    with torch.no_grad():
+        out = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False)
+    return ids, out[0, len(ids):].tolist()
+
+
+@pytest.mark.slow
+def test_the_exported_weights_answer_as_the_trained_model_and_follow_its_changes(tmp_path):
+    from llama_cpp import Llama
+
+    from coevo.llm.gguf_export import export_gguf
+    from coevo.llm.specs import load_model
+
+    policy = load_model("smollm2", trainable=True)
+    model, tokenizer = policy.model, policy.tokenizer
+
+    def llama_greedy(path, ids, n=8):
+        llama = Llama(model_path=str(path), n_ctx=512, verbose=False)
+        out = []
+        for token in llama.generate(ids, temp=0.0, top_k=1, repeat_penalty=1.0):
+            out.append(int(token))
+            if len(out) == n:
+                break
+        llama.close()
+        return out
+
+    ids, expected = _greedy(model, tokenizer, "Name three colours.")
+    assert llama_greedy(export_gguf(model, tmp_path / "a.gguf"), ids) == expected
+    # Change the weights: the next export answers as the changed model, not the old one.
+    with torch.no_grad():
+        model.lm_head.weight[expected[0]] -= 5.0  # tied to the embeddings: the first token loses
+    ids, changed = _greedy(model, tokenizer, "Name three colours.")
+    assert changed != expected
+    assert llama_greedy(export_gguf(model, tmp_path / "b.gguf"), ids) == changed
+
+
+@pytest.mark.slow
+def test_grpo_samples_on_llama_cpp_and_still_trains_the_policy(tmp_path):
+    from coevo.llm.specs import load_model
+    from coevo.train import train_grpo
+    from coevo.train import rollout as rollout_module
+
+    made = []
+    original = rollout_module.LlamaCppRollout.__call__
+
+    def recording(self, prompts, trainer):
+        out = original(self, prompts, trainer)
+        made.append((self.exports, out))
+        return out
+
+    rollout_module.LlamaCppRollout.__call__ = recording
+    try:
+        policy = load_model("smollm2", trainable=True)
+        name = "model.layers.0.mlp.down_proj.weight"
+        before = policy.model.state_dict()[name].clone()
+        settings = GRPOSettings(num_generations=2, batch_size=2, max_steps=2, max_completion_length=24,
+                                learning_rate=1e-4, temperature=1.0, save_steps=100, rollout_engine="llamacpp")
+        seen = []
+
+        def reward(prompts, completions, **_):
+            texts = [c[-1]["content"] for c in completions]
+            seen.append(texts)
+            return [float(len(t)) + 0.1 * i for i, t in enumerate(texts)]
+
+        result = train_grpo(policy, ["Write one word.", "Name an animal."], reward, settings, tmp_path)
+    finally:
+        rollout_module.LlamaCppRollout.__call__ = original
+    assert result.steps == 2
+    assert [exports for exports, _ in made] == [1, 2]  # the weights written again after the first update
+    for _, out in made:
+        assert len(out["completion_ids"]) == 4 and all(0 < len(c) <= 24 for c in out["completion_ids"])
+    assert all(text for texts in seen for text in texts)  # TRL decoded llama.cpp's tokens for the reward
+    assert not torch.equal(before, policy.model.state_dict()[name]), "GRPO did not change the policy"
+    assert "clipped_ratio" in result.metrics  # TRL read the samples' ends as its own
+
+
+def test_a_model_llama_cpp_cannot_take_generates_where_it_trains_said_once(tmp_path, caplog):
+    from coevo.algorithms.backend import Backend
+    from coevo.algorithms.taiscore.engines import GenerationCopy
+    from coevo.llm.replay import ReplayModel
+
+    local = ReplayModel(rules=[{"completion": "ok"}])  # no transformers Llama behind it
+    copy = GenerationCopy(Backend(), "actor", "replay:x", {}, local, "llamacpp", tmp_path)
+    with caplog.at_level("WARNING", logger="coevo"):
+        assert copy.model(None) is local and copy.model("ckpt") is local
+    said = [r.message for r in caplog.records if "actor_engine llamacpp" in r.message]
+    assert len(said) == 1 and "transformers instead" in said[0]
+    assert not list(tmp_path.glob("*.gguf"))
