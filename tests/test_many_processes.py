@@ -66,11 +66,13 @@ def _kill_during(out, processes, config, settings, stage_folder):
 def _rows(out):
     """Rows per table. The `warnings` meta key is left out: it is written only when a stage's
     sampled text trips a finding (e.g. critiques cut at the length limit), and two processes
-    sample with other random streams than one, so whether it exists is not the run's shape."""
+    sample with other random streams than one, so whether it exists is not the run's shape.
+    Nor is `cache_hits` (coevo/cost.py): a resumed run has answers in its cache, a fresh one none."""
     with sqlite3.connect(out / "run.sqlite") as db:
         rows = {table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in TABLES}
         if "meta" in rows:
-            rows["meta"] = db.execute("SELECT COUNT(*) FROM meta WHERE key != 'warnings'").fetchone()[0]
+            rows["meta"] = db.execute(
+                "SELECT COUNT(*) FROM meta WHERE key NOT IN ('warnings', 'cache_hits')").fetchone()[0]
         return rows
 
 

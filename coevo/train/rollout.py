@@ -33,6 +33,7 @@ class LlamaCppRollout:
                  seed: int = 0, n_ctx: int = 4096):
         self.policy, self.workdir = policy, Path(workdir)
         self.temperature, self.top_p, self.max_tokens, self.n_ctx = temperature, top_p, max_tokens, n_ctx
+        self.seed, self.rank = seed, 0
         self.rng = random.Random(seed)
         self.llama: Any = None
         self.synced_step: int | None = None
@@ -47,10 +48,11 @@ class LlamaCppRollout:
         from coevo.llm.gguf_export import export_gguf
         from coevo.llm.llamacpp import _cpus
 
-        path = export_gguf(self.policy.model, self.workdir / f"policy-step{step}.gguf")
+        # One file per process: the ranks of a many-process run write their copies side by side.
+        path = export_gguf(self.policy.model, self.workdir / f"policy-rank{self.rank}-step{step}.gguf")
         self.close()
         self.llama = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=_cpus(), verbose=False)
-        for old in self.workdir.glob("policy-step*.gguf"):  # loaded: the file is no longer needed
+        for old in self.workdir.glob(f"policy-rank{self.rank}-step*.gguf"):  # loaded: no longer needed
             if old != path:
                 old.unlink(missing_ok=True)
         self.synced_step, self.exports = step, self.exports + 1
@@ -61,6 +63,11 @@ class LlamaCppRollout:
             self.llama = None
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
+        rank = int(getattr(getattr(trainer, "accelerator", None), "process_index", 0) or 0)
+        if rank != self.rank:
+            # Each process samples its own share of a group: with one seed for all, two ranks
+            # would write the same critique, every group's rewards would tie and GRPO learn nothing.
+            self.rank, self.rng = rank, random.Random(self.seed * 1_000_003 + rank)
         self.sync(trainer.state.global_step)
         tokenizer = trainer.processing_class
         stop_ids = set(getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id])

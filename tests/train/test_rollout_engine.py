@@ -115,3 +115,23 @@ def test_a_model_llama_cpp_cannot_take_generates_where_it_trains_said_once(tmp_p
     said = [r.message for r in caplog.records if "actor_engine llamacpp" in r.message]
     assert len(said) == 1 and "transformers instead" in said[0]
     assert not list(tmp_path.glob("*.gguf"))
+
+
+def test_each_process_samples_with_a_seed_of_its_own(tmp_path):
+    """Two ranks of a many-process run each sample their share of a group: with one seed they
+    would write the same critique and every group's rewards would tie."""
+    from types import SimpleNamespace
+
+    from coevo.train.rollout import LlamaCppRollout
+
+    draws = {}
+    for rank in (0, 1):
+        rollout = LlamaCppRollout(None, tmp_path, temperature=1.0, top_p=1.0, max_tokens=4, seed=7)
+        rollout.sync = lambda step: None  # no weights here: the seeds are what is checked
+        rollout._sample = lambda ids, stop, r=rollout: [r.rng.randrange(10**9)]
+        trainer = SimpleNamespace(accelerator=SimpleNamespace(process_index=rank), state=SimpleNamespace(global_step=0),
+                                  processing_class=lambda text, add_special_tokens=False: {"input_ids": [1, 2]},
+                                  eos_token_ids=[2])
+        draws[rank] = rollout(["a", "b"], trainer)["completion_ids"]
+        assert rollout.rank == rank
+    assert draws[0] != draws[1]
