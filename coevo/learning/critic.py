@@ -48,7 +48,8 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
             seeds: list[int] | None = None, work_dir: Path, model: str = "smollm2", heldout: int = 24,
             train_prompts: int | None = None, score_train: bool = False,
             learning_rate: float = 5e-5, batch_size: int = 2, num_generations: int = 4,
-            eval_every: int | None = None, backend: Backend | None = None) -> LearningCurve:
+            eval_every: int | None = None, backend: Backend | None = None,
+            rollout_engine: str = "transformers") -> LearningCurve:
     """GRPO on the critic for `steps` (default 8) optimizer steps; the reward of one sampled
     critique per scored prompt and seed before, every `eval_every` steps (default a quarter of
     them) and after. `heldout` prompts are held out and scored; `train_prompts` caps the
@@ -86,7 +87,7 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     result, points = _grpo(backend, policy, critic, reward_fn, train, y0, _scored_reward(critic, reward_fn, scored, y0, seeds),
                            work_dir / "critic", steps=steps, eval_every=eval_every or max(1, steps // 4),
                            learning_rate=learning_rate, batch_size=batch_size, num_generations=num_generations,
-                           seed=seeds[0])
+                           seed=seeds[0], rollout_engine=rollout_engine)
     notes.append(_grpo_note(result))
     which = "training" if score_train else "held-out"
     return curve_record(
@@ -136,8 +137,8 @@ def _scored_reward(critic: Critic, reward_fn: Callable[..., list[float]], scored
 
 def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],
           y0: Mapping[str, str], measure: Callable[[], dict[str, float]], out: Path, *, steps: int, eval_every: int,
-          learning_rate: float, batch_size: int, num_generations: int,
-          seed: int) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
+          learning_rate: float, batch_size: int, num_generations: int, seed: int,
+          rollout_engine: str = "transformers") -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
     """TRL's GRPO of the critic `policy` on its critique prompts of the training (x, y0) for
     `steps` optimizer steps (no KL term), measured before, every `eval_every` steps and after."""
     from coevo.train.grpo import GRPOSettings
@@ -145,7 +146,7 @@ def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[...
     settings = GRPOSettings(num_generations=num_generations, beta=0.0, learning_rate=learning_rate,
                             batch_size=batch_size, grad_accum=num_generations, max_prompt_length=1024,
                             max_completion_length=CRITIQUE_TOKENS, max_steps=steps, epochs=100,
-                            save_steps=10_000, seed=seed)
+                            save_steps=10_000, seed=seed, rollout_engine=rollout_engine)
     prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in train]
     extra = {"x": [s.prompt for s in train], "y0": [y0[s.id] for s in train], "sample_id": [s.id for s in train]}
     return train_measuring(lambda callbacks: backend.train_grpo(policy, prompts, reward_fn, settings, out, resume=False,
