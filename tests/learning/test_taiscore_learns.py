@@ -3,7 +3,12 @@
 TRL GRPO steps, and the rewarded property measured on the training prompts before and after.
 A moved weight says nothing about direction; this says the direction is the reward's.
 
-Kept small for CI (4 prompts, 3 steps at a high learning rate: about 4 minutes here); benchmarks/learning_curves.py
+The critiques GRPO trains on are sampled the way the shipped configs sample them: by
+llama.cpp from the policy's weights, re-exported after every optimizer step
+(`rollout_engine="llamacpp"`, coevo/train/rollout.py), so a rollout that fell behind the
+weights would show here as no gain.
+
+Kept small for CI (4 prompts, 3 steps at a high learning rate: about 3 minutes here); benchmarks/learning_curves.py
 runs the loops at full size on held-out prompts (BENCHMARKS.md, "Learning curves"). The
 actor's DPO has no such test: 6 steps on 5 pairs picked by a shorter-answer judge left its sampled
 length where it was at lr 3e-5 (brevity 0.334 -> 0.306, n=8; the DPO loss fell 0.69 -> 0.37) and
@@ -22,11 +27,12 @@ pytestmark = pytest.mark.slow
 def test_critic_grpo_makes_critiques_as_short_as_its_reward_asks(tmp_path):
     curve = critic.measure(reward="python:coevo.learning.rewards:concise_critique", steps=3, seeds=[0, 1],
                            work_dir=tmp_path, heldout=1, train_prompts=4, score_train=True, learning_rate=2e-4,
-                           batch_size=2, eval_every=3)
+                           batch_size=2, eval_every=3, rollout_engine="llamacpp")
     print(curve.model_dump_json(indent=1))
     assert curve.steps == 3 and curve.n == 8
     # The reward is 1 at <= 25 words, 0 at >= 60; the base critic fills its 64 tokens (~0.2).
-    # Measured here: 3 steps at 2e-4 moved it 0.204 -> 0.875 (+0.671 [+0.575, +0.779]); 4 steps at
-    # 1e-4 +0.386 [+0.225, +0.579]; 6 steps at 3e-5 +0.114. The margin leaves room for another CPU.
+    # Measured here on this path: 3 steps at 2e-4 moved it 0.204 -> 0.950 (+0.746 [+0.604, +0.868]);
+    # on TRL's own sampling 0.204 -> 0.875 (+0.671 [+0.575, +0.779]); 4 steps at 1e-4 +0.386
+    # [+0.225, +0.579]; 6 steps at 3e-5 +0.114. The margin leaves room for another CPU.
     assert curve.gain >= 0.25, curve
     assert curve.gain_ci[0] > 0, curve
