@@ -180,20 +180,37 @@ def plan(
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE",
                                    help="Override a config key, e.g. --set data.source=my.jsonl (repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object: data (pools, critic_queries, "
-                                 "held_out: sample ids), stages, roles, departures, notes."),
+                                 "held_out: sample ids), stages, roles, departures, notes, estimate."),
+    calibrate: bool = typer.Option(False, "--calibrate", help="First measure how fast this machine runs the "
+                                   "config's models (tokens/s per engine, a training step per trained model; "
+                                   "a minute or two), kept under $COEVO_HOME for every later plan and run."),
 ) -> None:
-    """Show what a run of CONFIG will do, without loading any model.
+    """What a run of CONFIG will do and cost; loads no model.
 
     The data after filtering and its splits (pools, shards, partitions, held-out prompts)
-    with their sizes, the stages in order, each role's model and engine, and every setting
-    where the config departs from its paper (none for examples/*_full.yaml). Data rows with
-    a `quality` column (1-5) are pooled by it; without one the plan says how many grading
-    calls the run makes first.
+    with their sizes, the stages in order, each role's model and engine, every setting
+    where the config departs from its paper (none for examples/*_full.yaml), and the
+    estimate: model calls and tokens per stage and role, training steps, and seconds (from
+    this machine's calibration, `--calibrate`) and dollars (from a role's `price` option).
+    Data rows with a `quality` column (1-5) are pooled by it; without one the plan says how
+    many grading calls the run makes first.
     """
+    from coevo.calibration import calibrate as measure
+    from coevo.calibration import load_calibration, targets
     from coevo.planning import plan_lines
     from coevo.runner import plan_experiment
 
     made = plan_experiment(config, set_)
+    if calibrate:
+        from coevo.config import apply_overrides, read_yaml
+        from coevo.runner import resolve_config
+
+        _, resolved = resolve_config(apply_overrides(read_yaml(config), list(set_)), str(config))
+        engines, trained = targets(made, resolved.roles)
+        measure(engines, trained, progress=lambda what: err.print(f"calibrating {what} ...", highlight=False))
+    calibration = load_calibration()
+    if calibration is not None:
+        made = plan_experiment(config, set_, calibration=calibration)
     if as_json:
         print(json.dumps(made.model_dump(mode="json")))
         return
@@ -633,13 +650,16 @@ def runs(
                                       "those that differ."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per run (with --compare: one "
                                  "object, the comparison)."),
+    estimates: bool = typer.Option(False, "--estimates", help="Each run's cost as estimated when it started "
+                                   "(`coevo plan`) beside what it did cost: calls, tokens, training steps, seconds."),
 ) -> None:
     """List runs: status, start, duration and headline metrics.
 
     Status is running, finished, failed (with its error), interrupted, or resumable (its
     process is gone without finishing: continue it with `coevo run CONFIG --out DIR --resume`).
 
-    `coevo runs --compare A B` puts runs side by side, as `coevo view`'s compare page does.
+    `coevo runs --compare A B` puts runs side by side, as `coevo view`'s compare page does;
+    `coevo runs --estimates` sets each run's estimate (made when it started) beside its cost.
     """
     from coevo.runinfo import runs_under
     from coevo.runs_display import run_rows
@@ -665,6 +685,13 @@ def runs(
     if not infos:
         out.print(f"no run folders under {root} (start one: `coevo quickstart` or `coevo run CONFIG --out DIR`)",
                   highlight=False)
+        return
+    if estimates:
+        from coevo.runs_display import estimate_rows
+
+        rows = estimate_rows(infos)
+        _print_table({"columns": list(rows[0]), "rows": rows},
+                     title=f"runs under {root}: estimated → counted (counted / estimated)")
         return
     rows = run_rows(infos)
     _print_table({"columns": list(rows[0]), "rows": rows}, title=f"runs under {root}")

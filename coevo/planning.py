@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from coevo.departures import Departure, departure_lines
+from coevo.estimate import RunEstimate, estimate_lines
 
 T = TypeVar("T")
 
@@ -48,12 +49,16 @@ class RunPlan(BaseModel):
     #: Plain-words remarks: model calls the run will make before training (query
     #: filtering), data the user must bring, and the like.
     notes: list[str] = Field(default_factory=list)
+    #: What the run will cost (coevo/estimate.py): calls, tokens, training steps, and seconds
+    #: and dollars where a calibration and prices give them.
+    estimate: RunEstimate | None = None
 
 
 def engine_of(spec: str, *, trained: bool, options: dict[str, Any] | None = None) -> str:
     """The engine a role's spec will run on, decided from the spec alone (no model loads).
 
-    Trained roles always run in transformers (the only backend that trains); the embedded
+    Trained roles run in transformers (the only backend that trains; `role(generates_on=)`
+    names another engine their generation runs on); the embedded
     model's frozen engine is the first installed of llama.cpp, vLLM, transformers unless the
     spec or the role's `engine` option names one.
     """
@@ -73,8 +78,13 @@ def engine_of(spec: str, *, trained: bool, options: dict[str, Any] | None = None
             "replay": "replay", "python": "python"}.get(kind, kind)
 
 
-def role(name: str, spec: str, *, trained: bool, options: dict[str, Any] | None = None) -> PlanRole:
-    return PlanRole(role=name, spec=spec, engine=engine_of(spec, trained=trained, options=options), trained=trained)
+def role(name: str, spec: str, *, trained: bool, options: dict[str, Any] | None = None,
+         generates_on: str | None = None) -> PlanRole:
+    """A role of the plan; `generates_on` names the engine a trained role writes with outside
+    its optimizer steps (TAIScore's `actor_engine`), where that is not transformers."""
+    engine = generates_on if trained and generates_on and generates_on != "transformers" else None
+    return PlanRole(role=name, spec=spec, engine=engine or engine_of(spec, trained=trained, options=options),
+                    trained=trained)
 
 
 def source_missing(source: str) -> bool:
@@ -113,6 +123,9 @@ def plan_lines(plan: RunPlan) -> list[str]:
         lines.append(f"  {s.name:<40} {s.kind}{size}{note}")
     lines += ["", f"departures from the paper ({len(plan.departures)}):"]
     lines += [f"  {line}" for line in departure_lines(plan.departures)] or ["  none: this config is the paper's"]
+    if plan.estimate is not None:
+        lines += ["", *estimate_lines(plan.estimate)]
+        lines += [f"  note: {note}" for note in plan.estimate.notes]
     if plan.notes:
         lines += ["", "notes:"] + [f"  {note}" for note in plan.notes]
     return lines

@@ -284,15 +284,43 @@ def _say_departures(departures: list[dict[str, Any]] | None) -> None:
         log.info("this run uses its paper's settings (no departures)")
 
 
-def plan_experiment(config_path: str | Path, overrides: list[str] = ()) -> Any:
-    """`coevo plan`: the RunPlan of a config (coevo.planning), made without loading a model."""
+def plan_experiment(config_path: str | Path, overrides: list[str] = (), *, calibration: Any = None) -> Any:
+    """`coevo plan`: the RunPlan of a config (coevo.planning) with its cost estimate
+    (coevo.estimate; seconds where `calibration` is given), made without loading a model."""
     raw = apply_overrides(read_yaml(config_path), list(overrides))
     algorithm, config = resolve_config(raw, str(config_path))
+    return plan_of(algorithm, config, calibration, where=str(config_path))
+
+
+def plan_of(algorithm: str, config: BaseModel, calibration: Any = None, *, where: str = "the config") -> Any:
+    from coevo.estimate import estimate_plan
+
     experiment = _experiments()[algorithm]
     if experiment.paper is None:
-        raise ConfigError(f"{config_path}: `coevo plan` covers the papers' algorithms (taiscore, rlac, decoevo); "
+        raise ConfigError(f"{where}: `coevo plan` covers the papers' algorithms (taiscore, rlac, decoevo); "
                           f"{algorithm!r} reproduces no paper: see `coevo run --help`")
-    return importlib.import_module(experiment.paper).plan(config)
+    paper = importlib.import_module(experiment.paper)
+    plan = paper.plan(config)
+    plan.estimate = estimate_plan(config, plan, paper, calibration)
+    return plan
+
+
+def _record_estimate(store: RunStore, algorithm: str, config: BaseModel) -> None:
+    """Keep what `coevo plan` estimated for this run (`coevo runs --estimates` sets it beside
+    the run's counted cost). An estimate that cannot be made is a log line, never a failed run."""
+    import logging
+
+    from coevo.calibration import load_calibration
+
+    if _experiments()[algorithm].paper is None:
+        return
+    try:
+        plan = plan_of(algorithm, config, load_calibration())
+    except Exception as exc:  # the estimate is a forecast: the run goes on without one
+        logging.getLogger(__name__).warning("no cost estimate for this run: %s", exc)
+        return
+    if plan.estimate is not None:
+        store.set_meta("estimate", plan.estimate.model_dump(mode="json"))
 
 
 def remove_run_folder(out: str | Path) -> None:
@@ -374,6 +402,8 @@ def _record_start(store: RunStore, algorithm: str, config: BaseModel) -> list[di
     departures = None if found is None else [d.model_dump(mode="json") for d in found]
     store.set_meta("departures", departures)
     _say_departures(departures)
+    if store.get_meta("estimate") is None:  # a resumed run keeps the estimate it started with
+        _record_estimate(store, algorithm, config)
     store.set_meta("started", store.get_meta("started") or time.time())
     store.set_meta("status", "running")
     store.set_meta("error", None)

@@ -190,6 +190,22 @@ def run_rows(infos) -> list[dict[str, Any]]:
     return rows
 
 
+def estimate_rows(infos) -> list[dict[str, Any]]:
+    """One row per run of `coevo runs --estimates`: each total estimated → counted."""
+    from coevo.estimate_check import TOTALS, ratio_text, run_comparison
+
+    rows = []
+    for info in infos:
+        found = run_comparison(info.path) if not info.status.startswith("unreadable") else None
+        row: dict[str, Any] = {"run": info.run, "algorithm": info.algorithm, "status": info.status.split(": ")[0]}
+        for key, _ in TOTALS:
+            row[key.replace("_", " ")] = ratio_text(found[key]) if found else "-"
+        if found is None:  # an older run (kept none), another algorithm, or no cost counted yet
+            row["calls"] = "no estimate kept" if info.status.startswith("finished") else "not finished"
+        rows.append(row)
+    return rows
+
+
 def resolve_runs(names: list[Path], runs_root: Path) -> list[tuple[str, Path]]:
     """(label, run folder) of each name, repeats dropped: a run folder by its path, else a run
     under `runs_root` by the name `coevo runs` lists (its path there) or its `coevo view` id."""

@@ -63,7 +63,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "tables": _meta_tables(store),
         "intervals": _intervals(summary),
         "costs": _step_costs(summary),
-        "run_cost": run_cost_rows(summary),
+        "run_cost": run_cost_rows(summary, store.get_meta("estimate")),
         "round_tables": round_tables(metrics),
         "headline": headline_rows(info, metrics),
         "round_label": ROUND_LABEL.get(info.algorithm, "round"),
@@ -73,7 +73,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "images": {title: image for title, image in (store.get_meta("figures", {}) or {}).items()
                    if str(image).startswith("data:image/png;base64,")},
         "judgments": _judgment_rows(store),
-        "training_stages": _stage_rows(results),
+        "training_stages": _stage_rows(results, summary.get("cost")),
         "examples": examples(store, rows=rows),
         "skills": skill_history(store),
         "needs_plotly": any(figures.values()) or bool(targets and targets["figure"])
@@ -117,14 +117,22 @@ def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def run_cost_rows(summary: dict[str, Any]) -> dict[str, Any] | None:
+def run_cost_rows(summary: dict[str, Any], estimate: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """summary.json → cost (coevo/cost.py) as the run page shows it, with the run's wall
-    time; None for a run made before costs were counted."""
+    time and, where the run kept one, its estimate beside each total; None for a run made
+    before costs were counted. (Its training stages are the Training table's columns.)"""
+    from coevo.estimate import RunEstimate
+    from coevo.estimate_check import compare_totals, ratio_text
+
     cost = summary.get("cost")
     if not (isinstance(cost, dict) and isinstance(cost.get("total"), dict)):
         return None
-    return {"calls": cost.get("calls") or [], "training": cost.get("training") or [], "total": cost["total"],
-            "wall_s": (summary.get("provenance") or {}).get("duration_s")}
+    wall = (summary.get("provenance") or {}).get("duration_s")
+    forecast = None
+    if isinstance(estimate, dict):
+        sides = compare_totals(RunEstimate.model_validate(estimate), cost, wall)
+        forecast = [{"what": key.replace("_", " "), "text": ratio_text(side)} for key, side in sides.items()]
+    return {"calls": cost.get("calls") or [], "total": cost["total"], "wall_s": wall, "estimate": forecast}
 
 
 def _step_costs(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -208,8 +216,10 @@ def _judgment_rows(store: RunStore) -> list[dict[str, Any]]:
     return rows
 
 
-def _stage_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per finished training stage: kind, round, steps, loss, weight change, checkpoint."""
+def _stage_rows(results: dict[str, Any], cost: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per finished training stage: kind, round, steps, loss, weight change, seconds,
+    peak memory, the tokens TRL counted (summary.json → cost → training), checkpoint."""
+    counted = {row["stage"]: row for row in (cost or {}).get("training") or [] if isinstance(row, dict)}
     rows = []
     for stage, r in results.items():
         if not isinstance(r, dict):
@@ -218,6 +228,7 @@ def _stage_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"stage": stage, "kind": r.get("kind") or "—", "round": stage_round(stage, r.get("round")),
                      "steps": r.get("steps"), "loss": m.get("train_loss", m.get("loss")),
                      "weight_delta": m.get("weight_delta"), "seconds": r.get("seconds"),
+                     "peak_rss_mb": r.get("peak_rss_mb"), "tokens": (counted.get(stage) or {}).get("tokens"),
                      "checkpoint": r.get("checkpoint")})
     return rows
 

@@ -50,6 +50,12 @@ def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
     assert audits == [("coevolution/round0", "reward", None), ("coevolution/round1", "reward", None)]
     assert metrics["audit_reward_fooled_rate_n"] >= 1 and "audit_reward_flags" in metrics
     assert (out / "report.html").exists()
+    # The cost estimated when the run started (`coevo plan`'s) is within 2x of what it counted.
+    from coevo.estimate_check import run_comparison
+
+    forecast = run_comparison(out)
+    for key in ("calls", "prompt_tokens", "completion_tokens", "training_steps"):
+        assert 0.5 <= forecast[key].ratio <= 2.0, (key, forecast[key])
     from transformers import AutoModelForCausalLM
 
     AutoModelForCausalLM.from_pretrained(out / record["checkpoints"]["actor"])  # loadable as such

@@ -150,7 +150,7 @@ def test_plan_on_the_terminal_names_sizes_and_departures(tmp_path):
     result = CliRunner().invoke(app, ["plan", str(EXAMPLES / "taiscore_tiny.yaml")])
     assert result.exit_code == 0, result.output
     assert "pools: [5 ids, 5 ids]" in result.stdout and "roles.judge.sampling.scoring: paper 'sampled'" in result.stdout
-    assert "transformers, trained" in result.stdout
+    assert "llamacpp, trained" in result.stdout  # actor_engine, critic_engine: llamacpp
 
 
 def test_plan_says_what_data_to_bring_and_refuses_broken_data_or_no_paper(tmp_path):

@@ -80,6 +80,13 @@ PAPER: list[PaperSetting] = [
 ]
 
 
+def estimate(config: Any, plan: RunPlan) -> Any:
+    """The calls and training stages of a run of `config` (taiscore/estimate.py)."""
+    from coevo.algorithms.taiscore.estimate import estimate as count
+
+    return count(config, plan)
+
+
 def departures(config: Any) -> list[Departure]:
     """Every setting of `config` that is not the paper's (empty for taiscore_full.yaml)."""
     return find_departures(config, PAPER)
@@ -135,11 +142,11 @@ def plan(config: Any) -> RunPlan:
 
 
 def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
-    roles = [role("actor", config.roles.actor.model, trained=True),
+    roles = [role("actor", config.roles.actor.model, trained=True, generates_on=config.actor_engine),
              role("judge", config.roles.judge.model, trained=False, options=config.roles.options_for("judge"))]
     for p in plans:
         roles.append(role(f"critic[{p.name}]", p.critic, trained=p.critic_training == "grpo",
-                          options=config.roles.options_for("critic")))
+                          options=config.roles.options_for("critic"), generates_on=config.critic_engine))
         if p.tailored_to:
             roles.append(role(f"actor[{p.name}]", p.tailored_to, trained=False,
                               options=config.roles.options_for("actor")))
@@ -181,4 +188,4 @@ def _total(sizes: list[int | None]) -> int | None:
     return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
 
 
-__all__ = ["PAPER", "departures", "plan"]
+__all__ = ["PAPER", "departures", "estimate", "plan"]

@@ -1,0 +1,213 @@
+"""What a TAIScore run will cost: its model calls per stage and role, and its training
+stages, counted from the config and the plan's data sizes (coevo/estimate.py turns them into
+tokens, seconds and dollars). The counts follow the loop (taiscore/loop.py), its evaluation
+(taiscore/evaluation.py) and its judge audit (taiscore/audit.py, audit/judge_audit.py):
+
+- round r's `y0`: one response per pooled query; `grpo`: per critique GRPO samples, one
+  revision (taiscore, outcome_gain rewards) and one judge call; `pool<t>`: per query one
+  critique, one revision, one pairwise verdict; `eval_before_dpo` and `eval`: the held-out
+  responses, critiques, revisions and gold-rubric scores, the win rate in both orders;
+- the audit, per evaluation: for a scored judge every item, each master key, padding and
+  an injection, and a retest (m·(keys + 4) calls); for the pairwise judge the real pair,
+  each key, padding and injection in both orders plus a retest of the real pairs (23·m).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from coevo.audit.probes import AUDIT_KINDS, default_probes
+from coevo.estimate import (
+    CallEstimate,
+    TrainingEstimate,
+    call_estimate,
+    completion_tokens,
+    mean_tokens,
+    template_tokens,
+)
+from coevo.planning import RunPlan
+
+#: A pairwise verdict is one word ("1", "2", "tie") under its answer schema.
+VERDICT_TOKENS = 2
+#: Rewards whose judge reads a revision the actor writes per critique first.
+REVISES_IN_REWARD = ("taiscore", "outcome_gain")
+
+
+class _Sizes:
+    """The token sizes every count below multiplies: one data prompt, one of each output."""
+
+    def __init__(self, config: Any, prompt_tokens: int):
+        roles = config.roles
+        self.x, self.rubric = prompt_tokens, 60  # a gold rubric: a few criteria with weights
+        self.y0 = completion_tokens(roles.actor.sampling.response)
+        self.c = completion_tokens(roles.critic.sampling)
+        self.y1 = completion_tokens(roles.actor.sampling.revision)
+        self.judged = completion_tokens(roles.judge.sampling)
+
+
+class _Counter:
+    """The calls of one condition and seed, stage by stage (names as the run's cost rows)."""
+
+    def __init__(self, config: Any, plan: Any, tag: str, sizes: _Sizes):
+        self.config, self.plan, self.tag, self.s = config, plan, tag, sizes
+        self.rows: list[CallEstimate] = []
+        roles = config.roles
+        self.actor_spec, self.judge_spec = roles.actor.model, roles.judge.model
+        self.critic_template, self.reviser = roles.critic.template, roles.actor.template
+
+    def add(self, stage: str, role: str, calls: int, *, template: str | None, filled: int,
+            completion: int, spec: str | None = None) -> None:
+        if calls > 0:
+            self.rows.append(call_estimate(f"{self.tag}/{stage}", role, spec or self._spec(role), calls,
+                                           template=template, filled=filled, completion=completion))
+
+    def _spec(self, role: str) -> str:
+        return {"actor": self.actor_spec, "critic": self.plan.critic}.get(role, self.judge_spec)
+
+    def responses(self, stage: str, n: int) -> None:
+        self.add(stage, "actor", n, template=None, filled=self.s.x, completion=self.s.y0)
+
+    def critiques_and_revisions(self, stage: str, n: int) -> None:
+        s = self.s
+        self.add(stage, "critic", n, template=self.critic_template, filled=s.x + s.y0, completion=s.c)
+        self.add(stage, "actor", n, template=self.reviser, filled=s.x + s.y0 + s.c, completion=s.y1)
+
+    def gold(self, stage: str, n: int, answer: int) -> None:
+        self.add(stage, "judge:gold_rubric", n, template="judge_gold_rubric", filled=self.s.x + self.s.rubric + answer,
+                 completion=self.s.judged)
+
+    def pairwise(self, stage: str, n: int) -> None:
+        self.add(stage, "judge:pairwise", n, template="judge_pairwise", filled=self.s.x + 2 * self.s.y0,
+                 completion=VERDICT_TOKENS)
+
+    def reward_judge(self, stage: str, kind: str, n: int) -> None:
+        s = self.s
+        filled = s.x + s.y0 + s.c + (s.y1 if kind in REVISES_IN_REWARD else 0)
+        self.add(stage, f"judge:{kind}", n, template=f"judge_{kind}", filled=filled, completion=s.judged)
+
+
+def count_evaluation(k: _Counter, r: int, held: int) -> None:
+    """Round r's held-out evaluation (`eval`, `eval_set<j>`) and its judge audit."""
+    ev, stage = k.config.evaluation, f"round{r}/eval"
+    if not held:
+        return
+    k.responses(stage, held)
+    if ev.gold_rubric:
+        k.gold(stage, held, k.s.y0)
+        for j in range(2, ev.output_sets + 1):
+            k.responses(f"round{r}/eval_set{j}", held)
+            k.gold(f"round{r}/eval_set{j}", held, k.s.y0)
+    if ev.win_rate and r > 0:
+        k.pairwise(stage, 2 * held)  # both shown orders
+    if ev.refinement:
+        k.critiques_and_revisions(stage, held)
+        if ev.gold_rubric:
+            k.gold(stage, held, k.s.y1)
+    count_audit(k, stage, held)
+
+
+def count_audit(k: _Counter, stage: str, held: int) -> None:
+    audit = k.config.audit
+    m = min(audit.prompts, held) if audit.enabled else 0
+    if not m:
+        return
+    if not k.config.evaluation.refinement:  # the audit writes the critique and revision it probes
+        k.critiques_and_revisions(stage, m)
+    if k.plan.reward in AUDIT_KINDS:
+        keys = len(default_probes(k.plan.reward))
+        k.reward_judge(stage, k.plan.reward, m * (keys + 4))
+    if k.config.evaluation.win_rate:
+        keys = len(default_probes("pairwise"))
+        k.pairwise(stage, 2 * m * (1 + keys + 2) + m)
+
+
+def count_round(k: _Counter, r: int, pools: dict[int, int], critic_queries: int, held: int
+                ) -> list[TrainingEstimate]:
+    """Round r over `pools` (shard id -> size): its calls (into `k`) and its training stages."""
+    config, plan, s = k.config, k.plan, k.s
+    queries = sum(pools.values())
+    k.responses(f"round{r}/y0", queries)
+    training = []
+    if plan.tailored_to:
+        k.add(f"round{r}/tailored_y0", "actor", queries, template=None, filled=s.x, completion=s.y0,
+              spec=plan.tailored_to)
+    if plan.critic_training == "grpo":
+        grpo = config.grpo
+        steps = grpo.max_steps or math.ceil(critic_queries / grpo.batch_size) * grpo.epochs
+        samples = steps * grpo.completions_per_step
+        if plan.reward in REVISES_IN_REWARD:
+            k.add(f"round{r}/grpo", "actor", samples, template=k.reviser, filled=s.x + s.y0 + s.c, completion=s.y1,
+                  spec=plan.tailored_to or None)
+        k.reward_judge(f"round{r}/grpo", plan.reward, samples)
+        prompt = template_tokens(k.critic_template) + s.x + s.y0  # the critic's prompt: x and y0
+        training.append(TrainingEstimate(stage=f"{k.tag}/round{r}/critic", kind="grpo", role="critic",
+                                         spec=plan.critic, steps=steps, tokens=samples * (prompt + s.c),
+                                         sampled_tokens=samples * s.c))
+    if config.evaluation.refinement and r >= 1:
+        k.critiques_and_revisions(f"round{r}/eval_before_dpo", held)
+        if config.evaluation.gold_rubric:
+            k.gold(f"round{r}/eval_before_dpo", held, s.y1)
+    for t, size in pools.items():
+        k.critiques_and_revisions(f"round{r}/pool{t}", size)
+        k.pairwise(f"round{r}/pool{t}", size)
+    pairs = sum(min(config.pairs_per_round, size) for size in pools.values())
+    dpo = config.dpo
+    steps = dpo.max_steps or math.ceil(pairs / (dpo.batch_size * dpo.grad_accum)) * dpo.epochs
+    trained = min(pairs, steps * dpo.batch_size * dpo.grad_accum)
+    training.append(TrainingEstimate(stage=f"{k.tag}/round{r}/actor", kind="dpo", role="actor",
+                                     spec=config.roles.actor.model, steps=steps,
+                                     tokens=trained * (2 * s.x + s.y0 + s.y1)))
+    return training
+
+
+def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[TrainingEstimate], list[str]]:
+    """The calls and training stages of a TAIScore run of `config` (see the module doc)."""
+    from coevo.algorithms.taiscore.config import resolve_conditions
+    from coevo.algorithms.taiscore.loop import stages_for
+
+    notes = ["every pooled revision is taken as preferred when pairs are counted: the DPO stage's size is "
+             "the most the pools allow (the judge's verdicts decide it at run time)",
+             "judges are counted once per item: an unreadable answer asked again adds a call"]
+    data = plan.data
+    sizes = [len(pool) for pool in data["pools"]] if data.get("pools") else None
+    critic_sizes = [len(q) for q in data["critic_queries"]] if data.get("critic_queries") else sizes
+    held = len(data["held_out"]) if data.get("held_out") is not None else 0
+    if sizes is None:
+        notes.append("the pools are known only after the run rates its queries (or its data is not here): "
+                     "rounds are counted with pools of data.pool_size")
+        sizes = [config.data.pool_size or 0] * config.rounds
+        critic_sizes = [min(config.critic_queries, size) for size in sizes]
+    prompt_tokens = _prompt_tokens(config, notes)
+    calls: list[CallEstimate] = []
+    training: list[TrainingEstimate] = []
+    if data.get("filter_calls"):
+        calls.append(call_estimate("taiscore", "judge:query_filter", config.roles.judge.model, data["filter_calls"],
+                                   template="query_filter", filled=prompt_tokens,
+                                   completion=completion_tokens(config.roles.judge.sampling)))
+    for condition in resolve_conditions(config):
+        for seed in range(config.seeds):
+            tag = condition.name if config.seeds == 1 else f"{condition.name}/seed{config.seed + seed}"
+            k = _Counter(config, condition, tag, _Sizes(config, prompt_tokens))
+            count_evaluation(k, 0, held)
+            for r, pool_ids in enumerate(stages_for(condition.schedule, config.rounds), start=1):
+                training += count_round(k, r, {t: sizes[t] for t in pool_ids},
+                                        sum(critic_sizes[t] for t in pool_ids), held)
+                count_evaluation(k, r, held)
+            calls += k.rows
+    return calls, training, notes
+
+
+def _prompt_tokens(config: Any, notes: list[str]) -> int:
+    """The mean tokens of the data's prompts (a typical length where the data is not here)."""
+    from coevo.planning import source_missing
+    from coevo.tasks.loaders import load_samples
+
+    if source_missing(config.data.source):
+        notes.append("prompt lengths are taken as 150 tokens: the data is not on this machine")
+        return 150
+    samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
+    return mean_tokens([s.prompt for s in samples])
+
+
+__all__ = ["estimate"]
