@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from coevo.llm.base import ChatModel, user
+from coevo.llm.call_tags import tagged
 from coevo.prompts import load_template
 from coevo.roles.parsing import extract_json_object
 from coevo.tasks.bios import split_sentences
@@ -63,8 +64,9 @@ def split_atomic_facts(model: ChatModel | None, entity: str, texts: Sequence[str
     if model is None:
         raise ValueError("splitting atomic facts with an LLM needs a model (or mode='sentences')")
     template = load_template("atomic_facts")
-    answers = model.generate([user(template.render(entity=entity, text=t)) for t in texts],
-                             sampling.model_copy(update={"json_schema": FACTS_SCHEMA}), n=1)
+    with tagged(role="judge", step="atomic_facts"):  # filed under the judge in the run's cost rows
+        answers = model.generate([user(template.render(entity=entity, text=t)) for t in texts],
+                                 sampling.model_copy(update={"json_schema": FACTS_SCHEMA}), n=1)
     out = []
     ignore = content_words(entity)
     for completions, text, sentences in zip(answers, texts, fallback):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.llm.base import ChatModel, user
+from coevo.llm.call_tags import tagged
 from coevo.prompts import load_template
 from coevo.roles import schemas
 from coevo.roles.parsing import extract_json_object, strip_reasoning
@@ -190,7 +191,10 @@ class EntailmentJudge:
         ask = [i for i, (ok, _) in enumerate(out) if ok or self.mode == "llm"]
         if ask:
             prompt = load_template(template)
-            answers = self.model.generate([user(prompt.render(**items[i])) for i in ask], self.sampling, n=1)
+            # Tagged as the judge's (llm/call_tags.py): the run's cost rows file these calls
+            # under a role, as they do every role's calls.
+            with tagged(role="judge", step=template):
+                answers = self.model.generate([user(prompt.render(**items[i])) for i in ask], self.sampling, n=1)
             for i, completions in zip(ask, answers):
                 raw = completions[0].text if completions else ""
                 out[i] = (_yes(raw), raw)

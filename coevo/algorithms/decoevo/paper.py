@@ -14,10 +14,13 @@ says so beside each.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coevo.departures import Departure, PaperSetting, find_departures, model_named
 from coevo.planning import PlanStage, RunPlan, read_data, role
+
+if TYPE_CHECKING:
+    from coevo.estimate import CallEstimate, TrainingEstimate
 
 #: The paper's backbones (Setup: "We test GPT-4o and Qwen3-4B/8B").
 BACKBONES = ("gpt-4o", "qwen3-4b", "qwen3-8b")
@@ -192,4 +195,15 @@ def _notes(config: Any, parts: dict[str, list], lacking: list[str]) -> list[str]
     return notes
 
 
-__all__ = ["BACKBONES", "GRADER_WHY", "PAPER", "departures", "grader_departure", "plan"]
+def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[TrainingEstimate], list[str]]:
+    """The model calls (per stage and role) a run of `config` will make, counted from the config
+    and `plan` (the RunPlan that `plan(config)` in this module returns: its data sizes and
+    stages), without loading any model; notes: what could not be counted. DecoEvo trains no
+    weights: the training list is empty. The counting: decoevo/estimate.py."""
+    from coevo.algorithms.decoevo.estimate import count_calls
+
+    calls, notes = count_calls(config, plan)
+    return calls, [], notes
+
+
+__all__ = ["BACKBONES", "GRADER_WHY", "PAPER", "departures", "estimate", "grader_departure", "plan"]

@@ -221,4 +221,12 @@ def _bring(config: Any) -> str:
             "written by Qwen2.5-Coder-7B-Instruct and kept when they pass the tests, App. B.2), as data.source")
 
 
-__all__ = ["PAPER", "PAPER_CODE", "PAPER_FACTS", "departures", "plan"]
+def estimate(config: Any, plan: RunPlan) -> Any:
+    """The model calls and DPO stages a run of `config` will make, and notes on what was
+    guessed (rlac/estimate.py); counted without loading a model."""
+    from coevo.algorithms.rlac.estimate import estimate as count
+
+    return count(config, plan)
+
+
+__all__ = ["PAPER", "PAPER_CODE", "PAPER_FACTS", "departures", "estimate", "plan"]

@@ -1,0 +1,130 @@
+"""RLAC's cost estimate (`estimate` in rlac/paper.py, counted in rlac/estimate.py): the
+calls per stage and role a run will make and its DPO stages, made from the config without
+loading a model. Checked against real runs in the report of issue 25 item 4; here the
+stage/role names those runs had, and counts derived by hand from small configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from coevo.runner import plan_experiment
+
+#: tests/real_runs.py's RLAC_CODE_TEST_SIZE: examples/rlac_code_tiny.yaml at test size.
+CODE_TEST_SIZE = ["iterations=1", "k=2", "n=2", "validator=random", "seed=0", "kl=false",
+                  "data.train_ids=[HumanEval/45, HumanEval/2]", "data.heldout_ids=[HumanEval/53]",
+                  "roles.generator.sampling.train.max_tokens=32", "roles.critic.sampling.max_tokens=40",
+                  "roles.generator.sampling.eval.max_tokens=32", "dpo.max_steps=2", "dpo.save_steps=1",
+                  "dpo.max_length=512", "dpo.max_prompt_length=384"]
+
+
+def calls_by_stage(estimate) -> dict[tuple[str, str], int]:
+    return {(c.stage, c.role): c.calls for c in estimate.calls}
+
+
+@pytest.mark.parametrize("config", ["rlac_code_tiny", "rlac_bio_tiny", "rlac_code_full", "rlac_bio_full"])
+def test_every_example_has_an_estimate(config):
+    plan = plan_experiment(f"examples/{config}.yaml")
+    estimate = plan.estimate
+    assert estimate is not None and estimate.calls and estimate.training
+    for call in estimate.calls:
+        assert call.calls > 0 and call.prompt_tokens > 0 and call.completion_tokens > 0, call
+    for stage in estimate.training:
+        assert stage.steps > 0 and stage.tokens > 0, stage
+    if not plan.data["train_size"]:  # the full configs' data (AceCode, Wikipedia pages) is not here
+        assert any("data not on this machine" in note for note in estimate.notes)
+
+
+def test_stage_and_role_names_are_the_real_runs():
+    # Read off a real run of this config (`coevo run ... --set` CODE_TEST_SIZE, 2025-12-03):
+    # summary.json -> cost -> calls had exactly these (stage, role) rows.
+    observed = {("rlac:round0/eval", "generator"), ("rlac:round1", "generator"), ("rlac:round1", "critic"),
+                ("rlac:round1/eval", "generator")}
+    estimate = plan_experiment("examples/rlac_code_tiny.yaml", CODE_TEST_SIZE).estimate
+    assert set(calls_by_stage(estimate)) == observed
+    # The run store's names of its DPO stages (cost.training_costs).
+    assert [t.stage for t in estimate.training] == ["rlac/round1/generator", "rlac/round1/critic"]
+
+
+def test_code_tiny_counts_by_hand():
+    # examples/rlac_code_tiny.yaml: 2 iterations, K=4, N=2, 3 train and 2 held-out problems,
+    # kl on (the default), the code validator (a sandbox: no model calls), no audit for code.
+    estimate = plan_experiment("examples/rlac_code_tiny.yaml").estimate
+    expected = {
+        # Each evaluation: 2 greedy outputs + 2 sampled ones for the KL.
+        ("rlac:round0/eval", "generator"): 2 + 2,
+        ("rlac:round1/eval", "generator"): 2 + 2,
+        ("rlac:round2/eval", "generator"): 2 + 2,
+        # Each round: 3 problems x K=4 outputs; N=2 proposals on each of the 12 (the critic trains).
+        ("rlac:round1", "generator"): 3 * 4, ("rlac:round1", "critic"): 3 * 4 * 2,
+        ("rlac:round2", "generator"): 3 * 4, ("rlac:round2", "critic"): 3 * 4 * 2,
+    }
+    assert calls_by_stage(estimate) == expected
+    # dpo.max_steps=2 bounds both stages of both rounds.
+    assert [(t.stage, t.steps) for t in estimate.training] == [
+        ("rlac/round1/generator", 2), ("rlac/round1/critic", 2), ("rlac/round2/generator", 2), ("rlac/round2/critic", 2)]
+
+
+def test_bio_tiny_counts_by_hand():
+    # examples/rlac_bio_tiny.yaml: 2 iterations, K=4, N=2, 3 train and 2 held-out people,
+    # kl on, the judge audit on 2 prompts (before iteration 1 and after each: 3 audits).
+    # With the judge `llm` every fact and claim is asked (no word gate settles any).
+    estimate = plan_experiment("examples/rlac_bio_tiny.yaml", ["facts.judge=llm"]).estimate
+    counts = calls_by_stage(estimate)
+    for stage in ("rlac:round0/eval", "rlac:round1/eval", "rlac:round2/eval"):
+        assert counts[(stage, "generator")] == 2 + 2  # greedy + the KL's sampled output per person
+        # The splitter on each greedy output, then 4 facts (one per sentence) each checked.
+        assert counts[(stage, "judge")] == 2 + 2 * 4
+    for stage in ("rlac:round1", "rlac:round2"):
+        assert counts[(stage, "generator")] == 3 * 4  # K=4 outputs per person
+        assert counts[(stage, "critic")] == 3 * 4 * 2  # N=2 proposals per output (the critic trains)
+        # The splitter on each output (the enumerative count), then each proposal's
+        # authenticity and support judgments.
+        assert counts[(stage, "judge")] == 12 + 24 + 24
+    # The audit (stage `rlac`, the runner's tag), 3 times: N=2 proposals on each of
+    # min(2 x 2 prompts, 2 held-out) outputs, each judged twice; then for each of 2 confirmed
+    # items 2 authenticity + 2 support judgments of the probes past the word gate.
+    assert counts[("rlac", "critic")] == 3 * (2 * 2)
+    assert counts[("rlac", "judge")] == 3 * (4 * 2 + 2 * (2 + 2))
+    assert len(counts) == 3 * 2 + 2 * 3 + 2  # nothing else
+
+
+def test_no_judge_calls_without_a_judge_model():
+    # A lexical judge over sentence-split facts loads no judge model: no judge row at all,
+    # and the audit is the critic's proposals alone (3 audits x 2 outputs x N=2).
+    estimate = plan_experiment("examples/rlac_bio_tiny.yaml",
+                               ["facts.judge=lexical", "facts.atomic_facts=sentences"]).estimate
+    counts = calls_by_stage(estimate)
+    assert not [key for key in counts if key[1] == "judge"]
+    assert counts[("rlac", "critic")] == 3 * 2 * 2
+
+
+def test_baselines_and_ablations():
+    # Static critic: one proposal per output and no critic DPO; enumerative: no critic at all.
+    static = plan_experiment("examples/rlac_code_tiny.yaml", ["critic_training=static"]).estimate
+    assert calls_by_stage(static)[("rlac:round1", "critic")] == 3 * 4
+    assert [t.stage for t in static.training] == ["rlac/round1/generator", "rlac/round2/generator"]
+    enumerative = plan_experiment("examples/rlac_code_tiny.yaml", ["verification=enumerative"]).estimate
+    assert {role for _, role in calls_by_stage(enumerative)} == {"generator"}
+
+
+def test_the_facts_judge_calls_are_filed_under_the_judge():
+    # The estimate names the splitter's and the entailment judge's calls `judge`; the run's
+    # cost rows take the role from the call tags, which these calls set themselves.
+    from coevo.eval.factscore import split_atomic_facts
+    from coevo.llm.call_tags import current_tags
+    from coevo.types import Completion
+    from coevo.validators.facts import EntailmentJudge
+
+    seen = []
+
+    class Model:
+        model_id = "fake"
+
+        def generate(self, conversations, sampling, n=1):
+            seen.append(current_tags().get("role"))
+            return [[Completion(text='{"answer": "yes"}')] for _ in conversations]
+
+    split_atomic_facts(Model(), "Ada Lovelace", ["Ada Lovelace was born in London."])
+    EntailmentJudge(Model()).judge("fact_support", [{"entity": "Ada Lovelace", "fact": "born in London",
+                                                     "passages": "Ada Lovelace was born in London."}], "passages")
+    assert seen == ["judge", "judge"]
