@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install sandbox browser quickstart test test-fast bench screenshots clean
+.PHONY: install sandbox browser quickstart test test-fast bench screenshots smoke-wheels clean
 
 install: sandbox browser $(VENV)/.installed
 
@@ -60,8 +60,10 @@ $(VENV)/.installed: pyproject.toml
 quickstart: install
 	$(BIN)/coevo quickstart
 
+# Two processes (pytest-xdist): tests sharing a costly session fixture stay on one
+# (tests/conftest.py); `pytest -q` alone runs the same suite in one.
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
@@ -73,6 +75,11 @@ bench: install
 # or on replay runs built on the spot as the browser tests build them.
 screenshots: install
 	$(BIN)/python scripts/screenshots.py $(RUN)
+
+# build/smoke-wheels/: coevo's wheel and the wheels the GPU machine's image lacks, for
+# scripts/gpu_smoke.sh there (no network there; carry the folder: docs/scaling.md).
+smoke-wheels: install
+	PY=$(BIN)/python bash scripts/smoke_wheels.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

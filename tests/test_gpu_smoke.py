@@ -1,0 +1,61 @@
+"""scripts/gpu_smoke.sh: the GPU check must run on the GPU machine's bare image (no network,
+packages carried as wheels in build/smoke-wheels). It rotted once, unseen: it installed from
+the network and imported a function coevo no longer had. The fast tests read the script;
+the slow one rehearses it on CPU in a fresh venv that sees only the image's packages."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "gpu_smoke.sh"
+
+
+def _code_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+
+
+def test_every_pip_install_in_the_smoke_script_stays_off_the_network():
+    installs = [line for line in _code_lines(SCRIPT.read_text()) if re.search(r"\bpip3?\b.*\binstall\b", line)]
+    assert installs, "gpu_smoke.sh installs nothing: where do trl and coevo come from on the GPU machine?"
+    for line in installs:
+        assert "--no-index" in line, f"gpu_smoke.sh: a pip install without --no-index (no network there): {line.strip()}"
+    assert not any(re.search(r"\bpip3?\b.*\bdownload\b", line) for line in _code_lines(SCRIPT.read_text()))
+
+
+def test_every_coevo_name_the_smoke_script_imports_exists():
+    imports = re.findall(r"from (coevo[\w.]*) import ([\w, ]+)", SCRIPT.read_text())
+    assert len(imports) >= 3
+    for module, names in imports:
+        loaded = importlib.import_module(module)
+        for name in (n.strip() for n in names.split(",")):
+            assert hasattr(loaded, name), f"gpu_smoke.sh imports {name} from {module}, which has no such name"
+
+
+@pytest.mark.slow
+def test_the_smoke_script_passes_on_cpu_in_an_image_like_venv():
+    # Builds build/smoke-wheels (PyPI, or pip's cache), then no network: PIP_NO_INDEX, and the
+    # script itself runs pip with no index and no config, and the hub offline.
+    built = subprocess.run(["bash", "scripts/smoke_wheels.sh"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    env = {**os.environ, "SMOKE_ALLOW_CPU": "1", "SMOKE_TINY": "1", "PIP_NO_INDEX": "1"}
+    env.pop("PY", None)
+    env.pop("SKIP_INSTALL", None)
+    run = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=420)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    checks = {(row["stage"], row.get("mode")) for row in rows}
+    assert {("dpo", "full"), ("dpo", "lora"), ("grpo", "full"), ("grpo", "lora")} <= checks, rows
+    assert all(row["steps"] > 0 and row["s_per_step"] > 0 for row in rows if row["stage"] in ("dpo", "grpo"))
+    [generate] = [row for row in rows if row["stage"] == "generate"]
+    assert generate["tokens_per_s"] > 0
+    [many] = [row for row in rows if row["stage"].startswith("rlac_code_tiny")]
+    assert many["processes"] == 2
+    assert "GPU smoke OK" in run.stdout
