@@ -3,7 +3,7 @@
     python benchmarks/estimate_vs_actual.py RUN_FOLDER [RUN_FOLDER ...] [--json OUT]
 
 For each run: the estimate it kept when it started (run store meta `estimate`), or, for a run
-made before runs kept one, the estimate made now from its stored config (with this
+made before runs kept one (or with --recompute), the estimate made now from its stored config (with this
 machine's calibration, `coevo plan CONFIG --calibrate`); per (stage, role) calls and tokens
 estimated → counted; the totals with their ratio (counted / estimated), seconds against
 the run's wall time. BENCHMARKS.md, "What a run costs, estimated", has the results.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 
-def estimate_of(run: Path) -> Any:
+def estimate_of(run: Path, recompute: bool = False) -> Any:
     from coevo.calibration import load_calibration
     from coevo.estimate import RunEstimate
     from coevo.runner import plan_of, resolve_config
@@ -29,17 +29,17 @@ def estimate_of(run: Path) -> Any:
         kept, config = store.get_meta("estimate"), store.get_meta("config")
     finally:
         store.close()
-    if kept is not None:
+    if kept is not None and not recompute:
         return RunEstimate.model_validate(kept), "kept by the run"
     algorithm, resolved = resolve_config(config, str(run))
     return plan_of(algorithm, resolved, load_calibration()).estimate, "made now from its config"
 
 
-def compare(run: Path) -> dict[str, Any]:
+def compare(run: Path, recompute: bool = False) -> dict[str, Any]:
     from coevo.estimate_check import compare_rows, compare_totals
 
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    estimate, origin = estimate_of(run)
+    estimate, origin = estimate_of(run, recompute)
     totals = compare_totals(estimate, summary["cost"], (summary.get("provenance") or {}).get("duration_s"))
     return {"run": str(run), "estimate": origin, "rows": compare_rows(estimate, summary["cost"]),
             "totals": {key: {"estimate": side.estimate, "actual": side.actual, "ratio": side.ratio}
@@ -64,13 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path, help="finished run folders")
     parser.add_argument("--json", type=Path, help="write the comparisons to this file")
+    parser.add_argument("--recompute", action="store_true", help="estimate again from the run's config with "
+                        "this machine's calibration, instead of the estimate the run kept")
     args = parser.parse_args(argv)
     found = []
     for run in args.runs:
         if not (run / "summary.json").is_file():
             print(f"{run}: no summary.json (not a finished run folder)", file=sys.stderr)
             return 2
-        found.append(compare(run))
+        found.append(compare(run, args.recompute))
         print_comparison(found[-1])
     if args.json:
         args.json.write_text(json.dumps(found, indent=1), encoding="utf-8")

@@ -112,7 +112,9 @@ def finish(calls: list[CallEstimate], training: list[TrainingEstimate], notes: l
     calls = _merged(calls)
     for call in calls:
         base = call.role.split(":")[0].split("[")[0]
-        call.engine = engines.get(call.role) or engines.get(base, "")
+        # A role the plan does not list (DecoEvo's optimisation roles share its backbone) runs
+        # on the engine of the role whose model it asks.
+        call.engine = engines.get(call.role) or engines.get(base) or engines.get(f"spec:{call.spec}", "")
         if calibration is not None:
             call.seconds = calibration.generation_seconds(call.engine, call.spec, call.prompt_tokens,
                                                           call.completion_tokens)
@@ -154,6 +156,7 @@ def estimate_plan(config: Any, plan: Any, paper: Any, calibration: Any = None) -
     engines: dict[str, str] = {}
     for role in plan.roles:  # `critic[coevolution]` -> `critic`: cost rows name the role alone
         engines.setdefault(role.role.split("[")[0], role.engine)
+        engines.setdefault(f"spec:{role.spec}", role.engine)
     return finish(calls, training, notes, engines=engines, prices=role_prices(config.roles),
                   calibration=calibration)
 

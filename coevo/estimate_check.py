@@ -36,11 +36,11 @@ TOTALS = (("calls", "calls"), ("prompt_tokens", "prompt_tokens"), ("completion_t
 def compare_totals(estimate: RunEstimate, cost: dict[str, Any], duration_s: float | None) -> dict[str, Side]:
     """Each total, estimated and counted; seconds against the run's wall time."""
     counted = cost.get("total") or {}
-    # A resumed or repeated run answers some calls from its cache: they were made, so count them.
-    calls = (counted.get("calls") or 0) + (counted.get("cache_hits") or 0) if counted else None
+    # Calls are the completions a model wrote (the estimate's too): a completion the run's
+    # cache answered cost nothing, and a resumed run's earlier calls are in its store already.
     out = {}
     for key, cost_key in TOTALS:
-        actual = duration_s if key == "seconds" else (calls if key == "calls" else counted.get(cost_key))
+        actual = duration_s if key == "seconds" else counted.get(cost_key)
         out[key] = Side(estimate=estimate.total.get(key), actual=actual)
     return out
 
@@ -57,7 +57,7 @@ def compare_rows(estimate: RunEstimate, cost: dict[str, Any]) -> list[dict[str, 
         key = (found.get("stage") or "", found.get("role") or "")
         row = rows.setdefault(key, {"stage": key[0], "role": key[1], "calls_est": None, "prompt_tokens_est": None,
                                     "completion_tokens_est": None})
-        row.update(calls=found["calls"] + found.get("cache_hits", 0), prompt_tokens=found["prompt_tokens"],
+        row.update(calls=found["calls"], cache_hits=found.get("cache_hits", 0), prompt_tokens=found["prompt_tokens"],
                    completion_tokens=found["completion_tokens"])
     return list(rows.values())
 

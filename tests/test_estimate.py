@@ -121,7 +121,8 @@ def test_estimate_beside_the_counted_cost():
                                                  "completion_tokens": 1}],
             "total": {"calls": 7, "cache_hits": 2, "prompt_tokens": 81, "completion_tokens": 11, "training_steps": 0}}
     sides = compare_totals(estimate, cost, duration_s=150.0)
-    assert sides["calls"].ratio == pytest.approx(9 / 4)  # cache hits are calls the run made once
+    assert sides["calls"].ratio == pytest.approx(7 / 4)  # the cache's answers cost no call
     assert sides["seconds"].ratio == pytest.approx(1.5) and ratio_text(sides["seconds"]) == "100 → 150 (1.50×)"
     rows = {(r["stage"], r["role"]): r for r in compare_rows(estimate, cost)}
-    assert rows[("s", "actor")]["calls"] == 8 and rows[("other", "judge:x")]["calls_est"] is None
+    assert rows[("s", "actor")]["calls"] == 6 and rows[("s", "actor")]["cache_hits"] == 2
+    assert rows[("other", "judge:x")]["calls_est"] is None
