@@ -44,6 +44,35 @@ RLAC_CODE_TEST_SIZE = [
 ]
 
 
+
+def decoevo_test_size(source: str, backbone_options: dict | None = None) -> dict:
+    """examples/decoevo_tiny.yaml's shape at test size, on `source`: one seed, DecoEvo only,
+    two inner steps with one outer step between them, one or two questions per partition,
+    short answers (tests/algorithms/test_decoevo_e2e.py runs it; test_decoevo_estimate.py
+    counts its calls)."""
+    short = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 24}
+    json_answer = {"temperature": 0.0, "max_tokens": 64}
+    return {
+        "algorithm": "decoevo", "data": {"source": source},
+        "roles": {
+            "backbone": {"model": "smollm2", "options": backbone_options or {}},
+            "solver": {"sampling": {"answer": short, "rollout": short}},
+            "rubric_generator": {"sampling": {"temperature": 0.3, "max_tokens": 72}},
+            "judge": {"sampling": json_answer}, "auditor": {"sampling": json_answer},
+            "rewriter": {"sampling": {"temperature": 0.7, "max_tokens": 96}},
+            "grader": {"sampling": {"temperature": 0.0, "max_tokens": 160}}},
+        "methods": ["decoevo"], "seeds": [0],
+        # No diagnostic set: the trajectory is pinned by the replay tests; here it would cost
+        # four real calls per solver change.
+        "partitions": {"sizes": {"train": 2, "probe": 1, "solver_gate": 1, "generator_gate": 1,
+                                 "diagnostic": 0, "test": 1}},
+        "inner_steps": 2, "batch_size": 2, "max_failures": 2, "k": 1, "s": 1, "m": 2,
+        "epsilon": 1.0, "max_pairs": 1, "min_criteria": 2, "max_criteria": 2,
+        "max_skill_words": 30, "max_text_chars": 60,
+        # The judge audit on its one held-out (test) question: ~15 judge calls per audit.
+        "audit": {"prompts": 1},
+    }
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

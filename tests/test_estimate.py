@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from coevo.calibration import Calibration, EngineRate, TrainingRate, calibration_path, load_calibration, machine, targets
+from coevo.calibration import (
+    Calibration,
+    EngineRate,
+    TrainingRate,
+    calibration_path,
+    load_calibration,
+    machine,
+    targets,
+)
 from coevo.estimate import FILL, RunEstimate, TrainingEstimate, call_estimate, finish
 from coevo.estimate_check import compare_rows, compare_totals, ratio_text
 from coevo.llm.pricing import Price
@@ -102,8 +110,8 @@ def test_a_calibration_is_this_machine_s_or_none(tmp_path, monkeypatch):
 
 
 def test_calibrate_measures_each_engine_and_trained_model_of_the_plan():
-    from coevo.runner import resolve_config
     from coevo.config import read_yaml
+    from coevo.runner import resolve_config
 
     plan = plan_experiment(EXAMPLES / "taiscore_tiny.yaml")
     _, config = resolve_config(read_yaml(EXAMPLES / "taiscore_tiny.yaml"), "x")

@@ -11,6 +11,7 @@ import os
 import sqlite3
 
 import pytest
+from real_runs import decoevo_test_size
 
 from coevo.runner import run_experiment
 from coevo.tasks.loaders import load_samples
@@ -29,29 +30,8 @@ def _small_gold_data(path, n=16):
 
 def test_decoevo_tiny_on_the_embedded_model(tmp_path, monkeypatch):
     monkeypatch.setenv("COEVO_QUIET", "1")
-    short = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 24}
-    json_answer = {"temperature": 0.0, "max_tokens": 64}
-    config = {
-        "algorithm": "decoevo",
-        "data": {"source": str(_small_gold_data(tmp_path / "data.jsonl"))},
-        "roles": {
-            "backbone": {"model": "smollm2", "options": {"n_threads": 1 if os.cpu_count() <= 2 else 2}},
-            "solver": {"sampling": {"answer": short, "rollout": short}},
-            "rubric_generator": {"sampling": {"temperature": 0.3, "max_tokens": 72}},
-            "judge": {"sampling": json_answer}, "auditor": {"sampling": json_answer},
-            "rewriter": {"sampling": {"temperature": 0.7, "max_tokens": 96}},
-            "grader": {"sampling": {"temperature": 0.0, "max_tokens": 160}}},
-        "methods": ["decoevo"], "seeds": [0],
-        # No diagnostic set: the trajectory is pinned by the replay tests; here it would cost
-        # four real calls per solver change.
-        "partitions": {"sizes": {"train": 2, "probe": 1, "solver_gate": 1, "generator_gate": 1,
-                                 "diagnostic": 0, "test": 1}},
-        "inner_steps": 2, "batch_size": 2, "max_failures": 2, "k": 1, "s": 1, "m": 2,
-        "epsilon": 1.0, "max_pairs": 1, "min_criteria": 2, "max_criteria": 2,
-        "max_skill_words": 30, "max_text_chars": 60,
-        # The judge audit on its one held-out (test) question: ~15 judge calls per audit.
-        "audit": {"prompts": 1},
-    }
+    config = decoevo_test_size(str(_small_gold_data(tmp_path / "data.jsonl")),
+                               {"n_threads": 1 if os.cpu_count() <= 2 else 2})
     run = tmp_path / "run"
     summary = run_experiment(None, run, data=config)
 

@@ -4,6 +4,7 @@ rows per (stage, role) as the run's cost rows name them, counted without loading
 from pathlib import Path
 
 import yaml
+from real_runs import decoevo_test_size
 
 from coevo.algorithms.decoevo.estimate import Path as ExpectedPath
 from coevo.algorithms.decoevo.estimate import count_calls
@@ -24,23 +25,7 @@ def _example(name):
 def _test_size(**changes):
     """tests/algorithms/test_decoevo_e2e.py's test-size run (on the bundled data: the counts
     depend on the partition sizes only)."""
-    short = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 24}
-    json_answer = {"temperature": 0.0, "max_tokens": 64}
-    data = {
-        "algorithm": "decoevo", "data": {"source": "bundled:writing"},
-        "roles": {"backbone": {"model": "smollm2"}, "solver": {"sampling": {"answer": short, "rollout": short}},
-                  "rubric_generator": {"sampling": {"temperature": 0.3, "max_tokens": 72}},
-                  "judge": {"sampling": json_answer}, "auditor": {"sampling": json_answer},
-                  "rewriter": {"sampling": {"temperature": 0.7, "max_tokens": 96}},
-                  "grader": {"sampling": {"temperature": 0.0, "max_tokens": 160}}},
-        "methods": ["decoevo"], "seeds": [0],
-        "partitions": {"sizes": {"train": 2, "probe": 1, "solver_gate": 1, "generator_gate": 1,
-                                 "diagnostic": 0, "test": 1}},
-        "inner_steps": 2, "batch_size": 2, "max_failures": 2, "k": 1, "s": 1, "m": 2,
-        "epsilon": 1.0, "max_pairs": 1, "min_criteria": 2, "max_criteria": 2,
-        "max_skill_words": 30, "max_text_chars": 60, "audit": {"prompts": 1},
-    }
-    return _config({**data, **changes})
+    return _config({**decoevo_test_size("bundled:writing"), **changes})
 
 
 #: Every candidate accepted: the path the hand counts below follow (the default rejects S').
