@@ -6,8 +6,7 @@ from pathlib import Path
 import yaml
 from real_runs import decoevo_test_size
 
-from coevo.algorithms.decoevo.estimate import Path as ExpectedPath
-from coevo.algorithms.decoevo.estimate import count_calls
+from coevo.algorithms.decoevo.estimate import ExpectedPath, count_calls
 from coevo.algorithms.decoevo.paper import estimate, plan
 from coevo.runner import resolve_config
 

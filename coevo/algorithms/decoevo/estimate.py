@@ -8,7 +8,7 @@ not seen before is counted, as the run's cost rows count only completions the mo
 under one seed, SkillOpt, SC-CoEvo and DecoEvo ask the same first inner step, the same
 outer-step audit and the same round-0 judge audit, and only the first asks the model.
 
-Data-dependent branches take one expected path (`Path`); each guess is a note.
+Data-dependent branches take one expected path (`ExpectedPath`); each guess is a note.
 Stages are the cost rows' own: `decoevo` (the runner's tag over the whole loop) and `test`
 (the final answers and their gold grades; a call the loop made earlier under `decoevo`, e.g.
 the judge audit's answer to a test question under the same final skill, stays there).
@@ -33,7 +33,7 @@ STRUCTURAL, CONTRASTIVE = "structural_auditor", "contrastive_auditor"
 
 
 @dataclass(frozen=True)
-class Path:
+class ExpectedPath:
     """The expected path through the loop's data-dependent branches."""
 
     #: The judge finds unmet criteria on every train batch, so every inner step has a solver
@@ -49,7 +49,7 @@ class Path:
     accept_coupled: bool = False
 
 
-def path_notes(path: Path) -> list[str]:
+def path_notes(path: ExpectedPath) -> list[str]:
     """The guesses behind the count, in plain words."""
     said = {True: "accepted", False: "rejected"}
     unmet = ("every train batch has unmet criteria and every rewrite is readable and new, so each inner step "
@@ -192,7 +192,7 @@ class MethodCount:
     (made from what, where), so equal tuples are the same text. A question is
     (partition, index); an answer is (its solver call's key, sample index)."""
 
-    def __init__(self, ledger: Ledger, tokens: Tokens, config: Any, seed: int, method: str, path: Path):
+    def __init__(self, ledger: Ledger, tokens: Tokens, config: Any, seed: int, method: str, path: ExpectedPath):
         self.led, self.tok, self.config, self.seed, self.path = ledger, tokens, config, seed, path
         self.inner = method != "zero_shot"
         self.outer = method if method in ("sc_coevo", "decoevo") else None
@@ -383,7 +383,7 @@ class MethodCount:
         self.test()
 
 
-def count_calls(config: Any, plan: Any, path: Path = Path()) -> tuple[list[CallEstimate], list[str]]:
+def count_calls(config: Any, plan: Any, path: ExpectedPath = ExpectedPath()) -> tuple[list[CallEstimate], list[str]]:
     """The run's model calls per (stage, role), and the notes on what was guessed or left out."""
     notes = path_notes(path)
     parts = _partitions(config, plan)
