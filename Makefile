@@ -60,10 +60,8 @@ $(VENV)/.installed: pyproject.toml
 quickstart: install
 	$(BIN)/coevo quickstart
 
-# Two processes (pytest-xdist): tests sharing a costly session fixture stay on one
-# (tests/conftest.py); `pytest -q` alone runs the same suite in one.
 test: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
