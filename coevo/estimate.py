@@ -128,6 +128,9 @@ def finish(calls: list[CallEstimate], training: list[TrainingEstimate], notes: l
     if calibration is None:
         notes = [*notes, "no seconds: this machine has no calibration; `coevo plan CONFIG --calibrate` "
                  "measures one (a minute or two; kept under $COEVO_HOME)"]
+    elif unmeasured := sorted({f"{c.spec} on {c.engine or '?'}" for c in calls if c.seconds is None}):
+        notes = [*notes, f"no seconds for {', '.join(unmeasured)}: the calibration has no rate for it "
+                 "(`coevo plan CONFIG --calibrate` times local engines; a server's or a new model's speed is not timed)"]
     return RunEstimate(calls=calls, training=training, total=_totals(calls, training), notes=notes)
 
 

@@ -97,6 +97,10 @@ def test_seconds_come_from_the_calibration_and_dollars_from_prices():
     assert done.total["seconds"] == pytest.approx(4.0 + 2.0 + 12.0)
     unknown = finish(calls, training, [], engines={}, prices={}, calibration=None)
     assert unknown.total["seconds"] is None and any("--calibrate" in n for n in unknown.notes)
+    served = finish([call_estimate("s", "judge", "openai:gpt@http://h/v1", 1, filled=10, completion=1)], [], [],
+                    engines={"judge": "server"}, prices={}, calibration=calibration)
+    assert served.total["seconds"] is None
+    assert any("no seconds for openai:gpt@http://h/v1 on server" in n for n in served.notes)
 
 
 def test_a_calibration_is_this_machine_s_or_none(tmp_path, monkeypatch):
