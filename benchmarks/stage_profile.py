@@ -184,7 +184,14 @@ def main() -> int:
     parser.add_argument("--engine", choices=("transformers", "llamacpp"), default="transformers",
                         help="what the trained actor and critic generate with (actor_engine, critic_engine; "
                              "llamacpp: the critic's GRPO samples too)")
+    parser.add_argument("--no-prefix-reuse", action="store_true",
+                        help="every llama.cpp model evaluates each prompt from its first token (coevo before "
+                             "issue 25's prefix reuse): the A/B of benchmarks/judge_prefix.py on a whole run")
     args = parser.parse_args()
+    if args.no_prefix_reuse:
+        from coevo.llm.llamacpp import LlamaCppModel
+
+        LlamaCppModel.__init__ = functools.partialmethod(LlamaCppModel.__init__, reuse_prefix=False)
 
     from coevo.quickstart import quickstart_config
     from coevo.runner import run_experiment
@@ -201,7 +208,7 @@ def main() -> int:
     phases.close()
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
               "load_average_at_end": os.getloadavg(), "wall_s": round(wall, 1), "prompts": args.prompts,
-              "engine": args.engine, "grpo": _stage_signals(summary),
+              "engine": args.engine, "prefix_reuse": not args.no_prefix_reuse, "grpo": _stage_signals(summary),
               "run": str(out), "peak_rss_mb": round(max(phases.peak.values(), default=0.0)),
               "phases": phases.rows(), "loads": phases.loads, "cost": summary.get("cost")}
     args.json.parent.mkdir(parents=True, exist_ok=True)

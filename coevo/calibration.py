@@ -3,13 +3,16 @@
 The plan's estimate (coevo/estimate.py) counts calls and tokens from the config alone; its
 seconds need rates only a measurement gives. For every (engine, model) the config's roles
 generate with, one short measurement: a long prompt with a one-token answer (prompt
-tokens/s), then the same prompt with a 64-token answer (the difference: completion
-tokens/s). For every trained model, two DPO steps on one pair (tokens through forward,
-backward and the optimizer per second). The rates are kept per machine under
+tokens/s), then the same prompt, numbered apart so that no engine reuses the first one's
+prefix, with a 64-token answer (the difference: completion tokens/s). For every trained
+model, two DPO steps on one pair (tokens through forward, backward and the optimizer per
+second). The rates are kept per machine under
 `$COEVO_HOME/calibration.json` and read by every later `coevo plan` and run on it.
 
-Rates are of one call at a time: a stage that batches many prompts into one engine call
-(vLLM) runs faster than its estimate, which errs towards too long.
+Rates are of one call at a time, every prompt evaluated from its first token: a stage that
+batches many prompts into one engine call (vLLM), or whose prompts repeat a long beginning
+(llama.cpp keeps the shared blocks: the judge audit's variants), runs faster than its estimate,
+which errs towards too long.
 """
 
 from __future__ import annotations
@@ -169,16 +172,18 @@ def measure_engine(engine: str, spec: str, options: dict[str, Any]) -> EngineRat
         wanted["engine"] = {"transformers": "hf"}.get(engine, engine)
     wanted.pop("price", None)
     model = load_model(spec, **wanted)
-    conversation = [Message(role="user", content=PROMPT)]
 
-    def timed(tokens: int) -> tuple[float, Any]:
+    def timed(tokens: int, call: int) -> tuple[float, Any]:
+        # Each call's prompt differs from its first word on: an engine that keeps the previous
+        # prompt's prefix (llama.cpp, vLLM's prefix cache) must evaluate all of it again.
+        conversation = [Message(role="user", content=f"({call}) {PROMPT}")]
         started = time.perf_counter()
         [[completion]] = model.generate([conversation], Sampling(temperature=0.0, max_tokens=tokens, seed=0))
         return time.perf_counter() - started, completion
 
-    timed(1)  # warm-up: the first call pays for loading and compiling
-    prompt_s, first = timed(1)
-    both_s, answer = timed(ANSWER_TOKENS)
+    timed(1, 0)  # warm-up: the first call pays for loading and compiling
+    prompt_s, first = timed(1, 1)
+    both_s, answer = timed(ANSWER_TOKENS, 2)
     prompt_tokens = first.prompt_tokens or round(len(PROMPT) / 4)
     written = max(1, answer.completion_tokens or ANSWER_TOKENS)
     close = getattr(model, "close", None)

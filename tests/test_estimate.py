@@ -138,3 +138,23 @@ def test_estimate_beside_the_counted_cost():
     rows = {(r["stage"], r["role"]): r for r in compare_rows(estimate, cost)}
     assert rows[("s", "actor")]["calls"] == 6 and rows[("s", "actor")]["cache_hits"] == 2
     assert rows[("other", "judge:x")]["calls_est"] is None
+
+
+@pytest.mark.slow
+def test_calibration_times_whole_prompts_on_an_engine_that_keeps_prefixes(monkeypatch):
+    # llama.cpp keeps the previous prompt's shared blocks: were the calibration's calls to share
+    # their prompt, the second would evaluate a few tokens and the prompt rate would be a fiction.
+    from coevo.calibration import measure_engine
+    from coevo.llm import specs
+    from coevo.llm.embedded import gguf_path
+    from coevo.llm.llamacpp import LlamaCppModel
+
+    model = LlamaCppModel(gguf_path(), n_ctx=2048, n_threads=2)
+    evaluated: list[int] = []
+    inner = model._prefix._eval
+    model._prefix._eval = lambda tokens: (evaluated.append(len(tokens)), inner(tokens))[1]
+    monkeypatch.setattr(specs, "load_model", lambda spec, **options: model)
+    rate = measure_engine("llamacpp", "smollm2", {})
+    prompt_evals = [n for n in evaluated if n > 1]
+    assert len(prompt_evals) == 3 and min(prompt_evals) > 300  # every call's whole prompt (~420 tokens)
+    assert rate.prompt_tokens_per_s > 0 and rate.completion_tokens_per_s > 0

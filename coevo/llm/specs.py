@@ -293,7 +293,7 @@ def _embedded(spec: str, engine: str | None, trainable: bool, options: dict[str,
 # Options meant for the other backend `smollm2` may resolve to; a config written for one
 # machine (llama.cpp installed or not) must still load on the other.
 _BACKEND_OPTIONS = {
-    "batch_size", "device", "dtype", "revision", "n_ctx", "n_threads", "n_gpu_layers", "reuse_prefix",
+    "batch_size", "device", "dtype", "revision", "n_ctx", "n_threads", "n_gpu_layers", "reuse_prefix", "prefix_block",
     "max_model_len", "enable_prefix_caching", "enforce_eager", "gpu_memory_utilization",
     "tensor_parallel_size", "kv_cache_gb", "engine_args",
 }
