@@ -74,7 +74,6 @@ class LlamaCppModel:
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
         self.path = path
-        self.reuse_prefix = reuse_prefix
         self._prefix = AlignedPrefixReuse(self.llama, self.llama.n_batch) if reuse_prefix else None
         self.supports_logprobs = True
         # Named by file name and content so a moved file keeps its cache entries.
