@@ -187,11 +187,16 @@ def main() -> int:
     parser.add_argument("--no-prefix-reuse", action="store_true",
                         help="every llama.cpp model evaluates each prompt from its first token (coevo before "
                              "issue 25's prefix reuse): the A/B of benchmarks/judge_prefix.py on a whole run")
+    parser.add_argument("--grammar-first", action="store_true",
+                        help="schema-bound llama.cpp calls mask every candidate before each draw (coevo before "
+                             "issue 25's grammar-last sampling): the A/B of benchmarks/grammar_sampling.py on a whole run")
     args = parser.parse_args()
-    if args.no_prefix_reuse:
-        from coevo.llm.llamacpp import LlamaCppModel
+    from coevo.llm.llamacpp import LlamaCppModel
 
+    if args.no_prefix_reuse:
         LlamaCppModel.__init__ = functools.partialmethod(LlamaCppModel.__init__, reuse_prefix=False)
+    if args.grammar_first:
+        LlamaCppModel.__init__ = functools.partialmethod(LlamaCppModel.__init__, grammar_last=False)
 
     from coevo.quickstart import quickstart_config
     from coevo.runner import run_experiment

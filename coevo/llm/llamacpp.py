@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from coevo.llm import llamacpp_grammar
 from coevo.llm.base import ModelError
 from coevo.llm.common import copies, file_digest, truncate_at_stop
 from coevo.llm.llamacpp_prefix import AlignedPrefixReuse
@@ -47,6 +48,7 @@ class LlamaCppModel:
         n_gpu_layers: int = 0,
         reuse_prefix: bool = True,
         prefix_block: int = PREFIX_BLOCK,
+        grammar_last: bool = True,
         model_id: str | None = None,
     ):
         """Load a GGUF file. n_threads defaults to the CPUs this process may use.
@@ -54,6 +56,8 @@ class LlamaCppModel:
         reuse_prefix keeps the previous call's prompt prefix, in whole blocks of `prefix_block`
         tokens (the context's batch size), so every call computes what a fresh evaluation would
         (`llamacpp_prefix.py`); False evaluates every prompt from its first token.
+        grammar_last draws a schema-bound token first and asks the grammar after, where that
+        gives the same distribution (`llamacpp_grammar.py`); False masks every candidate first.
         """
         path = Path(path).expanduser()
         if not path.is_file():
@@ -75,6 +79,8 @@ class LlamaCppModel:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
         self.path = path
         self._prefix = AlignedPrefixReuse(self.llama, self.llama.n_batch) if reuse_prefix else None
+        if grammar_last:
+            llamacpp_grammar.install(self.llama)
         self.supports_logprobs = True
         # Named by file name and content so a moved file keeps its cache entries.
         self.model_id = model_id or f"gguf:{path.name}@{file_digest(path)[:16]}"
@@ -193,7 +199,9 @@ def _cpus() -> int:
 
 
 def _response_format(sampling: Sampling) -> dict | None:
-    """llama.cpp turns a JSON Schema into a grammar that constrains every sampled token."""
+    """llama.cpp turns a JSON Schema into a grammar that constrains every sampled token (its
+    converter ignores integer bounds, so those become enums first)."""
     if sampling.json_schema is None:
         return None
-    return {"type": "json_object", "schema": json.loads(sampling.json_schema)}
+    schema = llamacpp_grammar.bounded_integers_as_enums(json.loads(sampling.json_schema))
+    return {"type": "json_object", "schema": schema}

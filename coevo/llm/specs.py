@@ -294,6 +294,7 @@ def _embedded(spec: str, engine: str | None, trainable: bool, options: dict[str,
 # machine (llama.cpp installed or not) must still load on the other.
 _BACKEND_OPTIONS = {
     "batch_size", "device", "dtype", "revision", "n_ctx", "n_threads", "n_gpu_layers", "reuse_prefix", "prefix_block",
+    "grammar_last",
     "max_model_len", "enable_prefix_caching", "enforce_eager", "gpu_memory_utilization",
     "tensor_parallel_size", "kv_cache_gb", "engine_args",
 }
