@@ -99,8 +99,8 @@ def table(result: dict) -> str:
              "| engine limit s | share of limit |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["phases"]:
         lines.append(f"| {r['phase']} | {r['calls']} | {r['prompt_tokens']} | {r['completion_tokens']} "
-                     f"| {r['seconds']} | {r['prompt_tokens_per_s']} | {r['completion_tokens_per_s']} | {r['limit_seconds']} "
-                     f"| {r['share_of_limit']} |")
+                     f"| {r['seconds']} | {r['prompt_tokens_per_s']} | {r['completion_tokens_per_s']} "
+                     f"| {r['limit_seconds']} | {r['share_of_limit']} |")
     return "\n".join(lines)
 
 

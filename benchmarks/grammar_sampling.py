@@ -43,24 +43,20 @@ def run(model: LlamaCppModel, prompts: list[str], sampling: Sampling) -> dict:
     """One batched call, as the audit makes it; the texts, seconds and refusals."""
     conversations = [[Message(role="user", content=p)] for p in prompts]
     model.generate(conversations[:1], sampling.model_copy(update={"max_tokens": 8}))  # warm-up
-    steps = refused = 0
-    sample = model.llama.sample
+    samplers, make = [], model.llama._init_sampler  # each call's sampler, to count its refusals
 
-    def counted(*args, **kwargs):
-        nonlocal steps, refused
-        sampler = model.llama._sampler
-        before = (sampler.steps, sampler.refused) if isinstance(sampler, GrammarLastSampler) else None
-        token = sample(*args, **kwargs)
-        if before is not None:
-            steps, refused = steps + 1, refused + sampler.refused - before[1]
-        return token
+    def recorded(**settings):
+        samplers.append(make(**settings))
+        return samplers[-1]
 
-    model.llama.sample = counted
+    model.llama._init_sampler = recorded
     started = time.perf_counter()
     outputs = [out[0] for out in model.generate(conversations, sampling)]
     seconds = time.perf_counter() - started
     tokens = sum(o.completion_tokens for o in outputs)
     scores = [s for s in (final_score(o.text) for o in outputs) if s is not None]
+    counted = [x for x in samplers if isinstance(x, GrammarLastSampler)]
+    steps, refused = sum(x.steps for x in counted), sum(x.refused for x in counted)
     return {"seconds": round(seconds, 1), "completion_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
             "readable": len(scores), "mean_score": round(statistics.mean(scores), 2) if scores else None,
             "refused_share": round(refused / steps, 3) if steps else None, "texts": [o.text for o in outputs]}

@@ -94,7 +94,7 @@ class GrammarLastSampler:
             raise ValueError("llama.cpp could not build a sampler from the answer schema's grammar")
         self.n_vocab = llama.n_vocab()
         self._all = (llama_cpp.llama_token_data * self.n_vocab)()
-        self.refused = self.masked = self.steps = 0
+        self.refused = self.steps = 0
 
     def sample(self, ctx: Any, idx: int = -1) -> int:
         c = self._c
@@ -114,7 +114,7 @@ class GrammarLastSampler:
 
         c = self._c
         if self.greedy:
-            logits = np.ctypeslib.as_array(c.llama_get_logits_ith(ctx.ctx, idx), shape=(self.n_vocab,))
+            logits = self._logits(ctx, idx)
             best = np.argpartition(-logits, BEST)[:BEST]
             best = best[np.lexsort((best, -logits[best]))]
             allowed = self._allowed(best.tolist(), logits[best].tolist())
@@ -126,7 +126,6 @@ class GrammarLastSampler:
                 token = c.llama_sampler_sample(self.draw.sampler, ctx.ctx, idx)
                 if self._allowed([token])[0]:
                     return token
-        self.masked += 1
         return self._masked_draw(ctx, idx)
 
     def _allowed(self, tokens: list[int], logits: list[float] | None = None) -> list[bool]:
@@ -144,14 +143,19 @@ class GrammarLastSampler:
         import numpy as np
 
         c = self._c
-        logits = np.ctypeslib.as_array(c.llama_get_logits_ith(ctx.ctx, idx), shape=(self.n_vocab,))
         table = np.frombuffer(self._all, dtype=np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)]))
         table["id"] = np.arange(self.n_vocab, dtype=np.int32)
-        table["logit"], table["p"] = logits, 0.0
+        table["logit"], table["p"] = self._logits(ctx, idx), 0.0
         candidates = c.llama_token_data_array(data=self._all, size=self.n_vocab, selected=-1, sorted=False)
         c.llama_sampler_apply(self.grammar, ctypes.byref(candidates))
         c.llama_sampler_apply(self.draw.sampler, ctypes.byref(candidates))
         return int(candidates.data[candidates.selected].id)
+
+    def _logits(self, ctx: Any, idx: int) -> Any:
+        """The context's logits at `idx`, viewed in place (no copy)."""
+        import numpy as np
+
+        return np.ctypeslib.as_array(self._c.llama_get_logits_ith(ctx.ctx, idx), shape=(self.n_vocab,))
 
     def close(self) -> None:
         if self.grammar is not None:
