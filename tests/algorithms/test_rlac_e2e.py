@@ -15,10 +15,12 @@ from coevo.runner import run_experiment
 
 pytestmark = pytest.mark.slow
 
+# Every thread of the machine (torch's and llama.cpp's defaults): the suite runs one test at a
+# time, and alone on 2 cores both threads are faster (BENCHMARKS.md, "Test suite"); the
+# examples' comments say when one thread is right (a machine shared with other heavy jobs).
 COMMON = {
-    "algorithm": "rlac", "iterations": 1, "k": 2, "n": 1, "torch_threads": 1,
-    "roles": {"default": {"options": {"n_threads": 1}},
-              "generator": {"sampling": {"train": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 32},
+    "algorithm": "rlac", "iterations": 1, "k": 2, "n": 1,
+    "roles": {"generator": {"sampling": {"train": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 32},
                                          "eval": {"temperature": 0.0, "max_tokens": 32}}},
               "critic": {"sampling": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 40}},
               "judge": {"sampling": {"entail": {"temperature": 0.0, "max_tokens": 16},

@@ -135,3 +135,14 @@ def test_each_process_samples_with_a_seed_of_its_own(tmp_path):
         draws[rank] = rollout(["a", "b"], trainer)["completion_ids"]
         assert rollout.rank == rank
     assert draws[0] != draws[1]
+
+
+def test_the_ranks_on_one_machine_share_its_cores(monkeypatch):
+    from coevo.train.rollout import _threads_per_process
+
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert _threads_per_process(8) == 8  # one process: every core
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert _threads_per_process(8) == 4 and _threads_per_process(2) == 1
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    assert _threads_per_process(2) == 1  # never none
