@@ -83,8 +83,8 @@ def _rows(out, *, audit=True):
 
 def test_two_processes_make_one_run(tmp_path, taiscore_tiny_run):
     # The judge audit is off here: it runs on rank 0 alone, like every frozen judge's call
-    # (what two processes change is training), and it was a quarter of this test's time
-    # (BENCHMARKS.md, "Test suite"); the one-process run's rows are compared without its rows.
+    # (what two processes change is training), and it was about a quarter of this test's time
+    # (BENCHMARKS.md, "The slow tests, profiled"); the one-process run's rows are compared without its rows.
     two = run_coevo("taiscore_tiny.yaml", tmp_path / "two", [*TAISCORE_TEST_SIZE, "audit.enabled=false"], processes=2,
                     env=ONE_THREAD).summary
     one = taiscore_tiny_run.summary

@@ -101,8 +101,8 @@ def _threads_per_process(cpus: int) -> int:
     """This process's share of the cores: the ranks of a many-process run on one machine
     (torchrun's LOCAL_WORLD_SIZE) sample at the same time, and llama.cpp's threads wait for
     each other by spinning. Measured on 2 cores, the test-sized TAIScore run's GRPO step in two
-    processes (one sample per rank): 43, 112 and 137 s in three runs with 2 threads per rank,
-    68 s with 1 (BENCHMARKS.md, "The slow tests")."""
+    processes (one sample per rank): 43 and 112 s in two runs with 2 threads per rank, 45 s
+    with 1 (BENCHMARKS.md, "The slow tests, profiled")."""
     value = os.environ.get("LOCAL_WORLD_SIZE", "1")
     local = int(value) if value.isdigit() and int(value) > 0 else 1
     return max(1, cpus // local)

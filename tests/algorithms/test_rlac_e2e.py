@@ -16,7 +16,7 @@ from coevo.runner import run_experiment
 pytestmark = pytest.mark.slow
 
 # Every thread of the machine (torch's and llama.cpp's defaults): the suite runs one test at a
-# time, and alone on 2 cores both threads are faster (BENCHMARKS.md, "Test suite"); the
+# time, and alone on 2 cores both threads are faster (BENCHMARKS.md, "The slow tests, profiled"); the
 # examples' comments say when one thread is right (a machine shared with other heavy jobs).
 COMMON = {
     "algorithm": "rlac", "iterations": 1, "k": 2, "n": 1,
