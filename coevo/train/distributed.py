@@ -44,7 +44,16 @@ _keys = itertools.count()
 
 def world_size() -> int:
     """Processes in this run (torchrun / accelerate launch set WORLD_SIZE)."""
-    value = os.environ.get("WORLD_SIZE", "1")
+    return _count("WORLD_SIZE")
+
+
+def local_world_size() -> int:
+    """This run's processes on this machine (torchrun sets LOCAL_WORLD_SIZE): they share its cores."""
+    return _count("LOCAL_WORLD_SIZE")
+
+
+def _count(variable: str) -> int:
+    value = os.environ.get(variable, "1")
     return int(value) if value.isdigit() and int(value) > 0 else 1
 
 

@@ -18,10 +18,11 @@ TRL's sampling; on GPUs `use_vllm` is TRL's fast path).
 from __future__ import annotations
 
 import logging
-import os
 import random
 from pathlib import Path
 from typing import Any
+
+from coevo.train import distributed
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,12 @@ class LlamaCppRollout:
         # One file per process: the ranks of a many-process run write their copies side by side.
         path = export_gguf(self.policy.model, self.workdir / f"policy-rank{self.rank}-step{step}.gguf")
         self.close()
-        self.llama = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=_threads_per_process(_cpus()),
-                           verbose=False)
+        # This rank's share of the cores: the ranks on one machine sample at the same time, and
+        # llama.cpp's threads wait for each other by spinning. Measured on 2 cores, the
+        # test-sized TAIScore run's GRPO step in two processes: 43 and 112 s with 2 threads per
+        # rank, 45 s with 1 (BENCHMARKS.md, "The slow tests, profiled").
+        threads = max(1, _cpus() // distributed.local_world_size())
+        self.llama = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=threads, verbose=False)
         for old in self.workdir.glob(f"policy-rank{self.rank}-step*.gguf"):  # loaded: no longer needed
             if old != path:
                 old.unlink(missing_ok=True)
@@ -95,17 +100,6 @@ class LlamaCppRollout:
             if token in stop_ids or len(ids) >= self.max_tokens:
                 break
         return ids
-
-
-def _threads_per_process(cpus: int) -> int:
-    """This process's share of the cores: the ranks of a many-process run on one machine
-    (torchrun's LOCAL_WORLD_SIZE) sample at the same time, and llama.cpp's threads wait for
-    each other by spinning. Measured on 2 cores, the test-sized TAIScore run's GRPO step in two
-    processes (one sample per rank): 43 and 112 s in two runs with 2 threads per rank, 45 s
-    with 1 (BENCHMARKS.md, "The slow tests, profiled")."""
-    value = os.environ.get("LOCAL_WORLD_SIZE", "1")
-    local = int(value) if value.isdigit() and int(value) > 0 else 1
-    return max(1, cpus // local)
 
 
 def _prompt_ids(tokenizer: Any, prompt: Any) -> list[int]:

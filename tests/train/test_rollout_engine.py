@@ -137,12 +137,36 @@ def test_each_process_samples_with_a_seed_of_its_own(tmp_path):
     assert draws[0] != draws[1]
 
 
-def test_the_ranks_on_one_machine_share_its_cores(monkeypatch):
-    from coevo.train.rollout import _threads_per_process
+def test_the_ranks_on_one_machine_share_its_cores(monkeypatch, tmp_path):
+    from types import SimpleNamespace
 
-    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
-    assert _threads_per_process(8) == 8  # one process: every core
-    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
-    assert _threads_per_process(8) == 4 and _threads_per_process(2) == 1
-    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
-    assert _threads_per_process(2) == 1  # never none
+    import llama_cpp
+
+    import coevo.llm.gguf_export as gguf_export
+    import coevo.llm.llamacpp as llamacpp
+    from coevo.train.rollout import LlamaCppRollout
+
+    threads = []
+
+    class Loaded:
+        def __init__(self, model_path, n_threads, **_):
+            threads.append(n_threads)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(llama_cpp, "Llama", Loaded)
+    monkeypatch.setattr(gguf_export, "export_gguf", lambda model, path: path)
+    monkeypatch.setattr(llamacpp, "_cpus", lambda: 8)
+
+    def loaded_threads(local_processes):
+        if local_processes is None:
+            monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+        else:
+            monkeypatch.setenv("LOCAL_WORLD_SIZE", local_processes)
+        LlamaCppRollout(SimpleNamespace(model=None), tmp_path, temperature=1.0, top_p=1.0, max_tokens=4).sync(0)
+        return threads[-1]
+
+    assert loaded_threads(None) == 8  # one process: every core
+    assert loaded_threads("2") == 4
+    assert loaded_threads("16") == 1  # never none
