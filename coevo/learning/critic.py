@@ -49,12 +49,13 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
             train_prompts: int | None = None, score_train: bool = False,
             learning_rate: float = 5e-5, batch_size: int = 2, num_generations: int = 4,
             eval_every: int | None = None, backend: Backend | None = None,
-            rollout_engine: str = "transformers") -> LearningCurve:
+            rollout_engine: str = "transformers", trl: Mapping[str, Any] | None = None) -> LearningCurve:
     """GRPO on the critic for `steps` (default 8) optimizer steps; the reward of one sampled
     critique per scored prompt and seed before, every `eval_every` steps (default a quarter of
     them) and after. `heldout` prompts are held out and scored; `train_prompts` caps the
     training ones; `score_train` scores the training prompts instead (the fast tests). Models
-    load and train through `backend` (coevo/algorithms/backend.py; default: the real one)."""
+    load and train through `backend` (coevo/algorithms/backend.py; default: the real one);
+    `trl` goes to TRL as a config's `grpo.trl:` block does."""
     from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import make_reward_fn
     from coevo.roles.actor import Actor
@@ -84,10 +85,11 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS), max_prompt_tokens=1024)
     judge = judge_for(reward_kind, backend.load_frozen(reward), Sampling())
     reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)
-    result, points = _grpo(backend, policy, critic, reward_fn, train, y0, _scored_reward(critic, reward_fn, scored, y0, seeds),
-                           work_dir / "critic", steps=steps, eval_every=eval_every or max(1, steps // 4),
-                           learning_rate=learning_rate, batch_size=batch_size, num_generations=num_generations,
-                           seed=seeds[0], rollout_engine=rollout_engine)
+    scored_reward = _scored_reward(critic, reward_fn, scored, y0, seeds)
+    result, points = _grpo(backend, policy, critic, reward_fn, train, y0, scored_reward, work_dir / "critic",
+                           steps=steps, eval_every=eval_every or max(1, steps // 4), learning_rate=learning_rate,
+                           batch_size=batch_size, num_generations=num_generations, seed=seeds[0],
+                           rollout_engine=rollout_engine, trl=dict(trl or {}))
     notes.append(_grpo_note(result))
     which = "training" if score_train else "held-out"
     return curve_record(
@@ -95,7 +97,8 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
         reward=reward, points=points, seconds=time.perf_counter() - started, seeds=seeds,
         settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored), "scored": which,
                   "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
-                  "beta": 0.0, "max_completion_length": CRITIQUE_TOKENS, "reward_kind": reward_kind},
+                  "beta": 0.0, "max_completion_length": CRITIQUE_TOKENS, "reward_kind": reward_kind,
+                  **({"trl": dict(trl)} if trl else {})},
         notes=notes)
 
 
@@ -138,7 +141,8 @@ def _scored_reward(critic: Critic, reward_fn: Callable[..., list[float]], scored
 def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],
           y0: Mapping[str, str], measure: Callable[[], dict[str, float]], out: Path, *, steps: int, eval_every: int,
           learning_rate: float, batch_size: int, num_generations: int, seed: int,
-          rollout_engine: str = "transformers") -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
+          rollout_engine: str = "transformers",
+          trl: dict[str, Any] | None = None) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
     """TRL's GRPO of the critic `policy` on its critique prompts of the training (x, y0) for
     `steps` optimizer steps (no KL term), measured before, every `eval_every` steps and after."""
     from coevo.train.grpo import GRPOSettings
@@ -146,7 +150,7 @@ def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[...
     settings = GRPOSettings(num_generations=num_generations, beta=0.0, learning_rate=learning_rate,
                             batch_size=batch_size, grad_accum=num_generations, max_prompt_length=1024,
                             max_completion_length=CRITIQUE_TOKENS, max_steps=steps, epochs=100,
-                            save_steps=10_000, seed=seed, rollout_engine=rollout_engine)
+                            save_steps=10_000, seed=seed, rollout_engine=rollout_engine, trl=trl or {})
     prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in train]
     extra = {"x": [s.prompt for s in train], "y0": [y0[s.id] for s in train], "sample_id": [s.id for s in train]}
     return train_measuring(lambda callbacks: backend.train_grpo(policy, prompts, reward_fn, settings, out, resume=False,

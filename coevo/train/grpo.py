@@ -297,8 +297,7 @@ def _grpo_trainer(policy: LocalModel, dataset: datasets.Dataset, reward: _Timed,
     """TRL's `GRPOTrainer` on the policy, its KL reference set to the policy at entry: loaded
     by TRL from the folder that holds the entry weights where there is one (`origin_named`;
     right under ZeRO-3 / FSDP too), else copied in (`_reference_is_policy_at_entry`)."""
-    from trl import GRPOTrainer
-
+    GRPOTrainer = trl_grpo_trainer(use_vllm=bool(getattr(args, "use_vllm", False)))
     folder = entry_folder(policy)
     with origin_named(policy.model, folder):
         trainer = GRPOTrainer(
@@ -313,6 +312,32 @@ def _grpo_trainer(policy: LocalModel, dataset: datasets.Dataset, reward: _Timed,
     if folder is None:
         _reference_is_policy_at_entry(trainer, policy.model)
     return trainer
+
+
+def trl_grpo_trainer(*, use_vllm: bool) -> type:
+    """TRL's `GRPOTrainer` class. Unless this stage samples on vLLM, its module is imported as if
+    vLLM were not installed: TRL imports vLLM with it whenever vLLM is installed (coevo's
+    frozen roles may serve on it), which cost a training process ~4 s and ~190 MB it never
+    used (BENCHMARKS.md, "TRL without vLLM")."""
+    import importlib
+    import importlib.util
+    import sys
+
+    if not use_vllm and "trl.trainer.grpo_trainer" not in sys.modules and "vllm" not in sys.modules:
+        # A None entry in sys.modules is Python's "this module cannot be imported": find_spec
+        # answers None, so TRL's is_vllm_available() is False while its modules load.
+        sys.modules["vllm"] = None  # type: ignore[assignment]
+        try:
+            importlib.import_module("trl.trainer.grpo_trainer")
+        finally:
+            del sys.modules["vllm"]
+    from trl import GRPOTrainer
+
+    loaded_without = not hasattr(sys.modules["trl.generation.vllm_generation"], "LLM")
+    if use_vllm and loaded_without and importlib.util.find_spec("vllm") is not None:
+        raise TrainError("TRL's GRPO was loaded without vLLM earlier in this process (a stage without "
+                         "grpo.use_vllm ran first); run the stage with use_vllm: true in a new process")
+    return GRPOTrainer
 
 
 def _time_generation(trainer: Any) -> _Timed | None:

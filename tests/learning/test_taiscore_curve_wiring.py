@@ -103,9 +103,11 @@ def test_actor_curve_without_a_preferred_revision_says_so(fakes, tmp_path):
 def test_critic_curve_trains_grpo_on_the_critique_prompts_and_measures_the_reward(fakes, tmp_path):
     engine, trained = fakes
     curve = critic.measure(steps=4, seeds=[0, 1], work_dir=tmp_path / "w", heldout=2, train_prompts=3,
-                           score_train=True, num_generations=2, batch_size=2)
+                           score_train=True, num_generations=2, batch_size=2, trl={"gradient_checkpointing": False})
     assert trained["kind"] == "grpo" and trained["policy"] is engine
     prompts, settings = trained["data"], trained["settings"]
+    assert settings.trl == {"gradient_checkpointing": False}  # to TRL, as a config's grpo.trl: block
+    assert curve.settings["trl"] == {"gradient_checkpointing": False}
     assert len(prompts) == 3 and all("Your Critique:" in p[0]["content"] for p in prompts)
     assert (settings.max_steps, settings.beta, settings.num_generations, settings.grad_accum, settings.seed) == (
         4, 0.0, 2, 2, 0)

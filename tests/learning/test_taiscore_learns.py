@@ -27,7 +27,10 @@ pytestmark = pytest.mark.slow
 def test_critic_grpo_makes_critiques_as_short_as_its_reward_asks(tmp_path):
     curve = critic.measure(reward="python:coevo.learning.rewards:concise_critique", steps=3, seeds=[0, 1],
                            work_dir=tmp_path, heldout=1, train_prompts=4, score_train=True, learning_rate=2e-4,
-                           batch_size=2, eval_every=3, rollout_engine="llamacpp")
+                           batch_size=2, eval_every=3, rollout_engine="llamacpp",
+                           # Activations held, not recomputed: 0.8x the update's time at these
+                           # shapes, the same gradients (BENCHMARKS.md, "Gradient checkpointing").
+                           trl={"gradient_checkpointing": False})
     print(curve.model_dump_json(indent=1))
     assert curve.steps == 3 and curve.n == 8
     # The reward is 1 at <= 25 words, 0 at >= 60; the base critic fills its 64 tokens (~0.2).

