@@ -17,9 +17,12 @@ running then:
 
 Phases nest: `seconds` includes the phases inside, `self_s` does not. Memory: `peak_rss_mb`
 is the highest sample taken inside the phase; the load table gives each load's growth of the
-resident set, which is what holds the memory.
+resident set. `--ledger` adds what holds the resident set at each optimizer step of either
+stage (gradients and the optimizer's state present, the step's activations freed): every
+model's weights and gradients by owner, the optimizer's state, llama.cpp's GGUF files mapped
+in, shared libraries, and the rest of the heap (`memory_ledger`).
 
-    .venv/bin/python benchmarks/stage_profile.py [--engine llamacpp] [--prompts 5] [--json FILE] [--out DIR]
+    .venv/bin/python benchmarks/stage_profile.py [--engine llamacpp] [--prompts 5] [--ledger] [--json FILE] [--out DIR]
     .venv/bin/python benchmarks/stage_profile.py --compare A.json B.json ...   # a markdown table
 """
 
@@ -54,6 +57,7 @@ class Phases:
         self.calls: dict[tuple[str, ...], int] = defaultdict(int)
         self.peak: dict[tuple[str, ...], float] = defaultdict(float)
         self.loads: list[dict[str, Any]] = []
+        self.ledgers: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, args=(interval,), daemon=True)
         self._sampler.start()
@@ -146,6 +150,79 @@ def instrument(phases: Phases) -> None:
     AcceleratedOptimizer.step = phases.wrap("optimizer", AcceleratedOptimizer.step)
 
 
+def memory_ledger(trainer: Any, optimizer: Any) -> dict[str, Any]:
+    """What holds this process's resident memory now, in MB: each model in memory (found by the
+    garbage collector; a model inside another counted once, with its owner) by its weights and
+    gradients, the optimizer's state, and from /proc/self/smaps (Rss and Pss) the safetensors
+    files transformers maps the weights from, the GGUF files llama.cpp has mapped in, the
+    shared libraries, and the anonymous rest (gradients, the optimizer's state, weights
+    written since loaded, Python objects, torch's and llama.cpp's buffers, the free heap)."""
+    import gc
+    import warnings
+
+    import torch
+
+    def tensor_mb(tensors: Any) -> float:
+        seen: dict[int, int] = {}  # tied weights share storage: counted once
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.device.type == "cpu" and not t.is_meta:
+                seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return sum(seen.values()) / 2**20
+
+    with warnings.catch_warnings():  # isinstance() touches torch's deprecated module attributes
+        warnings.simplefilter("ignore")
+        modules = [o for o in gc.get_objects() if isinstance(o, torch.nn.Module) and hasattr(o, "config")]
+    inner = {id(m) for o in modules for m in o.modules() if m is not o}
+    names = {id(getattr(trainer, "model", None)): "trained policy",
+             id(getattr(trainer, "ref_model", None)): "reference"}
+    models = []
+    for model in (m for m in modules if id(m) not in inner):
+        params = list(model.parameters())
+        models.append({"model": names.get(id(model), f"other ({type(model).__name__})"),
+                       "weights_mb": round(tensor_mb(params), 1),
+                       "grads_mb": round(tensor_mb(p.grad for p in params if p.grad is not None), 1)})
+    state = getattr(optimizer, "optimizer", optimizer).state
+    optimizer_mb = tensor_mb(t for entry in state.values() for t in entry.values())
+    # Rss counts a page once per mapping of it, Pss once in all (shared pages split between
+    # their mappings): two models mapping the same safetensors file count twice in Rss only.
+    smaps: dict[str, float] = defaultdict(float)
+    path = ""
+    with open("/proc/self/smaps") as handle:
+        for line in handle:
+            head = line.split()
+            if head and "-" in head[0] and ":" not in head[0]:  # a mapping's header line
+                path = head[5] if len(head) > 5 else ""
+            elif line.startswith(("Rss:", "Pss:")):
+                kind = "gguf" if path.endswith(".gguf") else "libraries" if ".so" in path else (
+                    "safetensors" if path.endswith(".safetensors") else "other files" if path.startswith("/")
+                    else "anonymous")
+                smaps[f"{head[0][:-1].lower()}_{kind}"] += int(head[1]) / 1024
+    totals = {f"{k}_mb": round(sum(mb for key, mb in smaps.items() if key.startswith(k))) for k in ("rss", "pss")}
+    return {**totals, "models": models, "optimizer_state_mb": round(optimizer_mb, 1),
+            **{f"{kind}_mb": round(mb) for kind, mb in sorted(smaps.items())}}
+
+
+def take_ledgers(phases: Phases) -> None:
+    """File a `memory_ledger` under `phases.ledgers` at every optimizer step, just before it."""
+    import trl
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    current: dict[str, Any] = {}
+    for cls in (trl.GRPOTrainer, trl.DPOTrainer):
+        def remembering(self: Any, *args: Any, _step: Any = cls.training_step, **kwargs: Any) -> Any:
+            current["trainer"] = self
+            return _step(self, *args, **kwargs)
+        cls.training_step = functools.wraps(cls.training_step)(remembering)
+    step = AcceleratedOptimizer.step
+
+    def with_ledger(self: Any, *args: Any, **kwargs: Any) -> Any:
+        trainer = current.get("trainer")
+        phases.ledgers.append({"stage": type(trainer).__name__, **memory_ledger(trainer, self)})
+        return step(self, *args, **kwargs)
+
+    AcceleratedOptimizer.step = functools.wraps(step)(with_ledger)
+
+
 def _stage_signals(summary: dict[str, Any]) -> dict[str, Any]:
     """The quickstart's learning signals (issue 9's targets), to check a faster path kept them."""
     keys = ("grpo_zero_std_fraction", "grpo_clipped_ratio", "critic_weight_delta", "actor_weight_delta",
@@ -189,7 +266,13 @@ def main() -> int:
                              "issue 25's prefix reuse): the A/B of benchmarks/judge_prefix.py on a whole run")
     parser.add_argument("--grammar-first", action="store_true",
                         help="schema-bound llama.cpp calls mask every candidate before each draw (coevo before "
-                             "issue 25's grammar-last sampling): the A/B of benchmarks/grammar_sampling.py on a whole run")
+                             "issue 25's grammar-last sampling): the A/B of benchmarks/grammar_sampling.py on a "
+                             "whole run")
+    parser.add_argument("--no-parking", action="store_true",
+                        help="a role's transformers weights stay in memory while the other role trains (coevo "
+                             "before issue 25's parking, coevo/train/parking.py)")
+    parser.add_argument("--ledger", action="store_true",
+                        help="also record what holds the memory at each optimizer step (memory_ledger)")
     args = parser.parse_args()
     from coevo.llm.llamacpp import LlamaCppModel
 
@@ -197,12 +280,20 @@ def main() -> int:
         LlamaCppModel.__init__ = functools.partialmethod(LlamaCppModel.__init__, reuse_prefix=False)
     if args.grammar_first:
         LlamaCppModel.__init__ = functools.partialmethod(LlamaCppModel.__init__, grammar_last=False)
+    if args.no_parking:
+        import contextlib
+
+        from coevo.algorithms.taiscore.engines import GenerationCopy
+
+        GenerationCopy.parked = lambda self, checkpoint, stage: contextlib.nullcontext()
 
     from coevo.quickstart import quickstart_config
     from coevo.runner import run_experiment
 
     phases = Phases()
     instrument(phases)
+    if args.ledger:  # after instrument(): the optimizer's timer then holds no ledger's time
+        take_ledgers(phases)
     out = args.out or Path(tempfile.mkdtemp(prefix="stage-profile-")) / "run"
     began = time.perf_counter()
     run = phases.wrap("run", run_experiment)
@@ -213,9 +304,11 @@ def main() -> int:
     phases.close()
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
               "load_average_at_end": os.getloadavg(), "wall_s": round(wall, 1), "prompts": args.prompts,
-              "engine": args.engine, "prefix_reuse": not args.no_prefix_reuse, "grpo": _stage_signals(summary),
+              "engine": args.engine, "prefix_reuse": not args.no_prefix_reuse,
+              "parking": not args.no_parking, "grpo": _stage_signals(summary),
               "run": str(out), "peak_rss_mb": round(max(phases.peak.values(), default=0.0)),
-              "phases": phases.rows(), "loads": phases.loads, "cost": summary.get("cost")}
+              "phases": phases.rows(), "loads": phases.loads, "ledgers": phases.ledgers,
+              "cost": summary.get("cost")}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2))
     width = max(len(row["phase"]) for row in report["phases"])
@@ -225,6 +318,8 @@ def main() -> int:
               f"{row['peak_rss_mb']:>11}")
     for load in report["loads"]:
         print(json.dumps(load))
+    for ledger in report["ledgers"]:
+        print(json.dumps(ledger))
     print(f"wall {report['wall_s']} s, peak RSS {report['peak_rss_mb']} MB -> {args.json}")
     return 0
 

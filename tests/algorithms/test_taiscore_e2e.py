@@ -62,7 +62,12 @@ def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
     # A quiet console: TRL's per-step dicts and library warnings went to RUN/coevo.log only.
     terminal = taiscore_tiny_run.terminal
     assert "{'loss'" not in terminal and "FutureWarning" not in terminal and "UserWarning" not in terminal
-    assert "{'loss'" in (out / "coevo.log").read_text()
+    run_log = (out / "coevo.log").read_text()
+    assert "{'loss'" in run_log
+    # Each role generates on llama.cpp: its transformers weights were parked while the other
+    # trained (and reloaded: the actor's DPO above moved them from where they were).
+    assert "round1/critic: the actor generates on llamacpp" in run_log
+    assert "round1/actor: the critic generates on llamacpp" in run_log
     # TRL's history of both stages in the store; a model card beside each checkpoint.
     from coevo.store import RunStore
 

@@ -7,12 +7,16 @@ are now (`llm/gguf_export.py`; ~100 tokens/s here; Llama-architecture models). A
 again only when the role's checkpoint changes (π_{r-1} until the round's stage ends, then
 π_r), the old one closed. A copy's model id names its weights (the GGUF's digest, the
 checkpoint folder), so the call cache never answers one set of weights with another's.
+While the other role trains, a role with an engine copy needs its transformers weights for
+nothing: `parked` frees them for the stage (coevo/train/parking.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +35,7 @@ class GenerationCopy:
         self.backend, self.role, self.spec, self.options = backend, role, spec, options
         self.local, self.engine, self.folder = local, engine, Path(folder)
         self._held: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
+        self._parked = False
 
     def model(self, checkpoint: str | None) -> Any:
         """The model to generate with while the role's latest weights are `checkpoint`'s (None:
@@ -38,6 +43,8 @@ class GenerationCopy:
         if self.engine == "transformers":
             return self.local
         if self._held is None or self._held[0] != checkpoint:
+            if self._parked:  # a copy of freed weights would be empty: a bug in the caller
+                raise RuntimeError(f"the {self.role}'s weights are parked; no copy of {checkpoint} can be made now")
             self.close()
             if self.engine == "vllm":
                 model, shared = self.backend.load_copy(self.spec, checkpoint, **self.options)
@@ -55,6 +62,24 @@ class GenerationCopy:
                 shared = False
             self._held = (checkpoint, model, shared)
         return self._held[1]
+
+    @contextlib.contextmanager
+    def parked(self, checkpoint: str | None, stage: str) -> Iterator[None]:
+        """While `stage` (another role's training) runs, the role generates only from its
+        engine copy of `checkpoint` (made now if it is not there yet), and its trained model's
+        weights are freed, to be reloaded after. The transformers engine generates with those
+        weights: nothing is parked then."""
+        from coevo.train.parking import parked
+
+        if self.model(checkpoint) is self.local:
+            yield
+            return
+        with parked(self.local, f"{stage}: the {self.role} generates on {self.engine}") as freed:
+            self._parked = freed
+            try:
+                yield
+            finally:
+                self._parked = False
 
     def close(self) -> None:
         """Stop the copy (unless shared: vLLM's base engine) and remove its GGUF file."""

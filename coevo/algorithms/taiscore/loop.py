@@ -31,6 +31,7 @@ stage is recorded with `store.finish_step` and only reloaded on `--resume`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -164,6 +165,12 @@ class ConditionRun:
         the round's DPO stage ends, then π_r)."""
         return self.copies["actor"].model(self.checkpoints["actor"])
 
+    def idle(self, role: str, stage: str) -> contextlib.AbstractContextManager[None]:
+        """While the other role trains in `stage`, `role`'s trained weights are freed where it
+        generates from an engine copy (taiscore/engines.py): one copy of them where one serves."""
+        copy = self.copies.get(role)
+        return copy.parked(self.checkpoints[role], stage) if copy is not None else contextlib.nullcontext()
+
     def close(self) -> None:
         """Stop the trained roles' engine copies."""
         for copy in self.copies.values():
@@ -193,8 +200,9 @@ class ConditionRun:
         prefix = f"{self.tag}/round{r}"
         metrics: dict[str, float | None] = {}
         if self.critic_local is not None:
-            metrics |= self.train_stage(f"{prefix}/critic", r, "grpo", self.critic_local, self.grpo_settings,
-                                        lambda: self._train_critic(prefix, shard_ids, y0))
+            with self.idle("actor", f"{prefix}/critic"):  # the reward's revisions come from its engine copy
+                metrics |= self.train_stage(f"{prefix}/critic", r, "grpo", self.critic_local, self.grpo_settings,
+                                            lambda: self._train_critic(prefix, shard_ids, y0))
         return metrics | _reward_metrics(self.store, f"{prefix}/grpo", self.plan.reward)
 
     def train_stage(self, name: str, r: int, kind: str, model: Any, settings: Any,
@@ -241,8 +249,9 @@ class ConditionRun:
         prefix = f"{self.tag}/round{r}"
         chosen, counts = self.preferred_revisions(prefix, shard_ids, y0)
         metrics: dict[str, float | None] = {f"pairs_{k}": float(v) for k, v in vars(counts).items()}
-        return metrics | self.train_stage(f"{prefix}/actor", r, "dpo", self.actor_local, self.dpo_settings,
-                                          lambda: self._train_actor(r, chosen, counts))
+        with self.idle("critic", f"{prefix}/actor"):
+            return metrics | self.train_stage(f"{prefix}/actor", r, "dpo", self.actor_local, self.dpo_settings,
+                                              lambda: self._train_actor(r, chosen, counts))
 
     def preferred_revisions(self, prefix: str, shard_ids: Sequence[int], y0: dict[str, str]
                             ) -> tuple[list[Rollout], PairCounts]:
