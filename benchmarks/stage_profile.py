@@ -19,10 +19,12 @@ Phases nest: `seconds` includes the phases inside, `self_s` does not. Memory: `p
 is the highest sample taken inside the phase; the load table gives each load's growth of the
 resident set. `--ledger` adds what holds the resident set at each optimizer step of either
 stage (gradients and the optimizer's state present, the step's activations freed): every
-model's weights and gradients by owner, the optimizer's state, llama.cpp's GGUF files mapped
-in, shared libraries, and the rest of the heap (`memory_ledger`).
+model's weights and gradients by owner, the optimizer's state, and as Rss and Pss the
+safetensors files the weights are mapped from, llama.cpp's GGUF files, shared libraries and
+the anonymous rest (`memory_ledger`). `--no-parking` keeps an idle role's weights in memory.
 
-    .venv/bin/python benchmarks/stage_profile.py [--engine llamacpp] [--prompts 5] [--ledger] [--json FILE] [--out DIR]
+    .venv/bin/python benchmarks/stage_profile.py [--engine llamacpp] [--prompts 5] [--ledger] [--no-parking]
+        [--json FILE] [--out DIR]
     .venv/bin/python benchmarks/stage_profile.py --compare A.json B.json ...   # a markdown table
 """
 
