@@ -17,9 +17,10 @@ y1 too (slower: one revision per critique).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,9 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     them) and after. `heldout` prompts are held out and scored; `train_prompts` caps the
     training ones; `score_train` scores the training prompts instead (the fast tests). Models
     load and train through `backend` (coevo/algorithms/backend.py; default: the real one);
-    `trl` goes to TRL as a config's `grpo.trl:` block does."""
+    `trl` goes to TRL as a config's `grpo.trl:` block does. With `rollout_engine="llamacpp"`
+    the GRPO samples and the measured critiques both come from llama.cpp copies of the
+    critic's current weights."""
     from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import make_reward_fn
     from coevo.roles.actor import Actor
@@ -85,7 +88,8 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS), max_prompt_tokens=1024)
     judge = judge_for(reward_kind, backend.load_frozen(reward), Sampling())
     reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)
-    scored_reward = _scored_reward(critic, reward_fn, scored, y0, seeds)
+    scored_reward = _scored_reward(critic, reward_fn, scored, y0, seeds,
+                                   _engine_copy(backend, policy, rollout_engine, work_dir / "measure"))
     result, points = _grpo(backend, policy, critic, reward_fn, train, y0, scored_reward, work_dir / "critic",
                            steps=steps, eval_every=eval_every or max(1, steps // 4), learning_rate=learning_rate,
                            batch_size=batch_size, num_generations=num_generations, seed=seeds[0],
@@ -98,6 +102,7 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
         settings={"model": model, "train_prompts": len(train), "scored_prompts": len(scored), "scored": which,
                   "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
                   "beta": 0.0, "max_completion_length": CRITIQUE_TOKENS, "reward_kind": reward_kind,
+                  "rollout_engine": rollout_engine,
                   **({"trl": dict(trl)} if trl else {})},
         notes=notes)
 
@@ -121,21 +126,55 @@ def _with_failures(train: list[Sample], scored: list[Sample], y0: Mapping[str, s
     return train, scored
 
 
+def _engine_copy(backend: Backend, policy: Any, engine: str, folder: Path) -> Callable[[int], Any] | None:
+    """Where the measured critiques come from: on the rollout's engine, `copy(n)` is a copy of
+    the weights as they are at the n-th measurement (issue 25: every generation of a trained
+    role outside its own optimizer step runs on an engine); None: the trained model itself."""
+    if engine != "llamacpp":
+        return None
+    return lambda n: backend.load_gguf_copy(policy, folder / f"critic-{n}.gguf")
+
+
 def _scored_reward(critic: Critic, reward_fn: Callable[..., list[float]], scored: list[Sample],
-                   y0: Mapping[str, str], seeds: list[int]) -> Callable[[], dict[str, float]]:
+                   y0: Mapping[str, str], seeds: list[int],
+                   engine_copy: Callable[[int], Any] | None = None) -> Callable[[], dict[str, float]]:
     """The measurement: per (scored prompt, seed) the reward of one critique of its y0 the
-    critic samples."""
+    critic samples; from `engine_copy(n)`, an engine copy of its weights as they are at the
+    n-th measurement, where one is given, else from the trained model itself."""
+    measurements = 0
+
     def scored_reward() -> dict[str, float]:
-        scores: dict[str, float] = {}
-        for seed in seeds:
-            critic.sampling = critic.sampling.model_copy(update={"seed": seed})
-            critiques = [c[0] for c in critic.critique([s.prompt for s in scored], [y0[s.id] for s in scored])]
-            values = reward_fn([None] * len(scored), critiques, x=[s.prompt for s in scored],
-                               y0=[y0[s.id] for s in scored], sample_id=[s.id for s in scored])
-            scores |= {f"{s.id}#{seed}": float(v) for s, v in zip(scored, values)}
+        nonlocal measurements
+        measurements += 1
+        with _generating_on(critic, engine_copy(measurements) if engine_copy else None):
+            scores: dict[str, float] = {}
+            for seed in seeds:
+                critic.sampling = critic.sampling.model_copy(update={"seed": seed})
+                critiques = [c[0] for c in critic.critique([s.prompt for s in scored], [y0[s.id] for s in scored])]
+                values = reward_fn([None] * len(scored), critiques, x=[s.prompt for s in scored],
+                                   y0=[y0[s.id] for s in scored], sample_id=[s.id for s in scored])
+                scores |= {f"{s.id}#{seed}": float(v) for s, v in zip(scored, values)}
         return scores
 
     return scored_reward
+
+
+@contextlib.contextmanager
+def _generating_on(critic: Critic, copy: Any) -> Iterator[None]:
+    """The critic writes with `copy` (None: its own model) inside; the copy is closed and its
+    file removed after. Its prompts stay the trained model's: the token budget is counted
+    with the same tokenizer."""
+    if copy is None:
+        yield
+        return
+    _ = critic.count_tokens  # resolved on the trained model before the swap
+    trained, critic.model = critic.model, copy
+    try:
+        yield
+    finally:
+        critic.model = trained
+        copy.close()
+        Path(copy.path).unlink(missing_ok=True)
 
 
 def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],

@@ -68,6 +68,9 @@ def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
     # trained (and reloaded: the actor's DPO above moved them from where they were).
     assert "round1/critic: the actor generates on llamacpp" in run_log
     assert "round1/actor: the critic generates on llamacpp" in run_log
+    # And while a role trains, its copy of the weights it started from is closed.
+    assert "round1/critic: the critic's llamacpp copy of its previous weights closed" in run_log
+    assert "round1/actor: the actor's llamacpp copy of its previous weights closed" in run_log
     # TRL's history of both stages in the store; a model card beside each checkpoint.
     from coevo.store import RunStore
 

@@ -139,3 +139,32 @@ def test_critic_curve_on_named_failures_keeps_the_prompts_whose_y0_breaks_a_cons
 def test_critic_curve_refuses_an_unknown_reward_kind(tmp_path):
     with pytest.raises(ValueError, match="reward_kind must be critique_quality or taiscore"):
         critic.measure(reward_kind="nicest", work_dir=tmp_path)
+
+
+def test_critic_curve_on_llamacpp_measures_copies_of_the_weights_as_they_are_then(fakes, tmp_path):
+    """`rollout_engine="llamacpp"`: each measurement's critiques come from a new engine copy
+    of the policy (here a long critique: reward 0, where the policy itself writes a short
+    one), closed and its file removed after; GRPO's prompts stay the policy's."""
+    engine, trained = fakes
+    copies = []
+
+    class Copy(ReplayModel):
+        def __init__(self, local, path):
+            super().__init__(rules=[{"completions": ["word " * 70]}])
+            self.path, self.closed = path, False
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("gguf")
+            assert local is engine  # a copy of the trained policy
+            copies.append(self)
+
+        def close(self):
+            self.closed = True
+
+    backend_module.default_backend().load_gguf_copy = Copy
+    curve = critic.measure(steps=2, seeds=[0, 1], work_dir=tmp_path / "w", heldout=2, train_prompts=3,
+                           score_train=True, num_generations=2, eval_every=1, rollout_engine="llamacpp")
+    assert [step for step, _ in curve.curve] == [0, 1, 2] and curve.before == curve.after == 0.0
+    assert len(copies) == 3 and all(c.closed and not c.path.exists() for c in copies)
+    assert [c.path.name for c in copies] == ["critic-1.gguf", "critic-2.gguf", "critic-3.gguf"]
+    assert trained["policy"] is engine and curve.settings["rollout_engine"] == "llamacpp"
+    assert all(len(c.calls) == 6 for c in copies)  # 3 prompts x 2 seeds

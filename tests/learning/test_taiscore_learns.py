@@ -6,7 +6,9 @@ A moved weight says nothing about direction; this says the direction is the rewa
 The critiques GRPO trains on are sampled the way the shipped configs sample them: by
 llama.cpp from the policy's weights, re-exported after every optimizer step
 (`rollout_engine="llamacpp"`, coevo/train/rollout.py), so a rollout that fell behind the
-weights would show here as no gain.
+weights would show here as no gain. The measured critiques come from llama.cpp too, a copy of
+the weights as they are at each measurement, as the loop's evaluation writes them (0.74x the
+measurement's time in transformers: BENCHMARKS.md).
 
 Kept small for CI (4 prompts, 3 steps at a high learning rate: about 3 minutes here); benchmarks/learning_curves.py
 runs the loops at full size on held-out prompts (BENCHMARKS.md, "Learning curves"). The
@@ -34,8 +36,9 @@ def test_critic_grpo_makes_critiques_as_short_as_its_reward_asks(tmp_path):
     print(curve.model_dump_json(indent=1))
     assert curve.steps == 3 and curve.n == 8
     # The reward is 1 at <= 25 words, 0 at >= 60; the base critic fills its 64 tokens (~0.2).
-    # Measured here on this path: 3 steps at 2e-4 moved it 0.204 -> 0.950 (+0.746 [+0.604, +0.868]);
-    # on TRL's own sampling 0.204 -> 0.875 (+0.671 [+0.575, +0.779]); 4 steps at 1e-4 +0.386
-    # [+0.225, +0.579]; 6 steps at 3e-5 +0.114. The margin leaves room for another CPU.
+    # Measured here on this path: 3 steps at 2e-4 moved it 0.207 -> 1.000 (+0.793 [+0.693, +0.886];
+    # measured in transformers 0.204 -> 1.000); on TRL's own sampling 0.204 -> 0.875 (+0.671
+    # [+0.575, +0.779]); 4 steps at 1e-4 +0.386 [+0.225, +0.579]; 6 steps at 3e-5 +0.114. The
+    # margin leaves room for another CPU.
     assert curve.gain >= 0.25, curve
     assert curve.gain_ci[0] > 0, curve

@@ -87,11 +87,11 @@ class _Backend:
     """Stands in for the backend's GGUF export: the copy is a named object."""
 
     def __init__(self):
-        self.copies = []
+        self.copies, self.closed = [], []
 
     def load_gguf_copy(self, local, path):
         self.copies.append(path)
-        return type("Copy", (), {"path": None, "close": lambda self: None})()
+        return type("Copy", (), {"path": None, "close": lambda _: self.closed.append(path)})()
 
 
 def test_a_role_on_an_engine_copy_is_parked_while_the_other_trains(tiny, tmp_path):
@@ -110,3 +110,16 @@ def test_a_role_that_generates_with_its_own_weights_keeps_them(tiny, tmp_path):
     copy = GenerationCopy(_Backend(), "actor", "smollm2", {}, tiny, "transformers", tmp_path / "engines")
     with copy.parked(None, "round1/critic"):
         assert all(p.numel() > 0 for p in tiny.model.parameters())
+
+
+def test_a_role_training_itself_holds_no_copy_of_the_weights_it_starts_from(tiny, tmp_path, caplog):
+    backend = _Backend()
+    copy = GenerationCopy(backend, "critic", "smollm2", {}, tiny, "llamacpp", tmp_path / "engines")
+    copy.model(None)  # round 0's evaluation wrote with a copy of the base weights
+    with caplog.at_level("INFO", logger="coevo.algorithms.taiscore.engines"), copy.training("round1/critic"):
+        assert backend.closed == backend.copies  # closed as the stage starts, not after it
+        assert "round1/critic: the critic's llamacpp copy of its previous weights closed" in caplog.text
+        with pytest.raises(RuntimeError, match="the critic is training in round1/critic"):
+            copy.model(None)
+    copy.model("checkpoints/round1/critic/final")  # the stage's weights, after it
+    assert len(backend.copies) == 2 and len(backend.closed) == 1

@@ -8,7 +8,9 @@ again only when the role's checkpoint changes (π_{r-1} until the round's stage 
 π_r), the old one closed. A copy's model id names its weights (the GGUF's digest, the
 checkpoint folder), so the call cache never answers one set of weights with another's.
 While the other role trains, a role with an engine copy needs its transformers weights for
-nothing: `parked` frees them for the stage (coevo/train/parking.py).
+nothing: `parked` frees them for the stage (coevo/train/parking.py). While the role itself
+trains, its copy of the weights it starts from serves nothing (the stage ends with new
+weights, and the next copy is of those): `training` closes it for the stage.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class GenerationCopy:
         self.local, self.engine, self.folder = local, engine, Path(folder)
         self._held: tuple[str | None, Any, bool] | None = None  # (checkpoint, model, shared)
         self._parked = False
+        self._training: str | None = None  # the role's own stage, while it runs
 
     def model(self, checkpoint: str | None) -> Any:
         """The model to generate with while the role's latest weights are `checkpoint`'s (None:
@@ -43,6 +46,9 @@ class GenerationCopy:
         if self.engine == "transformers":
             return self.local
         if self._held is None or self._held[0] != checkpoint:
+            if self._training:  # a copy of weights in the middle of a stage: a bug in the caller
+                raise RuntimeError(f"the {self.role} is training in {self._training}; no copy of its weights can be "
+                                   "made before the stage ends")
             if self._parked:  # a copy of freed weights would be empty: a bug in the caller
                 raise RuntimeError(f"the {self.role}'s weights are parked; no copy of {checkpoint} can be made now")
             self.close()
@@ -80,6 +86,21 @@ class GenerationCopy:
                 yield
             finally:
                 self._parked = False
+
+    @contextlib.contextmanager
+    def training(self, stage: str) -> Iterator[None]:
+        """While the role itself trains in `stage`: its copy is closed now, not when the next
+        one is made after the stage, so its memory (the GGUF's pages, llama.cpp's context) is
+        free for the stage's peak; no copy can be made until the stage ends."""
+        if self._held is not None and self.engine != "transformers":
+            log.info("%s: the %s's %s copy of its previous weights closed while it trains", stage, self.role,
+                     self.engine)
+        self.close()
+        self._training = stage
+        try:
+            yield
+        finally:
+            self._training = None
 
     def close(self) -> None:
         """Stop the copy (unless shared: vLLM's base engine) and remove its GGUF file."""

@@ -171,6 +171,12 @@ class ConditionRun:
         copy = self.copies.get(role)
         return copy.parked(self.checkpoints[role], stage) if copy is not None else contextlib.nullcontext()
 
+    def training(self, role: str, stage: str) -> contextlib.AbstractContextManager[None]:
+        """While `role` trains in `stage`, its engine copy of the weights it starts from is
+        closed (taiscore/engines.py): the stage's peak holds no stale copy."""
+        copy = self.copies.get(role)
+        return copy.training(stage) if copy is not None else contextlib.nullcontext()
+
     def close(self) -> None:
         """Stop the trained roles' engine copies."""
         for copy in self.copies.values():
@@ -200,7 +206,9 @@ class ConditionRun:
         prefix = f"{self.tag}/round{r}"
         metrics: dict[str, float | None] = {}
         if self.critic_local is not None:
-            with self.idle("actor", f"{prefix}/critic"):  # the reward's revisions come from its engine copy
+            # The reward's revisions come from the actor's engine copy; the critic's samples from
+            # GRPO's own rollout.
+            with self.idle("actor", f"{prefix}/critic"), self.training("critic", f"{prefix}/critic"):
                 metrics |= self.train_stage(f"{prefix}/critic", r, "grpo", self.critic_local, self.grpo_settings,
                                             lambda: self._train_critic(prefix, shard_ids, y0))
         return metrics | _reward_metrics(self.store, f"{prefix}/grpo", self.plan.reward)
@@ -249,7 +257,7 @@ class ConditionRun:
         prefix = f"{self.tag}/round{r}"
         chosen, counts = self.preferred_revisions(prefix, shard_ids, y0)
         metrics: dict[str, float | None] = {f"pairs_{k}": float(v) for k, v in vars(counts).items()}
-        with self.idle("critic", f"{prefix}/actor"):
+        with self.idle("critic", f"{prefix}/actor"), self.training("actor", f"{prefix}/actor"):
             return metrics | self.train_stage(f"{prefix}/actor", r, "dpo", self.actor_local, self.dpo_settings,
                                               lambda: self._train_actor(r, chosen, counts))
 
@@ -280,7 +288,7 @@ class ConditionRun:
                 f"({counts.candidates} candidates: {counts.ties} ties, {counts.y0_wins} y0 wins, "
                 f"{counts.invalid} unreadable), so there is nothing to train the actor on; use more "
                 "queries (data.limit), a stronger judge (roles.judge.model) or a stronger critic")
-        actor = self.actor()
+        actor = self.actor(self.actor_local)  # its prompt template only: nothing is generated here
         pairs = [PreferencePair(prompt=actor.respond_prompt(x.x), chosen=x.y1 or "", rejected=x.y0,
                                 sample_id=x.sample_id, source=prefix) for x in chosen]
         for pair in pairs:
