@@ -203,8 +203,8 @@ def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path):
 
     from transformers import TrainerCallback
 
-    from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
     from coevo.algorithms.backend import default_backend
+    from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
     from coevo.config import validate
     from coevo.runner import summary_dict
     from coevo.store import RunStore

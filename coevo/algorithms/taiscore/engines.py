@@ -92,7 +92,7 @@ class GenerationCopy:
         """While the role itself trains in `stage`: its copy is closed now, not when the next
         one is made after the stage, so its memory (the GGUF's pages, llama.cpp's context) is
         free for the stage's peak; no copy can be made until the stage ends."""
-        if self._held is not None and self.engine != "transformers":
+        if self._held is not None and not self._held[2]:  # a shared engine (vLLM's base) stays open
             log.info("%s: the %s's %s copy of its previous weights closed while it trains", stage, self.role,
                      self.engine)
         self.close()
