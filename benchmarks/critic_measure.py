@@ -50,7 +50,7 @@ def main() -> None:
     ways = {
         "transformers": learning._scored_reward(critic, reward_fn, scored, y0, [0, 1]),
         "llamacpp": learning._scored_reward(critic, reward_fn, scored, y0, [0, 1],
-                                            lambda n: backend.load_gguf_copy(policy, work / f"critic-{n}.gguf")),
+                                            learning._engine_copy(backend, policy, "llamacpp", work)),
     }
     rows: dict[str, dict[str, list[float]]] = {way: {"seconds": [], "reward": []} for way in ways}
     for _ in range(args.repeats):

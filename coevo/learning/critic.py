@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from coevo.learning.common import cached_texts, checked_reward, split_prompts, train_measuring
 from coevo.learning.curve import LearningCurve, curve_record
 from coevo.learning.rewards import broken
+from coevo.llm.gguf_export import discard_copy
 from coevo.types import Sample, Sampling
 
 if TYPE_CHECKING:
@@ -173,8 +174,7 @@ def _generating_on(critic: Critic, copy: Any) -> Iterator[None]:
         yield
     finally:
         critic.model = trained
-        copy.close()
-        Path(copy.path).unlink(missing_ok=True)
+        discard_copy(copy)
 
 
 def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],

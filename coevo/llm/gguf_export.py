@@ -102,6 +102,15 @@ def llamacpp_copy(local: Any, path: str | Path, **options: Any) -> Any:
     return LlamaCppModel(export_gguf(getattr(local, "model", local), path), **allowed)
 
 
+def discard_copy(copy: Any) -> None:
+    """Close a `llamacpp_copy` and remove the GGUF it was written to: the file holds weights
+    that no longer are the model's, and ~270 MB for the embedded one."""
+    getattr(copy, "close", lambda: None)()
+    path = getattr(copy, "path", None)
+    if path is not None:
+        Path(path).unlink(missing_ok=True)
+
+
 def _copy_metadata(reader: Any, writer: Any) -> None:
     """Every key of the template but the file's own bookkeeping and its quantisation."""
     import gguf

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from coevo.llm.gguf_export import ExportError
+from coevo.llm.gguf_export import ExportError, discard_copy
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +105,8 @@ class GenerationCopy:
     def close(self) -> None:
         """Stop the copy (unless shared: vLLM's base engine) and remove its GGUF file."""
         if self._held is not None and not self._held[2]:
-            getattr(self._held[1], "close", lambda: None)()
-            path = getattr(self._held[1], "path", None)
-            if self.engine == "llamacpp" and path is not None:
-                Path(path).unlink(missing_ok=True)
+            if self.engine == "llamacpp":
+                discard_copy(self._held[1])
+            else:
+                getattr(self._held[1], "close", lambda: None)()
         self._held = None
