@@ -285,7 +285,7 @@ def main() -> int:
     if args.no_parking:
         import contextlib
 
-        from coevo.algorithms.taiscore.engines import GenerationCopy
+        from coevo.algorithms.engines import GenerationCopy
 
         GenerationCopy.parked = lambda self, checkpoint, stage: contextlib.nullcontext()
 

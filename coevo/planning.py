@@ -81,7 +81,8 @@ def engine_of(spec: str, *, trained: bool, options: dict[str, Any] | None = None
 def role(name: str, spec: str, *, trained: bool, options: dict[str, Any] | None = None,
          generates_on: str | None = None) -> PlanRole:
     """A role of the plan; `generates_on` names the engine a trained role writes with outside
-    its optimizer steps (TAIScore's `actor_engine`), where that is not transformers."""
+    its optimizer steps (TAIScore's `actor_engine`, RLAC's `generator_engine`), where that is not
+    transformers."""
     engine = generates_on if trained and generates_on and generates_on != "transformers" else None
     return PlanRole(role=name, spec=spec, engine=engine or engine_of(spec, trained=trained, options=options),
                     trained=trained)

@@ -18,6 +18,8 @@ pytestmark = pytest.mark.slow
 # Every thread of the machine (torch's and llama.cpp's defaults): the suite runs one test at a
 # time, and alone on 2 cores both threads are faster (BENCHMARKS.md, "The slow tests, profiled"); the
 # examples' comments say when one thread is right (a machine shared with other heavy jobs).
+# The trained roles generate in transformers here (the default engines), on llama.cpp copies
+# of their weights in the code test (examples/rlac_code_tiny.yaml): both paths run for real.
 COMMON = {
     "algorithm": "rlac", "iterations": 1, "k": 2, "n": 1,
     "roles": {"generator": {"sampling": {"train": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 32},
@@ -68,7 +70,8 @@ def test_rlac_code_e2e_real_model(rlac_code_tiny_run):
     # test. The noisy-validator switch gives seeded labels instead, so the generator takes
     # real DPO steps on real generations; pass@1 and the enumerative count still run every
     # reference test in the sandbox. The critic's answers are decoded under the arguments
-    # schema (xgrammar on the trainable transformers critic): every one must read as a call
+    # schema (llama.cpp's grammar on a GGUF copy of the critic's weights: the example's
+    # critic_engine): every one must read as a call
     # of the function under test. (Its own DPO step on real pairs is the facts test's, and
     # so is the KL from the base, which this size leaves off; here its two answers to an
     # output are often the same call, which makes no pair.) The code validator's own path

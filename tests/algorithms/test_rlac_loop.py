@@ -150,6 +150,53 @@ PAPER_CRITIC_SYSTEM = (
     "error_fact: F a brief clause (no more than 8 words) capturing the wrong claim from that sentence")
 
 
+def test_llamacpp_engines_follow_each_trained_policys_checkpoints(tmp_path, fakes):
+    """`generator_engine` / `critic_engine: llamacpp`: every output, proposal and held-out
+    answer comes from a copy of the policy's latest weights (the base, then each DPO stage's
+    final/), one file per role and checkpoint; a role's copy is closed while it trains, and
+    every copy is closed by the end. The trained models themselves generate nothing."""
+    copies, training = [], []
+
+    class Copy(ReplayModel):
+        def __init__(self, local, path):
+            super().__init__(rules=fakes["models"][local.spec])
+            self.model_id, self.path, self.closed = f"gguf:{path.name}", path, False
+            copies.append(self)
+
+        def close(self):
+            self.closed = True
+
+    backend, load = fakes["backend"], fakes["backend"].load_trainable
+    train_dpo = backend.train_dpo
+
+    def spec_named(spec, **options):
+        model = load(spec, **options)
+        model.spec = spec
+        return model
+
+    def recording_dpo(policy, pairs, settings, output_dir, **kwargs):
+        training.append({c.path.name: c.closed for c in copies})  # which copies were open as it trained
+        return train_dpo(policy, pairs, settings, output_dir, **kwargs)
+
+    backend.load_trainable, backend.train_dpo, backend.load_gguf_copy = spec_named, recording_dpo, Copy
+    summary = run_rlac(facts_config(iterations=2, generator_engine="llamacpp", critic_engine="llamacpp"),
+                       RunStore(tmp_path / "run"))
+    # Per role: the base (round 0's evaluation, round 1's outputs or proposals), then the
+    # weights after round 1's DPO, then after round 2's (its evaluation and audit).
+    roles = [c.path.name.split("-")[0] for c in copies]
+    assert sorted(roles) == ["critic"] * 3 + ["generator"] * 3, roles
+    assert len({c.path for c in copies}) == 6 and all(c.path.parent.name == "engines" for c in copies)
+    assert all(c.closed for c in copies)
+    # Each DPO stage (generator, critic, generator, critic) ran with its own role's copy
+    # closed; the critic's copy stays open beside the generator's stage, and the generator's
+    # next copy is made only when round r's evaluation asks for it, after the critic's stage.
+    assert [sorted(name.split("-")[0] for name, closed in seen.items() if not closed) for seen in training] == [
+        ["critic"], [], ["critic"], []]
+    generator, critic = (c for c in fakes["loaded"].values())
+    assert not any(m.calls for m in generator + critic)  # the trained weights wrote nothing themselves
+    assert summary["rounds"][-1]["eval"]["factscore_precision"] == 1.0
+
+
 def test_the_paper_form_asks_both_models_in_a_system_and_a_user_message(tmp_path, fakes):
     """critic_form: paper with the default templates is App. A: each model gets the paper's
     system message and the task as the user message, in sampling and in the DPO pairs."""

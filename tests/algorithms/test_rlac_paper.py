@@ -194,6 +194,10 @@ def test_plan_of_the_tiny_configs_names_their_ids_and_embedded_models(no_model_l
     assert bio.data["train_size"] == 3 and bio.data["held_out_size"] == 2
     assert {r.role for r in bio.roles} == {"generator", "critic", "judge"}
     assert bio.departures and len([s for s in bio.stages if s.kind == "dpo"]) == 4  # 2 rounds x 2 roles
+    # The trained roles write on llama.cpp copies of their weights (generator_engine, critic_engine).
+    for tiny in (code, bio):
+        assert {r.role: (r.engine, r.trained) for r in tiny.roles if r.trained} == {
+            "generator": ("llamacpp", True), "critic": ("llamacpp", True)}
 
 
 def test_plan_of_the_reward_model_baseline_scores_instead_of_critiquing(no_model_loads):

@@ -1,11 +1,11 @@
 """A trained role's weights freed while the other role trains, and loaded back bit for bit
-(coevo/train/parking.py, taiscore/engines.py), on a tiny random Llama saved to disk (fast)."""
+(coevo/train/parking.py, algorithms/engines.py), on a tiny random Llama saved to disk (fast)."""
 
 from __future__ import annotations
 
 import pytest
 
-from coevo.algorithms.taiscore.engines import GenerationCopy
+from coevo.algorithms.engines import GenerationCopy
 from coevo.llm.base import user
 from coevo.train.common import TrainError
 from coevo.train.parking import parked
@@ -116,7 +116,7 @@ def test_a_role_training_itself_holds_no_copy_of_the_weights_it_starts_from(tiny
     backend = _Backend()
     copy = GenerationCopy(backend, "critic", "smollm2", {}, tiny, "llamacpp", tmp_path / "engines")
     copy.model(None)  # round 0's evaluation wrote with a copy of the base weights
-    with caplog.at_level("INFO", logger="coevo.algorithms.taiscore.engines"), copy.training("round1/critic"):
+    with caplog.at_level("INFO", logger="coevo.algorithms.engines"), copy.training("round1/critic"):
         assert backend.closed == backend.copies  # closed as the stage starts, not after it
         assert "round1/critic: the critic's llamacpp copy of its previous weights closed" in caplog.text
         with pytest.raises(RuntimeError, match="the critic is training in round1/critic"):

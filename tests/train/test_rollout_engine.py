@@ -66,8 +66,8 @@ def test_the_exported_weights_answer_as_the_trained_model_and_follow_its_changes
 @pytest.mark.slow
 def test_grpo_samples_on_llama_cpp_and_still_trains_the_policy(tmp_path):
     from coevo.llm.specs import load_model
-    from coevo.train import train_grpo
     from coevo.train import rollout as rollout_module
+    from coevo.train import train_grpo
 
     made = []
     original = rollout_module.LlamaCppRollout.__call__
@@ -105,7 +105,7 @@ def test_grpo_samples_on_llama_cpp_and_still_trains_the_policy(tmp_path):
 
 def test_a_model_llama_cpp_cannot_take_generates_where_it_trains_said_once(tmp_path, caplog):
     from coevo.algorithms.backend import Backend
-    from coevo.algorithms.taiscore.engines import GenerationCopy
+    from coevo.algorithms.engines import GenerationCopy
     from coevo.llm.replay import ReplayModel
 
     local = ReplayModel(rules=[{"completion": "ok"}])  # no transformers Llama behind it

@@ -186,6 +186,15 @@ class RlacConfig(StrictModel):
     max_pairs_per_instruction: int = Field(4, ge=1)
     max_pairs_per_output: int = Field(2, ge=1)
     kl: bool = True
+    #: What the trained generator generates with between its DPO stages (its K outputs, its
+    #: held-out outputs): the trained transformers model itself, or llama.cpp on a GGUF of its
+    #: weights as they are (Llama-architecture models; ~4x transformers' speed on a CPU), made
+    #: again after each of its stages (algorithms/engines.py). Not a departure: the same
+    #: weights (in F16), decoded by another engine.
+    generator_engine: Literal["transformers", "llamacpp"] = "transformers"
+    #: The same for the trained critic's proposals (a static critic is frozen: it generates
+    #: where frozen roles do, roles.critic.model's engine).
+    critic_engine: Literal["transformers", "llamacpp"] = "transformers"
     #: torch intra-op threads for generation and training. On a shared machine one thread is
     #: ~10x faster than two fighting other jobs (measured: 16 tokens x 4 rows, 2.3 s vs 22 s);
     #: None leaves torch's default (all cores), right for a machine of your own.

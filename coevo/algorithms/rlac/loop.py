@@ -31,6 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from coevo.algorithms.backend import Backend, default_backend
+from coevo.algorithms.engines import GenerationCopy
 from coevo.algorithms.rlac.audit import STAGE as AUDIT_STAGE
 from coevo.algorithms.rlac.audit import audit_validator
 from coevo.algorithms.rlac.config import RlacConfig
@@ -102,27 +103,29 @@ def run_rlac(config: RlacConfig, store: RunStore, backend: Backend | None = None
 
 def _run_rlac(config: RlacConfig, store: RunStore, backend: Backend) -> dict[str, Any]:
     run = RlacRun(config, store, backend)
-    baseline = run.baseline()
-    rounds: list[RoundRecord] = []
-    for r in range(1, config.iterations + 1):
-        done = store.step_result(f"rlac:round{r}")
-        if done is not None:
-            rounds.append(run.resume(RoundRecord.model_validate(done)))
-            continue
-        rounds.append(run.iteration(r))
-        _tables(store, baseline, rounds, config)  # after every round: a long run reads mid-way
+    try:
+        baseline = run.baseline()
+        rounds: list[RoundRecord] = []
+        for r in range(1, config.iterations + 1):
+            done = store.step_result(f"rlac:round{r}")
+            if done is not None:
+                rounds.append(run.resume(RoundRecord.model_validate(done)))
+                continue
+            rounds.append(run.iteration(r))
+            _tables(store, baseline, rounds, config)  # after every round: a long run reads mid-way
+    finally:
+        run.close()
     _tables(store, baseline, rounds, config)
     # A plain dict, as summary.json holds it: the runner adds its own keys to it.
     return run.summary(baseline, rounds).model_dump(mode="json")
 
 
 class RlacRun:
-    """Algorithm 1's state, one method per step of the box: the two policies and their
-    cached views, the validator, the train / held-out split, where each model's latest
+    """Algorithm 1's state, one method per step of the box: the two policies and what each
+    generates with, the validator, the train / held-out split, where each model's latest
     weights are, and the verification calls counted so far."""
 
     def __init__(self, config: RlacConfig, store: RunStore, backend: Backend):
-        from coevo.llm.cache import CachedModel
         from coevo.validators.base import RandomValidator
 
         self.config, self.store, self.backend = config, store, backend
@@ -131,20 +134,23 @@ class RlacRun:
         # Line 1: initialise pi_g, pi_c (their references are frozen inside train_dpo).
         roles = config.roles
         self.generator_policy: LocalModel = backend.model(roles, "generator", trainable=True)
-        self.generator: ChatModel = CachedModel(self.generator_policy, store)
         #: The critic trains only in the adversarial condition; the enumerative baseline has none.
         self.trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
         self.critic_policy: LocalModel | None = (backend.model(roles, "critic", trainable=True)
                                                  if self.trained_critic else None)
         # The baselines ask no critic: a frozen one is loaded only where it proposes.
-        self.critic: ChatModel | None = (CachedModel(self.critic_policy, store) if self.critic_policy is not None
-                                         else backend.model(roles, "critic", store=store)
-                                         if config.verification == "critic" else None)
+        self.frozen_critic: ChatModel | None = (backend.model(roles, "critic", store=store)
+                                                if config.verification == "critic" and not self.trained_critic
+                                                else None)
         self.base: LocalModel | None = backend.model(roles, "generator", trainable=True) if config.kl else None
-        # The roles that ask them (their templates are the ones the domain fills).
-        self.generator_role = RlacGenerator(self.generator, roles.generator.sampling.train, roles.generator.template)
-        self.critic_role = (RlacCritic(self.critic, roles.critic.sampling, roles.critic.template)
-                            if self.critic is not None else None)
+        # What each trained policy generates with: itself, or an engine copy of its latest
+        # weights (`generator_engine`, `critic_engine`; algorithms/engines.py).
+        engines = store.run_dir / "engines"
+        self.copies = {role: GenerationCopy(backend, role, roles.spec(role), roles.options_for(role), policy, engine,
+                                            engines)
+                       for role, policy, engine in (("generator", self.generator_policy, config.generator_engine),
+                                                    ("critic", self.critic_policy, config.critic_engine))
+                       if policy is not None}
         self.validator: Validator = (RandomValidator(seed=config.seed) if config.validator == "random"
                                      else self.domain.validator)
         self.base_paths = {"generator": base_model_path(roles.generator.model),
@@ -161,9 +167,37 @@ class RlacRun:
         #: The latest held-out greedy outputs (reasoning stripped), as `evaluate` scored them.
         self.heldout_answers: list[str] = []
 
-    def policies(self) -> dict[str, tuple[LocalModel | None, ChatModel | None]]:
-        """Each role's trainable weights (None: a frozen critic) and the cached view the loop asks."""
-        return {"generator": (self.generator_policy, self.generator), "critic": (self.critic_policy, self.critic)}
+    def policies(self) -> dict[str, LocalModel | None]:
+        """Each role's trainable weights (None: a frozen critic, or none)."""
+        return {"generator": self.generator_policy, "critic": self.critic_policy}
+
+    def generating(self, role: str) -> ChatModel | None:
+        """What `role` generates with now, through the run's call cache: its engine copy of its
+        latest weights (the base, then each of its DPO stages'), the trained model itself, or
+        the frozen critic (None: a baseline that asks no critic)."""
+        from coevo.llm.cache import CachedModel
+
+        copy = self.copies.get(role)
+        if copy is None:
+            return self.frozen_critic if role == "critic" else None
+        return CachedModel(copy.model(self.checkpoints[role]), self.store)
+
+    @property
+    def generator_role(self) -> RlacGenerator:
+        """The generator as Algorithm 1 asks it (its template is the one the domain fills)."""
+        generator = self.config.roles.generator
+        return RlacGenerator(self.generating("generator"), generator.sampling.train, generator.template)
+
+    @property
+    def critic_role(self) -> RlacCritic | None:
+        """The critic as Algorithm 1 asks it (None: a baseline that asks no critic)."""
+        model, critic = self.generating("critic"), self.config.roles.critic
+        return RlacCritic(model, critic.sampling, critic.template) if model is not None else None
+
+    def close(self) -> None:
+        """Stop the trained roles' engine copies."""
+        for copy in self.copies.values():
+            copy.close()
 
     # -- one iteration (lines 2-21) -------------------------------------------------------
     def iteration(self, r: int) -> RoundRecord:
@@ -206,7 +240,7 @@ class RlacRun:
         # Stored relative to the run folder (absolute in runs recorded before that).
         # A new dict: later rounds must not rewrite the finished round's record.
         self.checkpoints = {role: resolved_path(path, self.store.run_dir) for role, path in done.checkpoints.items()}
-        for role, (policy, _) in self.policies().items():
+        for role, policy in self.policies().items():
             if policy is not None and done.trained.get(role):
                 self.backend.restore(policy, self.checkpoints[role], self.config.dpo)
         self.counts = done.counts.model_copy()
@@ -281,8 +315,9 @@ class RlacRun:
 
     def propose(self, outputs: list[tuple[Sample, str, Conversation]], sampling: Sampling, n: int) -> list[list[str]]:
         """n proposals of the current critic per (sample, output, critic prompt), uncounted."""
-        assert self.critic_role is not None  # loaded whenever verification is `critic`
-        return self.critic_role.propose([prompt for _, _, prompt in outputs],
+        critic = self.critic_role
+        assert critic is not None  # loaded whenever verification is `critic`
+        return critic.propose([prompt for _, _, prompt in outputs],
                                         [self.domain.critic_schema(sample, output) for sample, output, _ in outputs],
                                         sampling, n)
 
@@ -374,14 +409,17 @@ class RlacRun:
         freezes the policy at entry as pi_ref, so the reference moves every iteration (16, 21)."""
         from coevo.train.stages import run_stage
 
-        policy, _ = self.policies()[role]
+        policy, name = self.policies()[role], f"rlac/round{r}/{role}"
         # Through the shared stage runner: a round killed after this stage finished restores
         # it on --resume instead of training it again (train_dpo itself resumes a stage
-        # killed mid-way from its last step).
-        stage = run_stage(self.store, f"rlac/round{r}/{role}",
-                          lambda: self.backend.train_dpo(policy, pairs, self.config.dpo, self.store.run_dir / f"round{r}" / role),
-                          lambda checkpoint: self.backend.restore(policy, checkpoint, self.config.dpo),
-                          round=r, kind="dpo")
+        # killed mid-way from its last step). The role's engine copy of the weights it starts
+        # from serves nothing while it trains: closed for the stage.
+        with self.copies[role].training(name):
+            stage = run_stage(self.store, name,
+                              lambda: self.backend.train_dpo(policy, pairs, self.config.dpo,
+                                                             self.store.run_dir / f"round{r}" / role),
+                              lambda checkpoint: self.backend.restore(policy, checkpoint, self.config.dpo),
+                              round=r, kind="dpo")
         result = stage.result
         self.checkpoints[role] = result.checkpoint
         return TrainingInfo(steps=result.steps, seconds=result.seconds, loss=result.metrics.get("train_loss"),

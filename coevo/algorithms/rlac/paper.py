@@ -157,10 +157,10 @@ def plan(config: Any) -> RunPlan:
     for r in range(1, config.iterations + 1):
         stages += _iteration(config, r, n_train, n_heldout, critic_trains)
     roles = [role("generator", config.roles.generator.model, trained=True,
-                  options=config.roles.options_for("generator"))]
+                  options=config.roles.options_for("generator"), generates_on=config.generator_engine)]
     if config.verification == "critic":
         roles.append(role("critic", config.roles.critic.model, trained=critic_trains,
-                          options=config.roles.options_for("critic")))
+                          options=config.roles.options_for("critic"), generates_on=config.critic_engine))
     if config.task == "facts" and not (config.facts.judge == "lexical" and config.facts.atomic_facts == "sentences"):
         roles.append(role("judge", config.roles.judge.model, trained=False,
                           options=config.roles.options_for("judge")))

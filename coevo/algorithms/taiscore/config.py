@@ -113,7 +113,7 @@ class TaiScoreConfig(StrictModel):
     #: engine on its latest finished weights (the base, then each DPO stage's `final/`: full
     #: weights, or a LoRA adapter on the base), or llama.cpp on a GGUF of those weights
     #: (Llama-architecture models; ~6x transformers' speed on a CPU); one copy per checkpoint
-    #: (taiscore/engines.py).
+    #: (algorithms/engines.py).
     actor_engine: Literal["transformers", "vllm", "llamacpp"] = "transformers"
     #: The same for the trained critic (its critiques for the actor's pairs and evaluation):
     #: `llamacpp` also writes its GRPO samples there (`grpo.rollout_engine`, train/rollout.py).

@@ -38,6 +38,7 @@ from dataclasses import asdict
 from typing import Any
 
 from coevo.algorithms.backend import Backend, default_backend
+from coevo.algorithms.engines import GenerationCopy
 from coevo.algorithms.taiscore.config import (
     Plan,
     Schedule,
@@ -47,7 +48,6 @@ from coevo.algorithms.taiscore.config import (
 )
 from coevo.algorithms.taiscore.context import Context
 from coevo.algorithms.taiscore.data import split_data
-from coevo.algorithms.taiscore.engines import GenerationCopy
 from coevo.algorithms.taiscore.evaluation import (
     RoundEvaluator,
     comparison_table,
@@ -160,20 +160,20 @@ class ConditionRun:
                      revise_no_critique_template=spec.template_no_critique)
 
     def actor_generator(self) -> Any:
-        """The model the actor generates with (`actor_engine`, taiscore/engines.py): the
+        """The model the actor generates with (`actor_engine`, algorithms/engines.py): the
         trained model itself, or an engine copy of its latest finished weights (π_{r-1} until
         the round's DPO stage ends, then π_r)."""
         return self.copies["actor"].model(self.checkpoints["actor"])
 
     def idle(self, role: str, stage: str) -> contextlib.AbstractContextManager[None]:
         """While the other role trains in `stage`, `role`'s trained weights are freed where it
-        generates from an engine copy (taiscore/engines.py): one copy of them where one serves."""
+        generates from an engine copy (algorithms/engines.py): one copy of them where one serves."""
         copy = self.copies.get(role)
         return copy.parked(self.checkpoints[role], stage) if copy is not None else contextlib.nullcontext()
 
     def training(self, role: str, stage: str) -> contextlib.AbstractContextManager[None]:
         """While `role` trains in `stage`, its engine copy of the weights it starts from is
-        closed (taiscore/engines.py): the stage's peak holds no stale copy."""
+        closed (algorithms/engines.py): the stage's peak holds no stale copy."""
         copy = self.copies.get(role)
         return copy.training(stage) if copy is not None else contextlib.nullcontext()
 

@@ -1,11 +1,12 @@
-"""What a trained role generates with between its trainings (`actor_engine`, `critic_engine`).
+"""What a trained role generates with between its trainings (TAIScore's `actor_engine` and
+`critic_engine`, RLAC's `generator_engine` and `critic_engine`).
 
 `transformers`: the trained model itself (~16 tokens/s for the embedded model on this CPU).
-`vllm` (the actor): a vLLM engine on its latest finished `final/` (full weights, or a LoRA
-adapter on the base). `llamacpp`: llama.cpp on a GGUF written from the role's weights as they
-are now (`llm/gguf_export.py`; ~100 tokens/s here; Llama-architecture models). A copy is made
-again only when the role's checkpoint changes (π_{r-1} until the round's stage ends, then
-π_r), the old one closed. A copy's model id names its weights (the GGUF's digest, the
+`vllm` (TAIScore's actor): a vLLM engine on its latest finished `final/` (full weights, or a
+LoRA adapter on the base). `llamacpp`: llama.cpp on a GGUF written from the role's weights as
+they are now (`llm/gguf_export.py`; ~100 tokens/s here; Llama-architecture models). A copy is
+made again only when the role's checkpoint changes (the base, then each of its stages'
+weights), the old one closed. A copy's model id names its weights (the GGUF's digest, the
 checkpoint folder), so the call cache never answers one set of weights with another's.
 While the other role trains, a role with an engine copy needs its transformers weights for
 nothing: `parked` frees them for the stage (coevo/train/parking.py). While the role itself
