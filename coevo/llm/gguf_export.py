@@ -68,6 +68,7 @@ def export_gguf(model: Any, path: str | Path, template: str | Path | None = None
                           "cannot take its weights")
     reader = gguf.GGUFReader(str(template or gguf_path()))
     config = getattr(model, "get_base_model", lambda: model)().config
+    _refuse_another_shape(reader, config)
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,10 +94,36 @@ def export_gguf(model: Any, path: str | Path, template: str | Path | None = None
     return path
 
 
+#: The template's shape against the model's: the copy takes the template's metadata and tokenizer.
+_SHAPE = {"llama.block_count": "num_hidden_layers", "llama.embedding_length": "hidden_size",
+          "llama.attention.head_count": "num_attention_heads", "llama.attention.head_count_kv": "num_key_value_heads",
+          "llama.feed_forward_length": "intermediate_size"}
+
+
+def _refuse_another_shape(reader: Any, config: Any) -> None:
+    """ExportError where the model is not the template's shape (another Llama than the embedded
+    SmolLM2): a GGUF with the template's metadata and vocabulary would not be this model."""
+    found = {key: reader.fields[key].contents() for key in _SHAPE if key in reader.fields}
+    found["vocabulary"] = len(reader.fields["tokenizer.ggml.tokens"].data)
+    wanted = {key: getattr(config, attr, None) for key, attr in _SHAPE.items()} | {"vocabulary": config.vocab_size}
+    differ = [f"{key} {wanted[key]} vs {value}" for key, value in found.items() if wanted[key] != value]
+    if differ:
+        raise ExportError(f"the model's shape is not its GGUF template's ({'; '.join(differ)}): only a model "
+                          "of the embedded SmolLM2's shape is written for llama.cpp")
+
+
 def llamacpp_copy(local: Any, path: str | Path, **options: Any) -> Any:
     """A llama.cpp model on a trained `local` model's weights as they are now (written to
-    `path`); its model id names the file's content, so it names these weights."""
+    `path`); its model id names the file's content, so it names these weights. ExportError
+    where llama.cpp is not installed (a GPU image, say): the role then generates where it trains."""
+    import importlib.util
+
     from coevo.llm.llamacpp import LlamaCppModel
+    from coevo.llm.specs import llama_cpp_available
+
+    if not llama_cpp_available() or importlib.util.find_spec("gguf") is None:
+        raise ExportError("llama.cpp (or gguf, which writes the copy) is not installed here "
+                          "(pip install 'coevo[llamacpp]')")
 
     allowed = {k: v for k, v in options.items() if k in ("n_ctx", "n_threads")}
     return LlamaCppModel(export_gguf(getattr(local, "model", local), path), **allowed)

@@ -117,6 +117,37 @@ def test_a_model_llama_cpp_cannot_take_generates_where_it_trains_said_once(tmp_p
     assert not list(tmp_path.glob("*.gguf"))
 
 
+def test_without_llama_cpp_installed_a_role_generates_where_it_trains_said_once(tmp_path, caplog, monkeypatch):
+    # The GPU image has no llama-cpp-python: a CPU example's `generator_engine: llamacpp` (RLAC)
+    # must still run there (scripts/gpu_smoke.sh runs rlac_code_tiny), on the trained weights.
+    import coevo.llm.specs as specs
+    from coevo.algorithms.backend import Backend
+    from coevo.algorithms.engines import GenerationCopy
+    from coevo.llm.replay import ReplayModel
+
+    monkeypatch.setattr(specs, "llama_cpp_available", lambda: False)
+    local = ReplayModel(rules=[{"completion": "ok"}])
+    copy = GenerationCopy(Backend(), "generator", "replay:x", {}, local, "llamacpp", tmp_path)
+    with caplog.at_level("WARNING", logger="coevo"):
+        assert copy.model(None) is local and copy.model("ckpt") is local
+    said = [r.message for r in caplog.records if "generator_engine llamacpp" in r.message]
+    assert len(said) == 1 and "not installed" in said[0] and "transformers instead" in said[0]
+
+
+def test_a_llama_of_another_shape_is_not_written_with_the_embedded_models_metadata(tmp_path):
+    # The copy takes its template's metadata and vocabulary: another Llama's weights under
+    # SmolLM2's header would be a broken model, not a faster copy of this one.
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from coevo.llm.gguf_export import ExportError, export_gguf
+
+    tiny = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                        num_attention_heads=2, num_key_value_heads=1))
+    with pytest.raises(ExportError, match="llama.block_count 2 vs 30.*vocabulary 64 vs 49152"):
+        export_gguf(tiny, tmp_path / "tiny.gguf")
+    assert not (tmp_path / "tiny.gguf").exists()
+
+
 def test_each_process_samples_with_a_seed_of_its_own(tmp_path):
     """Two ranks of a many-process run each sample their share of a group: with one seed they
     would write the same critique and every group's rewards would tie."""
