@@ -188,9 +188,10 @@ class RlacConfig(StrictModel):
     kl: bool = True
     #: What the trained generator generates with between its DPO stages (its K outputs, its
     #: held-out outputs): the trained transformers model itself, or llama.cpp on a GGUF of its
-    #: weights as they are (Llama-architecture models; ~4x transformers' speed on a CPU), made
-    #: again after each of its stages (algorithms/engines.py). Not a departure: the same
-    #: weights (in F16), decoded by another engine.
+    #: weights as they are (the embedded model's shape; its generation took 0.49x the time in
+    #: rlac_code_tiny, BENCHMARKS.md), made again after each of its stages (algorithms/
+    #: engines.py; without llama.cpp installed it generates where it trains, said once). Not a
+    #: departure: the same weights (in F16), decoded by another engine.
     generator_engine: Literal["transformers", "llamacpp"] = "transformers"
     #: The same for the trained critic's proposals (a static critic is frozen: it generates
     #: where frozen roles do, roles.critic.model's engine).
