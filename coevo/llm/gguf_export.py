@@ -103,27 +103,54 @@ _SHAPE = {"llama.block_count": "num_hidden_layers", "llama.embedding_length": "h
 def _refuse_another_shape(reader: Any, config: Any) -> None:
     """ExportError where the model is not the template's shape (another Llama than the embedded
     SmolLM2): a GGUF with the template's metadata and vocabulary would not be this model."""
-    found = {key: reader.fields[key].contents() for key in _SHAPE if key in reader.fields}
-    found["vocabulary"] = len(reader.fields["tokenizer.ggml.tokens"].data)
-    wanted = {key: getattr(config, attr, None) for key, attr in _SHAPE.items()} | {"vocabulary": config.vocab_size}
-    differ = [f"{key} {wanted[key]} vs {value}" for key, value in found.items() if wanted[key] != value]
+    differ = _shape_differences(reader, config)
     if differ:
         raise ExportError(f"the model's shape is not its GGUF template's ({'; '.join(differ)}): only a model "
                           "of the embedded SmolLM2's shape is written for llama.cpp")
+
+
+def _shape_differences(reader: Any, config: Any) -> list[str]:
+    found = {key: reader.fields[key].contents() for key in _SHAPE if key in reader.fields}
+    found["vocabulary"] = len(reader.fields["tokenizer.ggml.tokens"].data)
+    wanted = {key: getattr(config, attr, None) for key, attr in _SHAPE.items()} | {"vocabulary": config.vocab_size}
+    return [f"{key} {wanted[key]} vs {value}" for key, value in found.items() if wanted[key] != value]
+
+
+def copy_refusal(model: Any, template: str | Path | None = None) -> str | None:
+    """Why llama.cpp cannot generate from a copy of `model` here, or None where it can. Asked
+    before a run leans on copies (GRPO's rollouts, a role's generation copy), so that each says
+    once that it samples with transformers instead, rather than failing mid-stage: llama.cpp or
+    gguf not installed (a GPU image), not a Llama, or a Llama of another shape than the template
+    whose metadata and vocabulary the copy takes."""
+    import importlib.util
+
+    from coevo.llm.specs import llama_cpp_available
+
+    if not llama_cpp_available() or importlib.util.find_spec("gguf") is None:
+        return "llama.cpp (or gguf, which writes the copy) is not installed here (pip install 'coevo[llamacpp]')"
+    if not exportable(model):
+        return (f"{type(model).__name__} is not a Llama-architecture transformers model: llama.cpp cannot take "
+                "its weights")
+    import gguf
+
+    from coevo.llm.embedded import gguf_path
+
+    differ = _shape_differences(gguf.GGUFReader(str(template or gguf_path())),
+                                getattr(model, "get_base_model", lambda: model)().config)
+    if differ:
+        return f"the model's shape is not its GGUF template's ({'; '.join(differ)})"
+    return None
 
 
 def llamacpp_copy(local: Any, path: str | Path, **options: Any) -> Any:
     """A llama.cpp model on a trained `local` model's weights as they are now (written to
     `path`); its model id names the file's content, so it names these weights. ExportError
     where llama.cpp is not installed (a GPU image, say): the role then generates where it trains."""
-    import importlib.util
-
     from coevo.llm.llamacpp import LlamaCppModel
-    from coevo.llm.specs import llama_cpp_available
 
-    if not llama_cpp_available() or importlib.util.find_spec("gguf") is None:
-        raise ExportError("llama.cpp (or gguf, which writes the copy) is not installed here "
-                          "(pip install 'coevo[llamacpp]')")
+    refusal = copy_refusal(getattr(local, "model", local))
+    if refusal:
+        raise ExportError(refusal)
 
     allowed = {k: v for k, v in options.items() if k in ("n_ctx", "n_threads")}
     return LlamaCppModel(export_gguf(getattr(local, "model", local), path), **allowed)

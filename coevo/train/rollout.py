@@ -113,14 +113,15 @@ def _prompt_ids(tokenizer: Any, prompt: Any) -> list[int]:
 
 def rollout_for(policy: Any, settings: Any, workdir: Path) -> LlamaCppRollout | None:
     """The rollout function `settings.rollout_engine` asks for, or None (TRL samples itself).
-    `llamacpp` on a model llama.cpp cannot take is said once and falls back to TRL's."""
+    `llamacpp` where llama.cpp cannot take the model (or is not installed) is said once and
+    falls back to TRL's."""
     if getattr(settings, "rollout_engine", "transformers") != "llamacpp":
         return None
-    from coevo.llm.gguf_export import exportable
+    from coevo.llm.gguf_export import copy_refusal
 
-    if not exportable(policy.model):
-        log.warning("grpo.rollout_engine llamacpp: %s is not a Llama-architecture model; TRL samples with "
-                    "transformers instead", type(policy.model).__name__)
+    refusal = copy_refusal(policy.model)
+    if refusal:
+        log.warning("grpo.rollout_engine llamacpp: %s; TRL samples with transformers instead", refusal)
         return None
     return LlamaCppRollout(policy, workdir, temperature=settings.temperature, top_p=settings.top_p,
                            max_tokens=settings.max_completion_length, seed=settings.seed)

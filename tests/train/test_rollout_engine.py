@@ -148,6 +148,30 @@ def test_a_llama_of_another_shape_is_not_written_with_the_embedded_models_metada
     assert not (tmp_path / "tiny.gguf").exists()
 
 
+def test_grpo_rollouts_llama_cpp_cannot_take_are_sampled_by_trl_said_before_the_stage(tmp_path, caplog, monkeypatch):
+    # Asked before the stage starts, not found in its first step: another Llama's weights under
+    # the template's header (a broken model), or no llama.cpp at all (the GPU image).
+    from types import SimpleNamespace
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    import coevo.llm.specs as specs
+    from coevo.train.rollout import rollout_for
+
+    settings = GRPOSettings(rollout_engine="llamacpp", max_completion_length=8)
+    tiny = SimpleNamespace(model=LlamaForCausalLM(LlamaConfig(
+        vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1)))
+    with caplog.at_level("WARNING", logger="coevo"):
+        assert rollout_for(tiny, settings, tmp_path) is None
+        monkeypatch.setattr(specs, "llama_cpp_available", lambda: False)
+        assert rollout_for(tiny, settings, tmp_path) is None
+    said = [r.message for r in caplog.records if r.message.startswith("grpo.rollout_engine llamacpp")]
+    assert len(said) == 2 and all("TRL samples with transformers instead" in text for text in said)
+    assert "llama.block_count 2 vs 30" in said[0] and "not installed" in said[1]
+    assert not list(tmp_path.rglob("*.gguf"))
+
+
 def test_each_process_samples_with_a_seed_of_its_own(tmp_path):
     """Two ranks of a many-process run each sample their share of a group: with one seed they
     would write the same critique and every group's rewards would tie."""
