@@ -61,7 +61,7 @@ class GenerationCopy:
                 name = hashlib.sha256(str(checkpoint or "base").encode()).hexdigest()[:12]
                 try:
                     model = self.backend.load_gguf_copy(self.local, self.folder / f"{self.role}-{name}.gguf")
-                except ExportError as exc:  # not a Llama: it generates where it trains, said once
+                except ExportError as exc:  # copy_refusal's reasons: it generates where it trains, said once
                     log.warning("%s_engine llamacpp: %s; the %s generates with transformers instead",
                                 self.role, exc, self.role)
                     self.engine = "transformers"

@@ -145,7 +145,8 @@ def copy_refusal(model: Any, template: str | Path | None = None) -> str | None:
 def llamacpp_copy(local: Any, path: str | Path, **options: Any) -> Any:
     """A llama.cpp model on a trained `local` model's weights as they are now (written to
     `path`); its model id names the file's content, so it names these weights. ExportError
-    where llama.cpp is not installed (a GPU image, say): the role then generates where it trains."""
+    with `copy_refusal`'s reason where there can be none (no llama.cpp on a GPU image, say):
+    the role then generates where it trains."""
     from coevo.llm.llamacpp import LlamaCppModel
 
     refusal = copy_refusal(getattr(local, "model", local))
