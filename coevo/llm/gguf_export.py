@@ -13,6 +13,7 @@ permuted into llama.cpp's rotary layout, as llama.cpp's own converter does.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,9 @@ def export_gguf(model: Any, path: str | Path, template: str | Path | None = None
     if not exportable(model):
         raise ExportError(f"{type(model).__name__} is not a Llama-architecture transformers model: llama.cpp "
                           "cannot take its weights")
-    reader = gguf.GGUFReader(str(template or gguf_path()))
     config = getattr(model, "get_base_model", lambda: model)().config
-    _refuse_another_shape(reader, config)
+    _refuse_another_shape(str(template or gguf_path()), config)
+    reader = _template_reader(str(template or gguf_path()))
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,20 +101,35 @@ _SHAPE = {"llama.block_count": "num_hidden_layers", "llama.embedding_length": "h
           "llama.feed_forward_length": "intermediate_size"}
 
 
-def _refuse_another_shape(reader: Any, config: Any) -> None:
+def _refuse_another_shape(template: str, config: Any) -> None:
     """ExportError where the model is not the template's shape (another Llama than the embedded
     SmolLM2): a GGUF with the template's metadata and vocabulary would not be this model."""
-    differ = _shape_differences(reader, config)
+    differ = _shape_differences(template, config)
     if differ:
         raise ExportError(f"the model's shape is not its GGUF template's ({'; '.join(differ)}): only a model "
                           "of the embedded SmolLM2's shape is written for llama.cpp")
 
 
-def _shape_differences(reader: Any, config: Any) -> list[str]:
-    found = {key: reader.fields[key].contents() for key in _SHAPE if key in reader.fields}
-    found["vocabulary"] = len(reader.fields["tokenizer.ggml.tokens"].data)
+def _shape_differences(template: str, config: Any) -> list[str]:
+    found = _template_shape(template)
     wanted = {key: getattr(config, attr, None) for key, attr in _SHAPE.items()} | {"vocabulary": config.vocab_size}
     return [f"{key} {wanted[key]} vs {value}" for key, value in found.items() if wanted[key] != value]
+
+
+def _template_shape(template: str) -> dict[str, int]:
+    reader = _template_reader(template)
+    found = {key: reader.fields[key].contents() for key in _SHAPE if key in reader.fields}
+    return found | {"vocabulary": len(reader.fields["tokenizer.ggml.tokens"].data)}
+
+
+@functools.lru_cache(maxsize=2)
+def _template_reader(template: str) -> Any:
+    """The template, read once per process (it is the embedded model's GGUF, never rewritten):
+    parsing its 49,152-token vocabulary took ~4.5 s here, and every copy of the weights (each
+    GRPO step's rollout copy, each role's copy per round) and every GRPO stage's check asks."""
+    import gguf
+
+    return gguf.GGUFReader(template)
 
 
 def copy_refusal(model: Any, template: str | Path | None = None) -> str | None:
@@ -131,12 +147,9 @@ def copy_refusal(model: Any, template: str | Path | None = None) -> str | None:
     if not exportable(model):
         return (f"{type(model).__name__} is not a Llama-architecture transformers model: llama.cpp cannot take "
                 "its weights")
-    import gguf
-
     from coevo.llm.embedded import gguf_path
 
-    differ = _shape_differences(gguf.GGUFReader(str(template or gguf_path())),
-                                getattr(model, "get_base_model", lambda: model)().config)
+    differ = _shape_differences(str(template or gguf_path()), getattr(model, "get_base_model", lambda: model)().config)
     if differ:
         return f"the model's shape is not its GGUF template's ({'; '.join(differ)})"
     return None

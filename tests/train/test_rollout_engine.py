@@ -37,9 +37,10 @@ def _greedy(model, tokenizer, text, n=8):
 def test_the_exported_weights_answer_as_the_trained_model_and_follow_its_changes(tmp_path):
     from llama_cpp import Llama
 
-    from coevo.llm.gguf_export import export_gguf
+    from coevo.llm.gguf_export import _template_reader, export_gguf
     from coevo.llm.specs import load_model
 
+    _template_reader.cache_clear()
     policy = load_model("smollm2", trainable=True)
     model, tokenizer = policy.model, policy.tokenizer
 
@@ -61,6 +62,8 @@ def test_the_exported_weights_answer_as_the_trained_model_and_follow_its_changes
     ids, changed = _greedy(model, tokenizer, "Name three colours.")
     assert changed != expected
     assert llama_greedy(export_gguf(model, tmp_path / "b.gguf"), ids) == changed
+    # The template (metadata, vocabulary) was read once: the second export reused it (~4 s each).
+    assert _template_reader.cache_info().misses == 1
 
 
 @pytest.mark.slow
