@@ -64,12 +64,12 @@ def export_gguf(model: Any, path: str | Path, template: str | Path | None = None
 
     from coevo.llm.embedded import gguf_path
 
-    if not exportable(model):
-        raise ExportError(f"{type(model).__name__} is not a Llama-architecture transformers model: llama.cpp "
-                          "cannot take its weights")
+    template = str(template or gguf_path())
+    refusal = _model_refusal(model, template)
+    if refusal:
+        raise ExportError(refusal)
+    reader = _template_reader(template)
     config = getattr(model, "get_base_model", lambda: model)().config
-    _refuse_another_shape(str(template or gguf_path()), config)
-    reader = _template_reader(str(template or gguf_path()))
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,27 +101,6 @@ _SHAPE = {"llama.block_count": "num_hidden_layers", "llama.embedding_length": "h
           "llama.feed_forward_length": "intermediate_size"}
 
 
-def _refuse_another_shape(template: str, config: Any) -> None:
-    """ExportError where the model is not the template's shape (another Llama than the embedded
-    SmolLM2): a GGUF with the template's metadata and vocabulary would not be this model."""
-    differ = _shape_differences(template, config)
-    if differ:
-        raise ExportError(f"the model's shape is not its GGUF template's ({'; '.join(differ)}): only a model "
-                          "of the embedded SmolLM2's shape is written for llama.cpp")
-
-
-def _shape_differences(template: str, config: Any) -> list[str]:
-    found = _template_shape(template)
-    wanted = {key: getattr(config, attr, None) for key, attr in _SHAPE.items()} | {"vocabulary": config.vocab_size}
-    return [f"{key} {wanted[key]} vs {value}" for key, value in found.items() if wanted[key] != value]
-
-
-def _template_shape(template: str) -> dict[str, int]:
-    reader = _template_reader(template)
-    found = {key: reader.fields[key].contents() for key in _SHAPE if key in reader.fields}
-    return found | {"vocabulary": len(reader.fields["tokenizer.ggml.tokens"].data)}
-
-
 @functools.lru_cache(maxsize=2)
 def _template_reader(template: str) -> Any:
     """The template, read once per process (it is the embedded model's GGUF, never rewritten):
@@ -132,39 +111,55 @@ def _template_reader(template: str) -> Any:
     return gguf.GGUFReader(template)
 
 
-def copy_refusal(model: Any, template: str | Path | None = None) -> str | None:
-    """Why llama.cpp cannot generate from a copy of `model` here, or None where it can. Asked
-    before a run leans on copies (GRPO's rollouts, a role's generation copy), so that each says
-    once that it samples with transformers instead, rather than failing mid-stage: llama.cpp or
-    gguf not installed (a GPU image), not a Llama, or a Llama of another shape than the template
-    whose metadata and vocabulary the copy takes."""
+def _model_refusal(model: Any, template: str) -> str | None:
+    """Why `model`'s weights cannot be written with `template`'s metadata and vocabulary, or
+    None: not a Llama, or a Llama of another shape than the template (the embedded SmolLM2),
+    whose header would make the copy a broken model."""
+    if not exportable(model):
+        return (f"{type(model).__name__} is not a Llama-architecture transformers model: llama.cpp cannot take "
+                "its weights")
+    reader = _template_reader(template)
+    found = {key: reader.fields[key].contents() for key in _SHAPE if key in reader.fields}
+    found["vocabulary"] = len(reader.fields["tokenizer.ggml.tokens"].data)
+    config = getattr(model, "get_base_model", lambda: model)().config
+    wanted = {key: getattr(config, attr, None) for key, attr in _SHAPE.items()} | {"vocabulary": config.vocab_size}
+    differ = [f"{key} {wanted[key]} vs {value}" for key, value in found.items() if wanted[key] != value]
+    if differ:
+        return (f"the model's shape is not its GGUF template's ({'; '.join(differ)}): only a model of the embedded "
+                "SmolLM2's shape is written for llama.cpp")
+    return None
+
+
+def _engine_missing() -> str | None:
     import importlib.util
 
     from coevo.llm.specs import llama_cpp_available
 
     if not llama_cpp_available() or importlib.util.find_spec("gguf") is None:
         return "llama.cpp (or gguf, which writes the copy) is not installed here (pip install 'coevo[llamacpp]')"
-    if not exportable(model):
-        return (f"{type(model).__name__} is not a Llama-architecture transformers model: llama.cpp cannot take "
-                "its weights")
+    return None
+
+
+def copy_refusal(model: Any, template: str | Path | None = None) -> str | None:
+    """Why llama.cpp cannot generate from a copy of `model` here, or None where it can. Asked
+    before a run leans on copies (GRPO's rollouts), so that it says once that it samples with
+    transformers instead, rather than failing mid-stage: llama.cpp or gguf not installed (a GPU
+    image), or a model `export_gguf` refuses."""
     from coevo.llm.embedded import gguf_path
 
-    differ = _shape_differences(str(template or gguf_path()), getattr(model, "get_base_model", lambda: model)().config)
-    if differ:
-        return f"the model's shape is not its GGUF template's ({'; '.join(differ)})"
-    return None
+    return _engine_missing() or _model_refusal(model, str(template or gguf_path()))
 
 
 def llamacpp_copy(local: Any, path: str | Path, **options: Any) -> Any:
     """A llama.cpp model on a trained `local` model's weights as they are now (written to
     `path`); its model id names the file's content, so it names these weights. ExportError
-    with `copy_refusal`'s reason where there can be none (no llama.cpp on a GPU image, say):
+    with `copy_refusal`'s reasons where there can be none (no llama.cpp on a GPU image, say):
     the role then generates where it trains."""
     from coevo.llm.llamacpp import LlamaCppModel
 
-    refusal = copy_refusal(getattr(local, "model", local))
-    if refusal:
-        raise ExportError(refusal)
+    missing = _engine_missing()  # export_gguf refuses the models it cannot write
+    if missing:
+        raise ExportError(missing)
 
     allowed = {k: v for k, v in options.items() if k in ("n_ctx", "n_threads")}
     return LlamaCppModel(export_gguf(getattr(local, "model", local), path), **allowed)
