@@ -12,7 +12,12 @@ second). The rates are kept per machine under
 Rates are of one call at a time, every prompt evaluated from its first token: a stage that
 batches many prompts into one engine call (vLLM), or whose prompts repeat a long beginning
 (llama.cpp keeps the shared blocks: the judge audit's variants), runs faster than its estimate,
-which errs towards too long.
+which errs towards too long. Where a rate at a batch was measured (`batched_completion_tokens_per_s`:
+a GPU decodes many sequences in about the time of one), a stage whose batch is known (GRPO's
+completions of a step, written in one generate call) is timed at it.
+
+A calibration measured on another machine (a GPU node's, `benchmarks/gpu_round.py`) is read
+with `coevo plan CONFIG --calibration FILE`: the plan then says whose rates it used.
 """
 
 from __future__ import annotations
@@ -43,6 +48,16 @@ class EngineRate(BaseModel):
     spec: str
     prompt_tokens_per_s: float
     completion_tokens_per_s: float
+    #: Completion tokens/s summed over a batch of prompts decoded together, by batch size.
+    batched_completion_tokens_per_s: dict[int, float] = Field(default_factory=dict)
+    #: Where the rate comes from when it was not measured as such (an extrapolation's assumption).
+    note: str = ""
+
+    def completion_rate(self, batch: int = 1) -> float:
+        """Completion tokens/s of a batch of `batch` prompts: the rate measured at the largest
+        batch not above it (one call at a time when none was)."""
+        fits = [b for b in self.batched_completion_tokens_per_s if b <= batch]
+        return self.batched_completion_tokens_per_s[max(fits)] if fits else self.completion_tokens_per_s
 
 
 class TrainingRate(BaseModel):
@@ -50,6 +65,7 @@ class TrainingRate(BaseModel):
     #: Tokens of (prompt + answer) pairs trained on per second: forward and backward of the
     #: policy, the reference's forward, the optimizer step.
     tokens_per_s: float
+    note: str = ""
 
 
 class Calibration(BaseModel):
@@ -65,18 +81,25 @@ class Calibration(BaseModel):
         same = [rate for rate in self.engines if rate.engine == engine]
         return next((rate for rate in same if rate.spec == spec), same[0] if same else None)
 
-    def generation_seconds(self, engine: str, spec: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    def generation_seconds(self, engine: str, spec: str, prompt_tokens: int, completion_tokens: int,
+                           batch: int = 1) -> float | None:
+        """Seconds to read `prompt_tokens` and write `completion_tokens`, `batch` prompts a call."""
         if engine in ("python", "replay"):
             return 0.0  # code, not a model: no time worth counting
         rate = self.engine_rate(engine, spec)
         if rate is None:
             return None
-        return prompt_tokens / rate.prompt_tokens_per_s + completion_tokens / rate.completion_tokens_per_s
+        return prompt_tokens / rate.prompt_tokens_per_s + completion_tokens / rate.completion_rate(batch)
 
-    def training_seconds(self, spec: str, tokens: int, sampled_tokens: int, engine: str) -> float | None:
+    def training_rate(self, spec: str) -> TrainingRate | None:
+        """The training rate measured for `spec`; else that of another model of this machine."""
+        return next((r for r in self.training if r.spec == spec), self.training[0] if self.training else None)
+
+    def training_seconds(self, spec: str, tokens: int, sampled_tokens: int, engine: str,
+                         sampling_batch: int = 1) -> float | None:
         """A training stage's time: its tokens through training, and the tokens it samples
-        itself (GRPO's completions) on the engine the role generates with."""
-        rate = next((r for r in self.training if r.spec == spec), self.training[0] if self.training else None)
+        itself (GRPO's completions, `sampling_batch` at a time) on the engine the role generates with."""
+        rate = self.training_rate(spec)
         if rate is None:
             return None
         sampling = 0.0
@@ -84,7 +107,7 @@ class Calibration(BaseModel):
             engine_rate = self.engine_rate(engine, spec) or self.engine_rate("transformers", spec)
             if engine_rate is None:
                 return None
-            sampling = sampled_tokens / engine_rate.completion_tokens_per_s
+            sampling = sampled_tokens / engine_rate.completion_rate(sampling_batch)
         return tokens / rate.tokens_per_s + sampling
 
 
@@ -118,6 +141,21 @@ def load_calibration() -> Calibration | None:
         log.warning("%s is unreadable: run `coevo plan CONFIG --calibrate` again", path)
         return None
     return found if found.machine == machine() else None
+
+
+def read_calibration(path: str | Path) -> Calibration:
+    """A calibration file named by the user, whatever machine measured it (ValueError, naming
+    the file and what is wrong, when it is not one)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such calibration file (`coevo plan CONFIG --calibrate` writes one under "
+                         "$COEVO_HOME; benchmarks/results/ has a GPU node's)")
+    try:
+        return Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise ValueError(f"{path} is not a coevo calibration ({first}); give a file `coevo plan --calibrate` "
+                         "or benchmarks/gpu_round.py wrote") from None
 
 
 #: Engines a calibration cannot or need not time: code, recorded answers, a paid server.
@@ -165,13 +203,23 @@ def calibrate(engines: list[tuple[str, str, dict[str, Any]]], trained: list[tupl
 def measure_engine(engine: str, spec: str, options: dict[str, Any]) -> EngineRate:
     """Prompt and completion tokens/s of one call of `spec` on `engine` (after a warm-up)."""
     from coevo.llm.specs import load_model
-    from coevo.types import Message, Sampling
 
     wanted = dict(options)
     if spec.split(":")[0] == "smollm2" and ":" not in spec:
         wanted["engine"] = {"transformers": "hf"}.get(engine, engine)
     wanted.pop("price", None)
     model = load_model(spec, **wanted)
+    try:
+        return engine_rate(model, engine, spec)
+    finally:
+        close = getattr(model, "close", None)
+        if callable(close):
+            close()
+
+
+def engine_rate(model: Any, engine: str, spec: str) -> EngineRate:
+    """Prompt and completion tokens/s of one call of a loaded `model` (after a warm-up)."""
+    from coevo.types import Message, Sampling
 
     def timed(tokens: int, call: int) -> tuple[float, Any]:
         # Each call's prompt differs from its first word on: an engine that keeps the previous
@@ -186,11 +234,30 @@ def measure_engine(engine: str, spec: str, options: dict[str, Any]) -> EngineRat
     both_s, answer = timed(ANSWER_TOKENS, 2)
     prompt_tokens = first.prompt_tokens or round(len(PROMPT) / 4)
     written = max(1, answer.completion_tokens or ANSWER_TOKENS)
-    close = getattr(model, "close", None)
-    if callable(close):
-        close()
     return EngineRate(engine=engine, spec=spec, prompt_tokens_per_s=round(prompt_tokens / max(prompt_s, 1e-6), 1),
                       completion_tokens_per_s=round(written / max(both_s - prompt_s, 1e-6), 1))
+
+
+def batched_completion_rate(model: Any, batch: int, tokens: int = ANSWER_TOKENS) -> float:
+    """Completion tokens/s of `batch` short prompts decoded together, `tokens` each (after a
+    warm-up at that batch); the model's own batch limit is lifted to `batch` for it."""
+    from coevo.types import Message, Sampling
+
+    conversations = [[Message(role="user", content=f"({i}) Write a short story about a lighthouse.")]
+                     for i in range(batch)]
+    own = getattr(model, "batch_size", None)
+    if own is not None:
+        model.batch_size = max(own, batch)
+    try:
+        model.generate(conversations, Sampling(temperature=0.8, max_tokens=4, seed=0))  # warm-up
+        started = time.perf_counter()
+        answers = model.generate(conversations, Sampling(temperature=0.8, max_tokens=tokens, seed=1))
+        seconds = time.perf_counter() - started
+    finally:
+        if own is not None:
+            model.batch_size = own
+    written = sum(max(1, c.completion_tokens or tokens) for [c] in answers)
+    return round(written / max(seconds, 1e-6), 1)
 
 
 def measure_training(spec: str, options: dict[str, Any]) -> TrainingRate:
@@ -211,5 +278,6 @@ def measure_training(spec: str, options: dict[str, Any]) -> TrainingRate:
     return TrainingRate(spec=spec, tokens_per_s=round(tokens / max(result.seconds_per_step, 1e-6), 1))
 
 
-__all__ = ["NOT_MEASURED", "Calibration", "EngineRate", "TrainingRate", "calibrate", "targets", "calibration_path", "load_calibration",
-           "machine", "measure_engine", "measure_training"]
+__all__ = ["NOT_MEASURED", "Calibration", "EngineRate", "TrainingRate", "batched_completion_rate", "calibrate",
+           "calibration_path", "engine_rate", "load_calibration", "machine", "measure_engine", "measure_training",
+           "read_calibration", "targets"]

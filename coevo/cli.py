@@ -184,6 +184,9 @@ def plan(
     calibrate: bool = typer.Option(False, "--calibrate", help="First measure how fast this machine runs the "
                                    "config's models (tokens/s per engine, a training step per trained model; "
                                    "a minute or two), kept under $COEVO_HOME for every later plan and run."),
+    calibration_file: Path = typer.Option(None, "--calibration", metavar="FILE", help="Seconds from a calibration "
+                                          "measured elsewhere (a GPU node's: benchmarks/results/"
+                                          "gpu_round_h200_calibration.json) instead of this machine's."),
 ) -> None:
     """What a run of CONFIG will do and cost; loads no model.
 
@@ -196,10 +199,12 @@ def plan(
     many grading calls the run makes first.
     """
     from coevo.calibration import calibrate as measure
-    from coevo.calibration import load_calibration, targets
+    from coevo.calibration import load_calibration, read_calibration, targets
     from coevo.planning import plan_lines
     from coevo.runner import plan_experiment
 
+    if calibrate and calibration_file is not None:
+        raise typer.BadParameter("--calibrate measures this machine and --calibration reads another's: pass one")
     made = plan_experiment(config, set_)
     if calibrate:
         from coevo.config import apply_overrides, read_yaml
@@ -208,7 +213,10 @@ def plan(
         _, resolved = resolve_config(apply_overrides(read_yaml(config), list(set_)), str(config))
         engines, trained = targets(made, resolved.roles)
         measure(engines, trained, progress=lambda what: err.print(f"calibrating {what} ...", highlight=False))
-    calibration = load_calibration()
+    try:
+        calibration = load_calibration() if calibration_file is None else read_calibration(calibration_file)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--calibration") from None
     if calibration is not None:
         made = plan_experiment(config, set_, calibration=calibration)
     if as_json:

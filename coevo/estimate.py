@@ -32,6 +32,10 @@ from pydantic import BaseModel, Field
 FILL = 0.7
 #: Characters per token of English prose in a BPE vocabulary (SmolLM2's, GPT-4's: 3.7-4.3).
 CHARS_PER_TOKEN = 4.0
+#: Prompts one call of an engine decodes together, where a calibration measured a batched
+#: rate: transformers' LocalModel batches 8 (its default batch_size); llama.cpp decodes one at a
+#: time here; vLLM's own scheduler batches whatever comes (its batched rate is not measured).
+CALL_BATCH = {"transformers": 8}
 
 
 class CallEstimate(BaseModel):
@@ -60,6 +64,8 @@ class TrainingEstimate(BaseModel):
     tokens: int
     #: Tokens the policy samples itself (GRPO's completions), outside the call counts.
     sampled_tokens: int = 0
+    #: How many of them one generate call writes together (GRPO: a step's completions).
+    sampling_batch: int = 1
     seconds: float | None = None
 
 
@@ -114,24 +120,44 @@ def finish(calls: list[CallEstimate], training: list[TrainingEstimate], notes: l
         base = call.role.split(":")[0].split("[")[0]
         # A role the plan does not list (DecoEvo's optimisation roles share its backbone) runs
         # on the engine of the role whose model it asks.
-        call.engine = engines.get(call.role) or engines.get(base) or engines.get(f"spec:{call.spec}", "")
+        # A role of several conditions runs on the engine of its condition's model: matched by
+        # role and spec first (an off-the-shelf critic's server is not a trained critic's engine).
+        call.engine = (engines.get(f"{base}|{call.spec}") or engines.get(call.role) or engines.get(base)
+                       or engines.get(f"spec:{call.spec}", ""))
         if calibration is not None:
             call.seconds = calibration.generation_seconds(call.engine, call.spec, call.prompt_tokens,
-                                                          call.completion_tokens)
+                                                          call.completion_tokens, CALL_BATCH.get(call.engine, 1))
         price = prices.get(call.role) or prices.get(base)
         if price is not None:
             call.dollars = price.dollars(call.prompt_tokens, call.completion_tokens)
     for stage in training:
         if calibration is not None:
             stage.seconds = calibration.training_seconds(stage.spec, stage.tokens, stage.sampled_tokens,
-                                                         engines.get(stage.role, ""))
+                                                         engines.get(stage.role, ""), stage.sampling_batch)
     if calibration is None:
         notes = [*notes, "no seconds: this machine has no calibration; `coevo plan CONFIG --calibrate` "
                  "measures one (a minute or two; kept under $COEVO_HOME)"]
-    elif unmeasured := sorted({f"{c.spec} on {c.engine or '?'}" for c in calls if c.seconds is None}):
-        notes = [*notes, f"no seconds for {', '.join(unmeasured)}: the calibration has no rate for it "
-                 "(`coevo plan CONFIG --calibrate` times local engines; a server's or a new model's speed is not timed)"]
+    else:
+        notes = [*notes, *_calibration_notes(calibration, calls, training, engines)]
+        if unmeasured := sorted({f"{c.spec} on {c.engine or '?'}" for c in calls if c.seconds is None}):
+            notes = [*notes, f"no seconds for {', '.join(unmeasured)}: the calibration has no rate for it "
+                     "(`coevo plan CONFIG --calibrate` times local engines; a server's or a new model's speed is "
+                     "not timed); the total counts the rest"]
     return RunEstimate(calls=calls, training=training, total=_totals(calls, training), notes=notes)
+
+
+def _calibration_notes(calibration: Any, calls: list[CallEstimate], training: list[TrainingEstimate],
+                       engines: dict[str, str]) -> list[str]:
+    """Whose rates the seconds are, and what the rates that were not measured as such assume."""
+    used = {id(rate): rate for rate in
+            [calibration.engine_rate(c.engine, c.spec) for c in calls]
+            + [calibration.training_rate(t.spec) for t in training]
+            + [calibration.engine_rate(engines.get(t.role, ""), t.spec) for t in training if t.sampled_tokens]
+            if rate is not None}
+    notes = [f"seconds from the rates of {calibration.machine}, measured {calibration.measured or '?'}"]
+    for note in sorted({rate.note for rate in used.values() if rate.note}):
+        notes.append(f"rates for {', '.join(sorted({r.spec for r in used.values() if r.note == note}))}: {note}")
+    return notes
 
 
 def _merged(calls: list[CallEstimate]) -> list[CallEstimate]:
@@ -159,6 +185,7 @@ def estimate_plan(config: Any, plan: Any, paper: Any, calibration: Any = None) -
     engines: dict[str, str] = {}
     for role in plan.roles:  # `critic[coevolution]` -> `critic`: cost rows name the role alone
         engines.setdefault(role.role.split("[")[0], role.engine)
+        engines.setdefault(f"{role.role.split('[')[0]}|{role.spec}", role.engine)
         engines.setdefault(f"spec:{role.spec}", role.engine)
     return finish(calls, training, notes, engines=engines, prices=role_prices(config.roles),
                   calibration=calibration)
@@ -183,12 +210,17 @@ def _totals(calls: list[CallEstimate], training: list[TrainingEstimate]) -> dict
     generation = known_sum([c.seconds for c in calls])
     trained = known_sum([t.seconds for t in training]) if training else 0.0
     priced = [c.dollars for c in calls if c.dollars is not None]
+    timed = [x.seconds for x in [*calls, *training] if x.seconds is not None]
+    untimed = sum(c.calls for c in calls if c.seconds is None)
     return {"calls": sum(c.calls for c in calls), "prompt_tokens": sum(c.prompt_tokens for c in calls),
             "completion_tokens": sum(c.completion_tokens for c in calls),
             "training_steps": sum(t.steps for t in training),
             "generation_seconds": None if generation is None else round(generation, 1),
             "training_seconds": None if trained is None else round(trained, 1),
             "seconds": None if generation is None or trained is None else round(generation + trained, 1),
+            # Where only some rows have seconds (a server's calls are not timed): theirs, a lower bound.
+            "timed_seconds": round(sum(timed), 1) if timed else None,
+            "untimed_calls": untimed,
             "dollars": round(sum(priced), 6) if priced else None}
 
 
@@ -211,12 +243,18 @@ def estimate_lines(estimate: RunEstimate) -> list[str]:
     t = estimate.total
     lines.append(f"  total: {t['calls']:,} calls, {t['prompt_tokens']:,} prompt + {t['completion_tokens']:,} "
                  f"completion tokens, {t['training_steps']} training steps"
-                 + (f", {_duration(t['seconds'])}" if t.get("seconds") is not None else "")
+                 + (f", {_duration(t['seconds'])}" if t.get("seconds") is not None else
+                    f", at least {_duration(t['timed_seconds'])} ({t['untimed_calls']:,} calls not timed)"
+                    if t.get("timed_seconds") is not None else "")
                  + (f", ${t['dollars']:.4f}" if t.get("dollars") is not None else ""))
     return lines
 
 
 def _duration(seconds: float) -> str:
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} h"
     return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 

@@ -183,6 +183,14 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
                                            "seconds", "seconds")),
     ("(\\w+?)_peak_rss_mb", _training("{1} peak memory", "Peak resident memory of the process during the stage.",
                                       "MB", "memory")),
+    ("(\\w+?)_first_step_seconds", _training("{1} first step", "Wall-clock seconds of the stage's first optimizer "
+                                             "step (it also pays for warm-up).", "seconds", "seconds")),
+    ("(\\w+?)_steady_step_seconds", _training("{1} seconds per later step", "Mean wall-clock seconds of the "
+                                              "stage's optimizer steps after its first.", "seconds", "seconds")),
+    ("(\\w+?)_steady_tokens_per_s", _training("{1} training tokens/s", "Prompt and completion tokens trained on "
+                                              "per second, over the steps after the first.", "tokens/s", "seconds")),
+    ("(\\w+?)_peak_gpu_mb", _training("{1} peak GPU memory", "Peak GPU memory torch allocated during the stage "
+                                      "(everything held then, both roles included).", "MB", "memory")),
     ("(\\w+?)_time_share", {"title": "{1} time share", "definition": "Share of the stage's time spent in {1}.",
                             "unit": "share", "low": 0.0, "high": 1.0, "kind": "other"}),
     ("calls_(\\w+)", {"title": "Verifier calls ({1})", "definition": "Validator calls counted as {1}.",

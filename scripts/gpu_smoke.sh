@@ -12,14 +12,20 @@
 #      could not be nested in the CPU rehearsal's image-like venv, whose packages come from a .pth).
 #      The carried transformers 5.19 and peft replace the image's, as coevo pins them. (Were that
 #      environment read-only, a venv over it takes the wheels instead; see below.)
-#   2. pick the model: the embedded SmolLM2-135M when its weights are on disk, else a randomly
-#      initialised Llama of the same shape built from a config (scripts/random_llama.py) —
-#      speed and memory depend on the shape, not the weights,
-#   3. run the equivalent of tests/train on the GPU in bf16: DPO full + LoRA, GRPO full + LoRA,
-#      each checking the weights changed and `final/` loads; print seconds per step and peak GPU
-#      memory for each, then generation tokens/s (transformers' generate),
-#   4. run the many-process path: a test-sized examples/rlac_code_tiny.yaml under
-#      `accelerate launch` with one process per GPU found, checking summary.json's world_size.
+#   2. the TAIScore round with `python:` judges at three sizes (random-initialised Llamas of
+#      Llama-3.2-3B's, Llama-3.2-1B's and SmolLM2-135M's shapes, built on the GPU: nothing
+#      pretrained travels, and speed and memory depend on the shape, not the weights): full
+#      fine-tuning (float32 master weights, bf16 compute), LoRA, and at 135M full fine-tuning of
+#      bf16 weights; per stage step seconds, training tokens/s, peak GPU memory, weights moved
+#      and changed (a stage that moved none fails); then transformers' generation rates
+#      (benchmarks/gpu_round.py). One JSON, $OUT/gpu_round.json where $OUT is set (the device
+#      run's folder that comes back), with a log per size, inside SIZES_BUDGET seconds (default
+#      270; SIZES=a,b picks sizes). benchmarks/gpu_scaling.py makes BENCHMARKS.md's table of it,
+#   3. build the many-process run's model (the embedded SmolLM2-135M when its weights are on
+#      disk, else a random one of its shape),
+#   4. run the many-process path (SKIP_MANY=1 leaves it out): a test-sized
+#      examples/rlac_code_tiny.yaml under `accelerate launch` with one process per GPU found,
+#      checking summary.json's world_size.
 # Every result is a JSON line (for BENCHMARKS.md); the last lines are "GPU smoke OK" and the time.
 # The Python steps run from a scratch folder, so they import the INSTALLED coevo wheel, not this tree.
 #
@@ -27,7 +33,7 @@
 #   SKIP_INSTALL=1 bash scripts/gpu_smoke.sh     # the wheels are already installed in $PY's environment
 #   PY=/path/to/python bash scripts/gpu_smoke.sh # another interpreter than python3
 # CPU rehearsal of exactly that path (tests/test_gpu_smoke.py), two processes for step 4:
-#   SMOKE_ALLOW_CPU=1 SMOKE_TINY=1 bash scripts/gpu_smoke.sh
+#   bash scripts/gpu_smoke.sh --cpu              # the same as SMOKE_ALLOW_CPU=1 SMOKE_TINY=1
 # With SMOKE_ALLOW_CPU=1 and no PY, $PY is a FRESH venv that sees only the image's packages
 # (those of them in .venv; scripts/smoke_rehearsal_base.py), so a wheel missing from the folder
 # fails here as it would there. Its versions are .venv's, not the image's (torch 2.13 CPU here,
@@ -43,6 +49,7 @@ fingerprint() {
     | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
 if [[ "${1:-}" == --fingerprint ]]; then fingerprint; exit 0; fi
+if [[ "${1:-}" == --cpu ]]; then export SMOKE_ALLOW_CPU=1 SMOKE_TINY=1; fi
 
 START=$(date +%s)
 WHEELS=build/smoke-wheels
@@ -97,6 +104,20 @@ fi
 echo "install done after $(( $(date +%s) - START )) s"
 cd "$WORK"
 
+# The TAIScore round at three sizes (random-initialised Llama shapes: nothing pretrained travels),
+# full fine-tuning and LoRA, bf16: step times, tokens/s, peak GPU memory, generation rates
+# (benchmarks/gpu_round.py). One JSON, into $OUT on the device machine (it comes back from there).
+# SMOKE_TINY=1 (the CPU rehearsal): one 2-layer float32 model instead.
+RESULTS=${OUT:-$WORK}
+ROUND=(--json "$RESULTS/gpu_round.json" --budget "${SIZES_BUDGET:-270}")
+if [[ -n "${SIZES:-}" ]]; then ROUND+=(--sizes "$SIZES"); fi
+if [[ -n "${SMOKE_TINY:-}" ]]; then ROUND+=(--cpu); fi
+"$PY" "$ROOT/benchmarks/gpu_round.py" "${ROUND[@]}"
+echo "TAIScore rounds done after $(( $(date +%s) - START )) s: $RESULTS/gpu_round.json"
+
+if [[ -n "${SKIP_MANY:-}" ]]; then rm -rf "$WORK"; echo "GPU smoke OK (the many-process run skipped: SKIP_MANY)"; exit 0; fi
+
+# The many-process run's model: SmolLM2-135M's shape, random (or the embedded weights where they are).
 if [[ -n "${SMOKE_TINY:-}" ]]; then
   "$PY" "$ROOT/scripts/random_llama.py" "$WORK/random-llama" --layers 2 --hidden 64 --intermediate 128 \
     --heads 4 --kv-heads 2 --vocab 1000 >/dev/null
@@ -104,116 +125,10 @@ if [[ -n "${SMOKE_TINY:-}" ]]; then
 elif "$PY" -c "from coevo.llm.embedded import hf_dir; hf_dir()" 2>/dev/null; then
   export SMOKE_MODEL=smollm2
 else
-  echo "no embedded weights here: building a random-initialised Llama (SmolLM2-135M's shape) from a config"
-  "$PY" "$ROOT/scripts/random_llama.py" "$WORK/random-llama" >/dev/null
+  "$PY" "$ROOT/scripts/random_llama.py" "$WORK/random-llama" --dtype bfloat16 --device cuda >/dev/null
   export SMOKE_MODEL="hf:$WORK/random-llama"
 fi
-echo "model: $SMOKE_MODEL"
-
-timeout 420 "$PY" - <<'EOF'
-import json
-import os
-import shutil
-import tempfile
-import time
-from pathlib import Path
-
-import torch
-
-# SMOKE_ALLOW_CPU=1 runs the same checks on CPU (to test this script without a GPU).
-GPU = not os.environ.get("SMOKE_ALLOW_CPU")
-assert torch.cuda.is_available() or not GPU, "torch cannot see the GPU (a CPU-only torch build?)"
-from coevo.llm.specs import load_model
-from coevo.train import DPOSettings, GRPOSettings, LoRASettings, machine_training_args, train_dpo, train_grpo
-from coevo.types import PreferencePair
-
-args = machine_training_args()
-assert not GPU or (args.get("bf16") and not args.get("use_cpu")), args
-pairs = [PreferencePair(prompt="Say hello.", chosen="Hello there, friend!", rejected="No."),
-         PreferencePair(prompt="Name a color.", chosen="Blue, like a clear sky.", rejected="I will not.")]
-
-
-def reward(prompts, completions, **_):
-    # Length-based with a positional tie-break: every group has a spread, so every step learns.
-    return [len(c[-1]["content"]) + 0.25 * i for i, c in enumerate(completions)]
-
-
-def train(kind, policy, settings, out):
-    if kind == "dpo":
-        return train_dpo(policy, pairs, DPOSettings(learning_rate=1e-4, max_steps=4, max_length=64,
-                                                    max_prompt_length=32, lora=settings), out)
-    # batch_size counts prompts now: 2 prompts x 4 generations = the 8 completions a step always had.
-    return train_grpo(policy, ["Write one word.", "Name an animal."], reward,
-                      GRPOSettings(num_generations=4, batch_size=2, max_steps=3, learning_rate=1e-4,
-                                   max_completion_length=32, temperature=1.0, lora=settings), out)
-
-
-def check(kind, lora):
-    from transformers import AutoModelForCausalLM
-
-    policy = load_model(os.environ["SMOKE_MODEL"], trainable=True)
-    assert not GPU or (policy.model.device.type == "cuda" and policy.model.dtype == torch.bfloat16)
-    before = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
-    out = Path(tempfile.mkdtemp(prefix=f"smoke-{kind}-"))
-    result = train(kind, policy, LoRASettings(r=8, alpha=16) if lora else None, out)
-    after = policy.model.state_dict()
-    changed = any(not torch.equal(v, after[k].to(v.device)) for k, v in before.items() if k in after) if not lora \
-        else any(not torch.equal(p.detach(), torch.zeros_like(p)) for n, p in policy.model.named_parameters()
-                 if "lora_B" in n)
-    assert changed, f"{kind} {'lora' if lora else 'full'}: the weights did not change"
-    if lora:
-        from peft import PeftModel
-
-        base = AutoModelForCausalLM.from_pretrained(policy.model.peft_config["default"].base_model_name_or_path)
-        PeftModel.from_pretrained(base, result.checkpoint)
-    else:
-        AutoModelForCausalLM.from_pretrained(result.checkpoint)
-    shutil.rmtree(out, ignore_errors=True)
-    row = {"stage": kind, "mode": "lora" if lora else "full", "steps": result.steps,
-           "s_per_step": round(result.seconds_per_step, 3),
-           "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20) if GPU else None}
-    if kind == "grpo":
-        row["reward_time_share"] = round(result.metrics["reward_time_share"], 3)
-    print(json.dumps(row), flush=True)
-    del policy
-    if GPU:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-
-
-def generation_speed(spec, batch=8, new_tokens=128):
-    """Sampled tokens per second of transformers' generate: a batch of prompts, a fixed length."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from coevo.llm.embedded import hf_dir
-
-    folder = str(hf_dir()) if spec == "smollm2" else spec.removeprefix("hf:")
-    device = "cuda" if GPU else "cpu"
-    tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16 if GPU else torch.float32).to(device)
-    inputs = tokenizer(["Write a short story about a robot who learns to paint."] * batch,
-                       return_tensors="pt", padding=True).to(device)
-    length = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, top_p=0.95,
-                  pad_token_id=tokenizer.pad_token_id)
-    model.generate(**inputs, **{**length, "max_new_tokens": 8, "min_new_tokens": 8})  # warm-up
-    if GPU:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    out = model.generate(**inputs, **length)
-    if GPU:
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    made = (out.shape[1] - inputs["input_ids"].shape[1]) * batch
-    print(json.dumps({"stage": "generate", "batch": batch, "new_tokens": new_tokens, "seconds": round(seconds, 3),
-                      "tokens_per_s": round(made / seconds, 1)}), flush=True)
-
-
-for kind in ("dpo", "grpo"):
-    for lora in (False, True):
-        check(kind, lora)
-generation_speed(os.environ["SMOKE_MODEL"], new_tokens=128 if GPU else 16)
-print("single-process checks OK")
-EOF
+echo "many-process model: $SMOKE_MODEL"
 
 # Many processes: one per GPU (two on CPU, gloo), one run; rank 0 runs the loop, all train.
 if [[ -z "${SMOKE_ALLOW_CPU:-}" ]]; then
@@ -238,7 +153,7 @@ sys.exit(detect_isolation()[0] is None)"; then
   UNSAFE=(--unsafe-exec)
 fi
 RUN_START=$(date +%s)
-timeout 300 "${LAUNCH[@]}" -m coevo.cli run "$ROOT/examples/rlac_code_tiny.yaml" --out "$WORK/rlac" ${UNSAFE[@]+"${UNSAFE[@]}"} \
+timeout "${RLAC_TIMEOUT:-240}" "${LAUNCH[@]}" -m coevo.cli run "$ROOT/examples/rlac_code_tiny.yaml" --out "$WORK/rlac" ${UNSAFE[@]+"${UNSAFE[@]}"} \
   --set "roles.generator.model=$SMOKE_MODEL" --set "roles.critic.model=$SMOKE_MODEL" --set "roles.judge.model=$SMOKE_MODEL" \
   --set iterations=1 --set k=2 --set n=2 --set validator=random --set seed=0 --set kl=false \
   --set "data.train_ids=[HumanEval/45, HumanEval/2]" --set "data.heldout_ids=[HumanEval/53]" \

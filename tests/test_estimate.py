@@ -158,3 +158,63 @@ def test_calibration_times_whole_prompts_on_an_engine_that_keeps_prefixes(monkey
     prompt_evals = [n for n in evaluated if n > 1]
     assert len(prompt_evals) == 3 and min(prompt_evals) > 300  # every call's whole prompt (~420 tokens)
     assert rate.prompt_tokens_per_s > 0 and rate.completion_tokens_per_s > 0
+
+
+def test_a_calibration_measured_elsewhere_is_read_when_named_and_a_bad_file_is_refused(tmp_path):
+    from coevo.calibration import read_calibration
+
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(Calibration(machine="a GPU node", measured="then").model_dump()))
+    assert read_calibration(path).machine == "a GPU node"  # another machine's: read all the same
+    with pytest.raises(ValueError, match="no such calibration file"):
+        read_calibration(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text('{"engines": 3}')
+    with pytest.raises(ValueError, match="is not a coevo calibration"):
+        read_calibration(tmp_path / "bad.json")
+
+
+def test_batched_rates_time_what_a_call_decodes_together():
+    rate = EngineRate(engine="transformers", spec="m", prompt_tokens_per_s=1000.0, completion_tokens_per_s=10.0,
+                      batched_completion_tokens_per_s={8: 80.0, 32: 320.0})
+    assert [rate.completion_rate(b) for b in (1, 4, 8, 16, 32, 64)] == [10.0, 10.0, 80.0, 80.0, 320.0, 320.0]
+    calibration = Calibration(machine="m", measured="x", engines=[rate],
+                              training=[TrainingRate(spec="m", tokens_per_s=100.0)])
+    # transformers' calls decode 8 prompts together (LocalModel's batch); GRPO's samples a step's worth.
+    done = finish([call_estimate("s", "actor", "m", 8, filled=100, completion=100)],
+                  [TrainingEstimate(stage="t", kind="grpo", role="critic", spec="m", steps=1, tokens=1000,
+                                    sampled_tokens=3200, sampling_batch=32)],
+                  [], engines={"actor": "transformers", "critic": "transformers"}, prices={}, calibration=calibration)
+    assert done.calls[0].seconds == pytest.approx(800 / 1000 + 800 / 80)
+    assert done.training[0].seconds == pytest.approx(1000 / 100 + 3200 / 320)
+
+
+def test_untimed_server_calls_leave_a_lower_bound_and_the_rates_source_is_named():
+    from coevo.estimate import estimate_lines
+
+    calibration = Calibration(machine="an H200 node", measured="today", engines=[EngineRate(
+        engine="transformers", spec="m", prompt_tokens_per_s=100.0, completion_tokens_per_s=10.0,
+        note="extrapolated from smaller models")])
+    done = finish([call_estimate("s", "actor", "m", 1, filled=100, completion=10),
+                   call_estimate("s", "judge", "openai:g@http://h/v1", 5, filled=10, completion=1)], [], [],
+                  engines={"actor": "transformers", "judge": "server"}, prices={}, calibration=calibration)
+    assert done.total["seconds"] is None and done.total["timed_seconds"] == pytest.approx(2.0)
+    assert done.total["untimed_calls"] == 5
+    assert "at least 2 s (5 calls not timed)" in estimate_lines(done)[-1]
+    assert any("rates of an H200 node, measured today" in note for note in done.notes)
+    assert any(note == "rates for m: extrapolated from smaller models" for note in done.notes)
+
+
+def test_the_paper_config_is_timed_with_the_gpu_calibration_each_condition_on_its_own_engine():
+    # The calibration benchmarks/gpu_scaling.py wrote from the H200 runs (BENCHMARKS.md, "GPU").
+    from coevo.calibration import read_calibration
+
+    calibration = read_calibration(Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+                                   / "gpu_round_h200_calibration.json")
+    plan = plan_experiment(EXAMPLES / "taiscore_full.yaml", calibration=calibration)
+    rows = {(c.stage, c.role): c for c in plan.estimate.calls}
+    trained_critic = rows[("coevolution/round1/pool0", "critic")]
+    assert trained_critic.engine == "transformers" and trained_critic.seconds > 0
+    assert rows[("off_the_shelf/round1/pool0", "critic")].engine == "server"  # gpt-oss on its server
+    stages = {t.stage: t for t in plan.estimate.training}
+    assert stages["coevolution/round1/critic"].seconds > stages["coevolution/round1/actor"].seconds > 0
+    assert any("extrapolated" in note for note in plan.estimate.notes)

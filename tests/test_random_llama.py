@@ -34,3 +34,16 @@ def test_a_random_llama_from_a_config_loads_chats_and_trains(tmp_path):
                                                   max_prompt_length=32), tmp_path / "dpo")
     assert result.steps == 1
     assert not torch.equal(before, policy.model.model.layers[0].self_attn.q_proj.weight)
+
+
+def test_named_shapes_have_their_published_sizes_and_a_filled_vocabulary():
+    script = _script()
+    counts = {name: script.parameter_count(**shape) for name, shape in script.SHAPES.items()}
+    # SmolLM2-135M 134.5M, Llama-3.2-1B 1.24B, Llama-3.2-3B 3.21B, Qwen3-8B 8.19B (their model cards).
+    assert round(counts["smollm2-135m"] / 1e6, 1) == 134.5
+    assert round(counts["llama3.2-1b"] / 1e9, 2) == 1.24 and round(counts["llama3.2-3b"] / 1e9, 2) == 3.21
+    assert round(counts["qwen3-8b"] / 1e9, 2) == 8.19
+    tokenizer = script.build_tokenizer(60_000)
+    assert len(tokenizer) == 60_000  # the repository's text yields ~16k merges; placeholders fill the rest
+    assert tokenizer.decode([59_999]).startswith("fill")
+    assert max(tokenizer("def load_model(spec)")["input_ids"]) < 30_000  # text never encodes to a placeholder

@@ -184,10 +184,23 @@ def base_model_path(spec: str) -> str:
     return rest.strip() if kind == "hf" else spec
 
 
+#: The type a trained model's weights are held in, unless its options name one. float32 on a
+#: GPU too: the trainers then compute in bf16 (TrainingArguments' bf16, machine_training_args)
+#: over float32 master weights. Weights held in bf16 lose most updates the papers' learning
+#: rate makes: bf16 keeps 8 significant bits, so an Adam step of 1e-6 on a weight of 0.02 (its
+#: spacing there is 1.2e-4) rounds back to the same weight; measured, 3 AdamW steps at lr 1e-6
+#: changed 1.9 % of a bf16 matrix's weights and 100 % of a float32 one's (BENCHMARKS.md, "GPU").
+#: `options: {dtype: bfloat16}` halves the memory where that is wanted (LoRA: the adapter is
+#: float32 either way, PEFT's autocast_adapter_dtype).
+TRAINABLE_DTYPE = "float32"
+
+
 def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     kind, sep, rest = spec.partition(":")
     options = dict(options)
     engine = options.pop("engine", None)
+    if trainable:
+        options.setdefault("dtype", TRAINABLE_DTYPE)
     if kind == "smollm2":
         return _embedded(spec, _wanted_engine(spec, rest, engine), trainable, options)
     if engine is not None:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 from coevo.checkpoint_identity import RESULT_FILE
 from coevo.strict import StrictModel
 from coevo.train.errors import TrainError
-from coevo.train.reporting import close_step_logs, current_stage, json_history
+from coevo.train.reporting import close_step_logs, current_stage, json_history, step_timing
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def finish_stage(policy: Any, trainer: Any, final: Path, *, kind: str, start_ste
         seconds=seconds,
         seconds_per_step=seconds / steps_run,
         peak_rss_mb=peak_rss_mb,
-        metrics={**final_metrics(trainer.state.log_history), **metrics},
+        metrics={**final_metrics(trainer.state.log_history), **step_timing(trainer), **metrics},
         resumed_from=resumed_from,
         history=json_history(trainer.state.log_history),
         kind=kind,
@@ -310,11 +310,18 @@ def _model_card(policy: Any, final: Path, result: TrainResult) -> None:
 @dataclass(frozen=True)
 class Measurement:
     """What one `trainer.train()` cost and did: wall seconds, peak resident memory (MiB),
-    and the largest change of a trainable weight (see `weight_probe`)."""
+    the largest change of a trainable weight (see `weight_probe`) and, on a GPU, the peak
+    memory torch allocated on it (MiB)."""
 
     seconds: float
     peak_rss_mb: float
     weight_delta: float
+    peak_gpu_mb: float | None = None
+
+    def metrics(self) -> dict[str, float]:
+        """What a stage's result records of it besides time and resident memory."""
+        gpu = {} if self.peak_gpu_mb is None else {"peak_gpu_mb": self.peak_gpu_mb}
+        return {"weight_delta": self.weight_delta, **gpu}
 
 
 def measured_train(trainer: Any, model: Any, resume_from: str | None, *, reference: Any = None) -> Measurement:
@@ -324,14 +331,15 @@ def measured_train(trainer: Any, model: Any, resume_from: str | None, *, referen
     next stage starts from a clean model."""
     try:
         entry = getattr(trainer, "ref_model", None)  # the policy at entry, where TRL keeps one
-        with PeakRSS() as rss, Stopwatch() as clock, weight_probe(model, entry) as moved:
+        with PeakRSS() as rss, PeakGPU() as gpu, Stopwatch() as clock, weight_probe(model, entry) as moved:
             trainer.train(resume_from_checkpoint=resume_from)
     finally:
         close_step_logs(trainer)
         drop_reference_adapter(trainer.model)
         unpatch_forward(trainer.model)
         unpatch_forward(reference)
-    return Measurement(seconds=clock.seconds, peak_rss_mb=rss.peak_mb, weight_delta=moved.max_abs_delta)
+    return Measurement(seconds=clock.seconds, peak_rss_mb=rss.peak_mb, weight_delta=moved.max_abs_delta,
+                       peak_gpu_mb=gpu.peak_mb)
 
 
 def release(trainer: Any) -> None:
@@ -457,6 +465,30 @@ def current_rss_mb() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PeakGPU:
+    """Peak GPU memory (MiB) torch allocated on this process's device while the block ran:
+    everything held then (both roles' weights, the reference, gradients, optimizer state,
+    activations), not only the stage's own. None without CUDA."""
+
+    def __init__(self) -> None:
+        self.peak_mb: float | None = None
+        self._torch: Any = None
+
+    def __enter__(self) -> PeakGPU:
+        import torch
+
+        if torch.cuda.is_available():
+            self._torch = torch
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._torch is not None:
+            self._torch.cuda.synchronize()
+            self.peak_mb = self._torch.cuda.max_memory_allocated() / 2**20
 
 
 class Stopwatch:

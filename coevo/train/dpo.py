@@ -172,7 +172,7 @@ def train_dpo(
     run = measured_train(trainer, policy.model, resume_from, reference=ref_model)
     return finish_stage(
         policy, trainer, final, kind="dpo", start_step=start_step, seconds=run.seconds, peak_rss_mb=run.peak_rss_mb,
-        metrics={"pairs": float(len(pairs)), "weight_delta": run.weight_delta, **_first_loss(trainer)},
+        metrics={"pairs": float(len(pairs)), **run.metrics(), **_first_loss(trainer)},
         resumed_from=resume_from,
     )
 

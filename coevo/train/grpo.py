@@ -244,7 +244,7 @@ def train_grpo(
         "reward_time_share": timed_reward.seconds / max(run.seconds, 1e-9),
         "reward_seconds": timed_reward.seconds,
         "prompts": float(len(dataset)),
-        "weight_delta": run.weight_delta,
+        **run.metrics(),
         **learning_signals(trainer.state.log_history),
     }
     if timed_generate is not None:

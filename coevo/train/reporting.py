@@ -16,6 +16,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -167,8 +168,12 @@ def _step_log_class() -> type:
             self._bar = contextlib.ExitStack()
             self._advance: Any = None
             self._shown = 0
+            #: perf_counter() at the start of training and at the end of each step (see `step_timing`).
+            self.marks: list[float] = []
+            self.steps: list[int] = []
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.marks, self.steps = [time.perf_counter()], [state.global_step]
             if state.is_world_process_zero and self._advance is None:
                 from coevo.progress import progress_bar
 
@@ -177,6 +182,9 @@ def _step_log_class() -> type:
                     progress_bar(self.label, total=state.max_steps, completed=state.global_step))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            _wait_for_device()  # the step's kernels have run: its time is its own, not the next one's
+            self.marks.append(time.perf_counter())
+            self.steps.append(state.global_step)
             if self._advance is not None and state.global_step > self._shown:
                 self._advance(state.global_step - self._shown)
                 self._shown = state.global_step
@@ -193,6 +201,35 @@ def _step_log_class() -> type:
             self._advance = None
 
     return _StepLog
+
+
+def _wait_for_device() -> None:
+    """Wait for queued GPU work (a no-op without CUDA)."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def step_timing(trainer: Any) -> dict[str, float]:
+    """How long this process's optimizer steps took, from the trainer's `StepLog`:
+    `first_step_seconds` (kernel compilation, allocator warm-up and the first sampling are in it)
+    and, over the steps after it, `steady_step_seconds` (their mean) and `steady_tokens_per_s`
+    (TRL's `num_tokens` counter, prompt and completion tokens of every sequence trained on,
+    over their time). The steady figures are what a long stage's steps cost; with one step
+    there are none."""
+    marks, steps = next(((c.marks, c.steps) for c in trainer.callback_handler.callbacks
+                         if _StepLogClass is not None and isinstance(c, _StepLogClass)), ([], []))
+    if len(marks) < 2:
+        return {}
+    out = {"first_step_seconds": marks[1] - marks[0]}
+    if len(marks) > 2:
+        out["steady_step_seconds"] = (marks[-1] - marks[1]) / (len(marks) - 2)
+        seen = {int(row["step"]): float(row["num_tokens"]) for row in trainer.state.log_history
+                if "num_tokens" in row and "step" in row}
+        if steps[1] in seen and steps[-1] in seen and marks[-1] > marks[1]:
+            out["steady_tokens_per_s"] = (seen[steps[-1]] - seen[steps[1]]) / (marks[-1] - marks[1])
+    return out
 
 
 def StepLog(label: str) -> Any:  # noqa: N802 - a class made lazily (transformers loads late)

@@ -134,3 +134,19 @@ def test_frozen_engine_order_and_bad_engines(monkeypatch):
     assert specs.frozen_engine() == "hf"
     # A trained role is always transformers, whatever engine the spec names.
     assert specs.base_model_path("smollm2:llamacpp") == specs.base_model_path("smollm2")
+
+
+def test_a_trained_model_holds_float32_weights_unless_its_options_say_otherwise(monkeypatch):
+    # bf16 weights lose most updates at the papers' learning rate (specs.TRAINABLE_DTYPE).
+    from coevo.llm import local, specs
+
+    seen = []
+
+    class Recorder:
+        def __init__(self, path, *, revision=None, device=None, dtype=None, batch_size=8, model_id=None):
+            seen.append(dtype)
+
+    monkeypatch.setattr(local, "LocalModel", Recorder)
+    specs.load_model("hf:/a/folder", trainable=True)
+    specs.load_model("hf:/a/folder", trainable=True, dtype="bfloat16")
+    assert seen == ["float32", "bfloat16"]

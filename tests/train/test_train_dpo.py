@@ -128,6 +128,9 @@ def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch):
     assert result.steps == 2 and result.resumed_from is None
     assert result.seconds_per_step > 0 and result.peak_rss_mb > 0
     assert "loss" in result.metrics and "rewards/margins" in result.metrics
+    # The step after the first timed apart from it (warm-up), with TRL's token count; no GPU here.
+    assert result.metrics["first_step_seconds"] > 0 and result.metrics["steady_step_seconds"] > 0
+    assert result.metrics["steady_tokens_per_s"] > 0 and "peak_gpu_mb" not in result.metrics
     assert result.kind == "dpo" and [row["step"] for row in result.history if "loss" in row] == [1, 2]
     assert (Path(result.checkpoint) / "README.md").read_text().count("- dpo") == 1
     after = _snapshot(policy.model)

@@ -294,3 +294,23 @@ def test_a_real_dpo_stage_logs_to_tensorboard_the_store_and_the_log_file_not_the
                            text=True, timeout=900, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"CHECKPOINT {moved}/checkpoints/coevolution/round1/actor/final RESUMED True" in again.stdout
+
+
+def test_step_timing_reads_the_step_log_and_trl_s_token_counter():
+    from types import SimpleNamespace
+
+    from coevo.train import reporting
+
+    log = reporting.StepLog("DPO test")
+    state = SimpleNamespace(global_step=0, is_world_process_zero=False, max_steps=3, log_history=[])
+    log.on_train_begin(None, state, None)
+    for step in (1, 2, 3):
+        state.global_step = step
+        log.on_step_end(None, state, None)
+        state.log_history.append({"step": step, "num_tokens": 100.0 * step})
+    log.marks = [0.0, 5.0, 6.0, 7.0]  # a slow first step (warm-up), then one second a step
+    trainer = SimpleNamespace(callback_handler=SimpleNamespace(callbacks=[log]), state=state)
+    timing = reporting.step_timing(trainer)
+    assert timing == {"first_step_seconds": 5.0, "steady_step_seconds": 1.0, "steady_tokens_per_s": 100.0}
+    log.marks, log.steps = [0.0, 5.0], [0, 1]
+    assert reporting.step_timing(trainer) == {"first_step_seconds": 5.0}  # one step: nothing steady

@@ -143,7 +143,8 @@ def count_round(k: _Counter, r: int, pools: dict[int, int], critic_queries: int,
         prompt = template_tokens(k.critic_template) + s.x + s.y0  # the critic's prompt: x and y0
         training.append(TrainingEstimate(stage=f"{k.tag}/round{r}/critic", kind="grpo", role="critic",
                                          spec=plan.critic, steps=steps, tokens=samples * (prompt + s.c),
-                                         sampled_tokens=samples * s.c))
+                                         sampled_tokens=samples * s.c,
+                                         sampling_batch=config.grpo.completions_per_step))
     if config.evaluation.refinement and r >= 1:
         k.critiques_and_revisions(f"round{r}/eval_before_dpo", held)
         if config.evaluation.gold_rubric:

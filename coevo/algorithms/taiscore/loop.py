@@ -320,6 +320,10 @@ def _stored_responses(store: RunStore, kind: str, samples: list[Sample], actor: 
 def _train_metrics(kind: str, result: TrainResult) -> dict[str, float | None]:
     out = {f"{kind}_steps": float(result.steps), f"{kind}_seconds_per_step": result.seconds_per_step,
            f"{kind}_peak_rss_mb": result.peak_rss_mb}
+    # What a long stage's steps cost (the first pays for warm-up), and GPU memory where there is one.
+    for key in ("first_step_seconds", "steady_step_seconds", "steady_tokens_per_s", "peak_gpu_mb"):
+        if key in result.metrics:
+            out[f"{kind}_{key}"] = result.metrics[key]
     for key in ("train_loss", "loss"):
         if key in result.metrics:
             out[f"{kind}_loss"] = result.metrics[key]
