@@ -205,6 +205,10 @@ def plan(
 
     if calibrate and calibration_file is not None:
         raise typer.BadParameter("--calibrate measures this machine and --calibration reads another's: pass one")
+    try:
+        named = None if calibration_file is None else read_calibration(calibration_file)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--calibration") from None
     made = plan_experiment(config, set_)
     if calibrate:
         from coevo.config import apply_overrides, read_yaml
@@ -213,10 +217,7 @@ def plan(
         _, resolved = resolve_config(apply_overrides(read_yaml(config), list(set_)), str(config))
         engines, trained = targets(made, resolved.roles)
         measure(engines, trained, progress=lambda what: err.print(f"calibrating {what} ...", highlight=False))
-    try:
-        calibration = load_calibration() if calibration_file is None else read_calibration(calibration_file)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--calibration") from None
+    calibration = named if named is not None else load_calibration()
     if calibration is not None:
         made = plan_experiment(config, set_, calibration=calibration)
     if as_json:

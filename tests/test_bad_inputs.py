@@ -119,6 +119,11 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "refine a blank response": ("refine --prompt hi --response '  '", ("--response", "empty")),
     # the other commands
     "plan a missing config": ("plan {d}/absent.yaml", ("absent.yaml does not exist",)),
+    "plan a missing calibration": ("plan {d}/ok.yaml --calibration {d}/none.json", ("no such calibration file",)),
+    "plan a calibration that is none": ("plan {d}/ok.yaml --calibration {d}/empty.jsonl",
+                                        ("is not a coevo calibration",)),
+    "plan measuring and reading rates": ("plan {d}/ok.yaml --calibrate --calibration {d}/none.json",
+                                         ("pass one",)),
     "view a missing folder": ("view {d}/nowhere", ("nowhere is not a folder",)),
     "audit an unknown judge": ("audit judge --judge replay:{d}/replay.jsonl --kind nicest", ("nicest", "taiscore")),
     "annotations file missing": ("eval annotations {d}/none.jsonl", ("none.jsonl",)),
