@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,10 +101,10 @@ def changed_share(initial: Path, final: Path) -> float | None:
     if not files or (final / "adapter_config.json").exists():
         return None
     last = json.loads((initial / "config.json").read_text())["num_hidden_layers"] - 1
-    names = [name.format(last=last) for name in SAMPLED]
+    starts = sorted(initial.glob("*.safetensors"))
     changed = total = 0
-    for name in names:
-        before, after = _tensor(sorted(initial.glob("*.safetensors")), name), _tensor(files, name)
+    for name in (name.format(last=last) for name in SAMPLED):
+        before, after = _tensor(starts, name), _tensor(files, name)
         if before is None or after is None:
             continue
         # In the type the stage held them in: a bf16 stage's start is the initial weights cast to bf16.
@@ -209,11 +210,11 @@ def measure_size(size: str, work: Path, *, cpu: bool, deadline: float, tokens: i
     device = "cpu" if cpu else "cuda"
     if not cpu:
         assert torch.cuda.is_available(), "torch sees no GPU here (a CPU-only torch build?); the rehearsal is --cpu"
-    shape = TINY if cpu else random_llama.SHAPES[size]
+    shape, dtype = (TINY, "float32") if cpu else (random_llama.SHAPES[size], "bfloat16")
     started = time.perf_counter()
-    folder = random_llama.build(work / "model", **shape, dtype="float32" if cpu else "bfloat16", device=device)
+    folder = random_llama.build(work / "model", **shape, dtype=dtype, device=device)
     row: dict = {"size": size, "shape": shape, "parameters": random_llama.parameter_count(**shape),
-                 "dtype": "float32" if cpu else "bfloat16", "build_s": round(time.perf_counter() - started, 1)}
+                 "dtype": dtype, "build_s": round(time.perf_counter() - started, 1)}
     for mode in SIZE_MODES.get(size, ("full", "lora")):
         if time.time() > deadline:
             row[mode] = {"skipped": "out of time"}
@@ -255,12 +256,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--json FILE is required: where the results go")
     started = time.time()
     sizes = ["tiny"] if args.cpu else args.sizes.split(",")
-    from datetime import datetime, timezone
-
     measured_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     report: dict = {"machine": machine_line(), "measured": measured_at, "settings": {"sizes": sizes, "tokens": args.tokens,
                     "budget_s": args.budget, "round": round_overrides(Path("MODEL"), mode="full", tokens=args.tokens),
                     "modes": MODES, "batches": list(BATCHES)}, "sizes": [], "failed": {}}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        report["wall_s"] = round(time.time() - started, 1)
+        args.json.write_text(json.dumps(report, indent=1))
+
     for size in sizes:
         left = started + args.budget - time.time()
         if left < LEAST_PER_SIZE:
@@ -278,7 +283,6 @@ def main(argv: list[str] | None = None) -> int:
         found = [line[4:] for line in done.stdout.splitlines() if line.startswith("ROW ")]
         # The whole log beside the JSON: a CUDA assert's own message comes first, far above the
         # traceback's end (the H200 run lost it to a cut tail).
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.with_name(f"{args.json.stem}_{size}.log").write_text(done.stdout + done.stderr)
         if done.returncode or not found:
             report["failed"][size] = (done.stderr or done.stdout)[-1500:]
@@ -286,12 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         report["sizes"].append(json.loads(found[-1]))
         print(json.dumps(report["sizes"][-1]), flush=True)
-        report["wall_s"] = round(time.time() - started, 1)
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1))
-    report["wall_s"] = round(time.time() - started, 1)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1))
+        save()
+    save()
     return 0 if report["sizes"] and not report["failed"] else 1
 
 

@@ -136,7 +136,7 @@ def load_calibration() -> Calibration | None:
     if not path.is_file():
         return None
     try:
-        found = Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+        found = read_calibration(path)
     except ValueError:
         log.warning("%s is unreadable: run `coevo plan CONFIG --calibrate` again", path)
         return None

@@ -209,7 +209,7 @@ def plan(
         named = None if calibration_file is None else read_calibration(calibration_file)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--calibration") from None
-    made = plan_experiment(config, set_)
+    made = plan_experiment(config, set_, calibration=named)
     if calibrate:
         from coevo.config import apply_overrides, read_yaml
         from coevo.runner import resolve_config
@@ -217,8 +217,7 @@ def plan(
         _, resolved = resolve_config(apply_overrides(read_yaml(config), list(set_)), str(config))
         engines, trained = targets(made, resolved.roles)
         measure(engines, trained, progress=lambda what: err.print(f"calibrating {what} ...", highlight=False))
-    calibration = named if named is not None else load_calibration()
-    if calibration is not None:
+    if named is None and (calibration := load_calibration()) is not None:
         made = plan_experiment(config, set_, calibration=calibration)
     if as_json:
         print(json.dumps(made.model_dump(mode="json")))

@@ -9,6 +9,7 @@ trained role (RLAC's critic) then answers in a form its reader can parse.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -154,8 +155,6 @@ class LocalModel:
     def _compute_type(self) -> Any:
         """bf16 autocast for float32 weights on a GPU (a trained model's master weights,
         specs.TRAINABLE_DTYPE): it generates in the type it trains in, at bf16's speed."""
-        import contextlib
-
         import torch
 
         if self.model.device.type == "cuda" and self.model.dtype == torch.float32:

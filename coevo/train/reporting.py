@@ -135,10 +135,14 @@ _wandb_dir: list[str | None] = [None]  # the WANDB_DIR coevo set last (a user's 
 def close_step_logs(trainer: Any) -> None:
     """Close the progress bar of a trainer's `StepLog` (training may have failed mid-way,
     and then TRL never calls on_train_end)."""
+    for callback in _step_logs(trainer):
+        callback.close()
+
+
+def _step_logs(trainer: Any) -> list[Any]:
+    """The `StepLog`s among a trainer's callbacks (one, where `route_logs` added it)."""
     handler = getattr(trainer, "callback_handler", None)
-    for callback in getattr(handler, "callbacks", []):
-        if _StepLogClass is not None and isinstance(callback, _StepLogClass):
-            callback.close()
+    return [c for c in getattr(handler, "callbacks", []) if _StepLogClass is not None and isinstance(c, _StepLogClass)]
 
 
 def json_history(log_history: list[dict[str, Any]]) -> list[dict[str, float | int | None]]:
@@ -218,8 +222,7 @@ def step_timing(trainer: Any) -> dict[str, float]:
     (TRL's `num_tokens` counter, prompt and completion tokens of every sequence trained on,
     over their time). The steady figures are what a long stage's steps cost; with one step
     there are none."""
-    marks, steps = next(((c.marks, c.steps) for c in trainer.callback_handler.callbacks
-                         if _StepLogClass is not None and isinstance(c, _StepLogClass)), ([], []))
+    marks, steps = next(((c.marks, c.steps) for c in _step_logs(trainer)), ([], []))
     if len(marks) < 2:
         return {}
     out = {"first_step_seconds": marks[1] - marks[0]}
