@@ -9,10 +9,13 @@ that name the key: a typo must never silently fall back to a default.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
+
+# The old role blocks' rule lives with the roles block; ExperimentConfig applies it.
+from coevo.role_specs import refuse_old_role_blocks
 
 # Defined in a leaf module (the training glue needs them without loading models); kept
 # importable from here, where every config imports them.
@@ -26,6 +29,25 @@ def refuse_moved_keys(data: Any, moved: dict[str, str]) -> Any:
             if old in data:
                 raise ValueError(f"key {old!r} is now {new!r} (docs/config.md)")
     return data
+
+
+class ExperimentConfig(StrictModel):
+    """The base of a run's config (the file with `algorithm:`): a key that moved is refused
+    with its new place, by one rule for every algorithm.
+
+    `MOVED_KEYS` maps each old key to its new place: a top-level one (`model`) is refused
+    as itself; the old per-kind blocks (`models`, `sampling`, `templates`) are refused whole,
+    in one line naming the new place of each key they hold (`models.actor` ->
+    `roles.actor.model`; a key not listed is sent to `roles.<role>`).
+    """
+
+    MOVED_KEYS: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        data = refuse_moved_keys(data, cls.MOVED_KEYS)
+        return refuse_old_role_blocks(data, cls.MOVED_KEYS)
 
 
 class AuditConfig(StrictModel):
@@ -63,7 +85,9 @@ class AuditConfig(StrictModel):
     def _readable_probes(self) -> "AuditConfig":
         # A bad probes file fails when the config loads, not rounds into a run.
         if self.probes is not None:
-            from coevo.audit.probes import read_probes
+            # From master_keys.py, below config.py, not coevo.audit.probes: the audit package
+            # sits layers above config.py (it runs the roles it audits; docs/architecture.md).
+            from coevo.master_keys import read_probes
 
             try:
                 read_probes(self.probes)
@@ -145,6 +169,6 @@ def validate(model: type[T], data: dict[str, Any], source: str = "config") -> T:
 
 
 __all__ = [
-    "ConfigError", "DataConfig", "Field", "refuse_moved_keys", "StrictModel", "apply_overrides",
-    "read_yaml", "validate",
+    "ConfigError", "DataConfig", "ExperimentConfig", "Field", "refuse_moved_keys", "StrictModel",
+    "apply_overrides", "read_yaml", "validate",
 ]

@@ -247,6 +247,8 @@ def estimate_of(values: Mapping[str, float | None], name: str) -> Estimate:
     n = _n_of(values, name)
     definition = describe(name)
     if (low is None or high is None) and definition.kind == "rate" and value is not None and n:
+        # Downward: metric_defs sits in eval/'s layer (docs/architecture.md), so a rate's interval
+        # here is the one the metrics compute, not a second copy of Wilson's formula.
         from coevo.eval.stats import wilson_interval
 
         _, low, high = wilson_interval(max(0.0, min(1.0, value)) * n, n)

@@ -90,13 +90,13 @@ class RoleSet(StrictModel):
         """The backend options of `role`: `roles.default.options` overlaid with the role's own."""
         return {**self.default.options, **getattr(self, role).options}
 
-    def load(self, role: str, *, spec: str | None = None, store: Any = None, trainable: bool = False) -> Any:
-        """The model of `role` (or `spec` in that role's place) with the role's options; a
-        trainable one through `load_trainable`, which tells the other ranks to load it too."""
-        if trainable:
-            from coevo.train.trainable import load_trainable
-
-            return load_trainable(spec or self.spec(role), store=store, **self.options_for(role))
+    def load(self, role: str, *, spec: str | None = None, store: Any = None) -> Any:
+        """The frozen model of `role` (or `spec` in that role's place) with the role's options.
+        A role's trainable weights load through the trainer seam instead,
+        `Backend.model(roles, role, trainable=True)` (coevo/algorithms/backend.py)."""
+        # Frozen models only: this module sits in config.py's layer, below train/, so the
+        # trainable path, which tells the other ranks to load too, stays with the Backend,
+        # where tests fake it (docs/architecture.md).
         from coevo.llm.specs import load_model
 
         return load_model(spec or self.spec(role), store=store, trainable=False, **self.options_for(role))

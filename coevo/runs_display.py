@@ -1,8 +1,8 @@
 """Runs as the console shows them: `coevo show` (a run's header, rollouts, skill history) and
 `coevo runs` (the list, `--compare`'s tables).
 
-The text is made here and printed by cli.py. Lines meant for rich are rich markup, with every
-value from the run escaped; plain lines are printed as they are.
+The text is made here and printed by the command (coevo/commands/runs.py). Lines meant for
+rich are rich markup, with every value from the run escaped; plain lines are printed as they are.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ def resolve_runs(names: list[Path], runs_root: Path) -> list[tuple[str, Path]]:
 
 @dataclass
 class ConsoleTable:
-    """A table for cli.py's `_print_table`: its columns, rows (dicts by column) and title."""
+    """A table of `coevo runs --compare`: its columns, rows (dicts by column) and title."""
 
     columns: list[str]
     rows: list[dict[str, Any]]

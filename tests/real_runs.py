@@ -23,6 +23,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+# Deterministic Python judges with spread (reward, pairwise, gold): what a random-initialised
+# model's runs are judged by (benchmarks/gpu_round.py's round uses them too).
+PYTHON_JUDGES = ROOT / "benchmarks" / "gpu_round_judges.py"
 
 # examples/taiscore_tiny.yaml at test size: one round, a few prompts, one GRPO and one DPO
 # step, short generations: the loop's every stage runs for real, in minutes.
@@ -43,6 +46,38 @@ RLAC_CODE_TEST_SIZE = [
     "dpo.max_steps=2", "dpo.save_steps=1", "dpo.max_length=512", "dpo.max_prompt_length=384",
 ]
 
+
+
+def build_tiny_llama(out: Path) -> Path:
+    """A random-initialised Llama of 2 layers x 64 wide (~0.3 M weights) with a 2,048-token BPE
+    learned from this repository (scripts/random_llama.py): it loads as `hf:FOLDER`, generates
+    and takes real TRL steps in a fraction of a second. What the tests of the training glue,
+    of resuming and of many processes run on; they check the machinery, which does not depend
+    on what the weights say. What a real model does is checked by one end-to-end test per
+    loop and per engine on the embedded model (tests/conftest.py's shared runs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("random_llama", ROOT / "scripts" / "random_llama.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build(out, layers=2, hidden=64, intermediate=128, heads=4, kv_heads=2, vocab_size=2048)
+
+
+def taiscore_on_tiny_llama(folder: Path) -> list[str]:
+    """TAISCORE_TEST_SIZE with the tiny random model as actor and critic (generating in
+    transformers: a GGUF copy needs the embedded model's shape) and Python judges: every stage
+    runs, in seconds. No judge audit (a Python judge has no prompts to game)."""
+    return [*TAISCORE_TEST_SIZE, f"roles.actor.model=hf:{folder}", f"roles.critic.model=hf:{folder}",
+            f"roles.judge.model=python:{PYTHON_JUDGES}", "actor_engine=transformers", "critic_engine=transformers",
+            "audit.enabled=false"]
+
+
+def rlac_code_on_tiny_llama(folder: Path) -> list[str]:
+    """RLAC_CODE_TEST_SIZE with the tiny random model as generator and critic, in transformers.
+    4 DPO steps, not 2: a tiny step takes a fraction of a second, and a test that kills a
+    stage after its first checkpoint needs the stage still running when it looks."""
+    return [*RLAC_CODE_TEST_SIZE, f"roles.generator.model=hf:{folder}", f"roles.critic.model=hf:{folder}",
+            "generator_engine=transformers", "critic_engine=transformers", "dpo.max_steps=4"]
 
 
 def decoevo_test_size(source: str, backbone_options: dict | None = None) -> dict:

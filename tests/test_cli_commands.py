@@ -344,8 +344,10 @@ def test_judge_kinds_are_spelled_one_way_in_configs_cli_and_docs():
     help_text = CliRunner().invoke(app, ["judge", "-h"]).output
     runnable = [n for n in JUDGE_NAMES if n != "gold_rubric"]  # needs rubrics: `coevo run` only
     assert all(n in help_text for n in runnable) and not any(h in help_text for h in hyphenated)
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert not any(h in readme for h in ("critique-quality", "outcome-gain")), "README: use the config spelling"
+    root = Path(__file__).parents[1]  # the README and the docs pages its commands moved to
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        assert not any(h in text for h in ("critique-quality", "outcome-gain")), f"{page.name}: use the config spelling"
 
 
 def _fake_run(path, status, *, error=None, duration_s=None, metrics=(), rollouts=()):

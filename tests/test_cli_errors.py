@@ -66,7 +66,7 @@ def test_show_and_report_need_a_run_folder(tmp_path):
 
 
 def test_the_resume_line_keeps_root_flags_and_drops_fresh():
-    from coevo.cli import resume_command
+    from coevo.commands.errors import resume_command
 
     assert resume_command(["coevo", "-v", "run", "c.yaml", "--out", "r", "--fresh"]) == \
         "coevo -v run c.yaml --out r --resume"

@@ -4,20 +4,26 @@ from the module that holds it to the coevo module it names. A lazy or typing-onl
 breaks nothing at run time, but it is still a tie: the module cannot be read, moved or tested
 without the one it names, so lazy arrows count like the others.
 
-Guarded: llm/ never reaches up into train/; train/distributed.py (the message layer
-every rank runs) names nothing above train/ but leaf modules; and no circle anywhere in
-coevo/ (an algorithm's audit or evaluation that needs the loop's type names it as a Protocol).
+The layers are read from the doc's one layer table (its rows name modules, `coevo.config`, or
+packages with all they hold, `coevo.llm.*`): every module of coevo/ sits in exactly one row,
+every row names at least one module, and no arrow runs from a layer to a higher one.
+Also guarded: llm/ never reaches up into train/; train/distributed.py (the message layer
+every rank runs) names nothing above train/ but leaf modules; tasks/ sits below what asks a
+model; and no circle anywhere in coevo/ (an algorithm's audit or evaluation that needs the
+loop's type names it as a Protocol).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 import coevo
 
 PACKAGE = Path(coevo.__file__).parent
+DOC = PACKAGE.parent / "docs" / "architecture.md"
 
 
 def _in(prefixes: tuple[str, ...]):
@@ -172,3 +178,101 @@ def test_tasks_sit_below_roles_validators_and_the_algorithms():
 
 def test_no_circle_anywhere():
     assert circles(import_graph()) == []
+
+
+# -- the layer table of docs/architecture.md ------------------------------------------------
+
+
+def layer_table(markdown: str) -> list[tuple[int, str, list[str]]]:
+    """(layer number, layer name, module patterns) per row of the doc's one markdown table
+    whose header names `layer` and `modules`; the patterns are the modules cell's backticked
+    spans. Anything else (no such table, two of them, a row without a number) is an error."""
+    blocks: list[list[str]] = [[]]
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    tables = [b for b in blocks if b and [c.strip() for c in b[0].strip("|").split("|")][:2] == ["layer", "modules"]]
+    assert len(tables) == 1, f"{len(tables)} layer tables (a markdown table headed | layer | modules |); want one"
+    rows = []
+    for line in tables[0][2:]:  # past the header and its |---| line
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        number = re.match(r"(\d+)\s+(.*)", cells[0])
+        assert number, f"a layer row must start with its number: {line[:80]}"
+        rows.append((int(number[1]), number[2], re.findall(r"`([^`]+)`", cells[1])))
+    return rows
+
+
+def matches(pattern: str, module: str) -> bool:
+    """`coevo.llm.*`: the package and everything under it; any other pattern: that module."""
+    if pattern.endswith(".*"):
+        return module == pattern[:-2] or module.startswith(pattern[:-1])
+    return module == pattern
+
+
+def place(rows: list[tuple[int, str, list[str]]], names: set[str]) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Each module's layer, and what is wrong: modules no row or several rows match, and
+    patterns that match no module."""
+    layer: dict[str, int] = {}
+    wrong: dict[str, list[str]] = {"in no layer": [], "in several rows": [], "rows naming no module": []}
+    patterns = [(number, pattern) for number, _, found in rows for pattern in found]
+    for name in sorted(names):
+        hits = [(number, pattern) for number, pattern in patterns if matches(pattern, name)]
+        if not hits:
+            wrong["in no layer"].append(name)
+        elif len(hits) > 1:
+            wrong["in several rows"].append(f"{name}: {[p for _, p in hits]}")
+        else:
+            layer[name] = hits[0][0]
+    wrong["rows naming no module"] = [p for _, p in patterns if not any(matches(p, n) for n in names)]
+    return layer, wrong
+
+
+def upward(graph: dict[str, set[str]], layer: dict[str, int]) -> list[str]:
+    """Every arrow from a module to one in a higher layer."""
+    return sorted(f"{a} (layer {layer[a]}) -> {b} (layer {layer[b]})"
+                  for a, targets in graph.items() for b in targets
+                  if a in layer and b in layer and layer[b] > layer[a])
+
+
+@functools.cache
+def doc_layers() -> tuple[list[tuple[int, str, list[str]]], dict[str, int], dict[str, list[str]]]:
+    rows = layer_table(DOC.read_text(encoding="utf-8"))
+    return (rows, *place(rows, set(import_graph())))
+
+
+def test_the_layer_table_is_read_and_checked_as_the_doc_says():
+    text = ("| layer | modules | what |\n|---|---|---|\n"
+            "| 2 top | `coevo.cli`, `coevo.view.*` | x |\n| 1 bottom | `coevo.store`, `coevo.gone` | y |\n")
+    rows = layer_table("# A doc\n\n" + text + "\nmore prose\n")
+    assert rows == [(2, "top", ["coevo.cli", "coevo.view.*"]), (1, "bottom", ["coevo.store", "coevo.gone"])]
+    names = {"coevo.cli", "coevo.view", "coevo.view.app", "coevo.viewer", "coevo.store"}
+    layer, wrong = place(rows + [(1, "again", ["coevo.view.app"])], names)
+    assert wrong == {"in no layer": ["coevo.viewer"], "in several rows": ["coevo.view.app: ['coevo.view.*', 'coevo.view.app']"],
+                     "rows naming no module": ["coevo.gone"]}
+    assert upward({"coevo.store": {"coevo.cli"}, "coevo.cli": {"coevo.store"}}, layer) == [
+        "coevo.store (layer 1) -> coevo.cli (layer 2)"]
+    try:
+        layer_table(text + "\n" + text)
+    except AssertionError as exc:
+        assert "2 layer tables" in str(exc)
+    else:
+        raise AssertionError("two layer tables were read as one")
+
+
+def test_the_layers_are_numbered_once_each_from_1():
+    rows, _, _ = doc_layers()
+    assert sorted(number for number, _, _ in rows) == list(range(1, len(rows) + 1))
+
+
+def test_every_module_sits_in_exactly_one_layer():
+    _, _, wrong = doc_layers()
+    assert wrong == {"in no layer": [], "in several rows": [], "rows naming no module": []}
+
+
+def test_no_import_runs_up_the_layers():
+    """Lazy and typing-only imports included; an import from outside a package counts as
+    one into its __init__.py too (`with_packages_run`)."""
+    _, layer, _ = doc_layers()
+    assert upward(import_graph(), layer) == []

@@ -3,8 +3,10 @@
 Proof that `torchrun --nproc_per_node 2 -m coevo.cli run CONFIG` is one run: it finishes,
 summary.json says world_size 2, the trained checkpoints differ from the base, and its store
 holds exactly the rows a one-process run of the same config writes (no table doubled by a
-second writer; the one-process runs are the session's, tests/conftest.py, which the
-end-to-end tests check too). For RLAC, the two-process run's launcher is killed with
+second writer; the one-process runs are the session's, tests/conftest.py). They run on the
+tiny random-initialised model with Python judges: many processes change training's machinery,
+which does not depend on what the weights say; the embedded model's runs are the end-to-end
+tests'. For RLAC, the two-process run's launcher is killed with
 `kill -9` during a training stage (its workers must follow it) and the run resumed with the
 same launcher and --resume. Test-sized settings of examples/taiscore_tiny.yaml and
 examples/rlac_code_tiny.yaml; BENCHMARKS.md has the configs as they ship.
@@ -19,10 +21,10 @@ from pathlib import Path
 
 import pytest
 from real_runs import (
-    RLAC_CODE_TEST_SIZE,
-    TAISCORE_TEST_SIZE,
     coevo_run_command,
+    rlac_code_on_tiny_llama,
     run_coevo,
+    taiscore_on_tiny_llama,
 )
 
 from coevo.runlock import holder
@@ -81,13 +83,13 @@ def _rows(out, *, audit=True):
         return rows
 
 
-def test_two_processes_make_one_run(tmp_path, taiscore_tiny_run):
-    # The judge audit is off here: it runs on rank 0 alone, like every frozen judge's call
-    # (what two processes change is training), and it was about a quarter of this test's time
-    # (BENCHMARKS.md, "The slow tests, profiled"); the one-process run's rows are compared without its rows.
-    two = run_coevo("taiscore_tiny.yaml", tmp_path / "two", [*TAISCORE_TEST_SIZE, "audit.enabled=false"], processes=2,
+def test_two_processes_make_one_run(tmp_path, tiny_llama, taiscore_tiny_llama_run):
+    # On the tiny random model with Python judges (tests/real_runs.py): what two processes
+    # change is training's machinery (the gradients' sum, rank 0's writes), not what the
+    # weights say, and the embedded model's run of the same loop is test_taiscore_e2e's.
+    two = run_coevo("taiscore_tiny.yaml", tmp_path / "two", taiscore_on_tiny_llama(tiny_llama), processes=2,
                     env=ONE_THREAD).summary
-    one = taiscore_tiny_run.summary
+    one = taiscore_tiny_llama_run.summary
     assert (two["world_size"], one["world_size"]) == (2, 1)
     [rnd] = two["rounds"]
     metrics = rnd["metrics"]
@@ -95,17 +97,16 @@ def test_two_processes_make_one_run(tmp_path, taiscore_tiny_run):
     for role in ("actor", "critic"):  # stored relative to the run folder
         assert not Path(rnd["checkpoints"][role]).is_absolute()
         assert (tmp_path / "two" / rnd["checkpoints"][role]).is_dir()
-    assert two["audit"] == [] and _rows(tmp_path / "two") == _rows(taiscore_tiny_run.out, audit=False)
+    assert two["audit"] == [] and _rows(tmp_path / "two") == _rows(taiscore_tiny_llama_run.out)
     assert not (tmp_path / "two" / "run.lock").read_text()  # released, by the one process that held it
 
 
-def test_two_process_rlac_killed_mid_stage_resumes_and_makes_one_run(tmp_path, rlac_code_tiny_run):
-    two = tmp_path / "two"
-    _kill_during(two, 2, "rlac_code_tiny.yaml", RLAC_CODE_TEST_SIZE, Path("round1") / "generator")
+def test_two_process_rlac_killed_mid_stage_resumes_and_makes_one_run(tmp_path, tiny_llama, rlac_code_tiny_llama_run):
+    two, settings = tmp_path / "two", rlac_code_on_tiny_llama(tiny_llama)
+    _kill_during(two, 2, "rlac_code_tiny.yaml", settings, Path("round1") / "generator")
     assert not (two / "summary.json").exists()
-    resumed = run_coevo("rlac_code_tiny.yaml", two, RLAC_CODE_TEST_SIZE, "--resume", processes=2,
-                        env=ONE_THREAD).summary
-    one = rlac_code_tiny_run.summary
+    resumed = run_coevo("rlac_code_tiny.yaml", two, settings, "--resume", processes=2, env=ONE_THREAD).summary
+    one = rlac_code_tiny_llama_run.summary
     assert (resumed["world_size"], one["world_size"]) == (2, 1)
     [rnd] = resumed["rounds"]
     assert rnd["trained"]["generator"]  # (the critic's two calls to an output are often the same: no pair)
@@ -113,4 +114,4 @@ def test_two_process_rlac_killed_mid_stage_resumes_and_makes_one_run(tmp_path, r
         assert (two / rnd["checkpoints"][role]).is_dir()  # relative to the run folder
         assert rnd["training"][role]["weight_delta"] > 0
     assert RunStore(two).step_result("rlac/round1/generator")["resumed_from"].endswith("checkpoint-1")
-    assert _rows(two) == _rows(rlac_code_tiny_run.out)
+    assert _rows(two) == _rows(rlac_code_tiny_llama_run.out)

@@ -67,13 +67,14 @@ def test_every_plotted_group_pattern_has_its_headline_metrics_defined():
 def test_coevo_metrics_prints_definitions_and_console_tables_explain_their_metrics(capsys):
     from typer.testing import CliRunner
 
-    from coevo.cli import _print_table, app
+    from coevo.cli import app
+    from coevo.commands.console import print_table
 
     result = CliRunner().invoke(app, ["metrics", "gold_score", "nonsense_metric"])
     assert result.exit_code == 0, result.output
     assert "Gold-rubric score" in result.output and "points (1–10)" in result.output
     assert "not a registered metric" in result.output
     capsys.readouterr()
-    _print_table({"columns": ["metric", "round 1"], "rows": [{"metric": "win_rate_vs_round0", "round 1": 0.5}]},
-                 title="t")
+    print_table({"columns": ["metric", "round 1"], "rows": [{"metric": "win_rate_vs_round0", "round 1": 0.5}]},
+                title="t")
     assert "win_rate_vs_round0: Share of held-out pairs" in capsys.readouterr().out

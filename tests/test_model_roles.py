@@ -6,12 +6,13 @@ import json
 
 import pytest
 
+from coevo.algorithms.backend import Backend
 from coevo.algorithms.controls import ControlsConfig
 from coevo.algorithms.decoevo import DecoEvoConfig
 from coevo.algorithms.refine import RefineRunConfig
 from coevo.algorithms.rlac import RlacConfig
 from coevo.algorithms.taiscore import TaiScoreConfig
-from coevo.config import ConfigError, apply_overrides, validate
+from coevo.config import ConfigError, ExperimentConfig, apply_overrides, validate
 from coevo.llm import specs
 from coevo.llm.base import ModelError
 from coevo.role_specs import RoleSet
@@ -61,6 +62,20 @@ def test_old_keys_name_their_new_place(config_class, old, new):
     assert "\n" not in message and all(place in message for place in new), message
 
 
+def test_every_experiment_refuses_moved_keys_by_the_one_shared_rule():
+    """One validator (`ExperimentConfig._moved`) reads each config's `MOVED_KEYS`: a config
+    with its own copy of the rule could drift from the others' messages."""
+    from coevo.runner import _experiments
+
+    configs = {experiment.config for experiment in _experiments().values()}
+    assert configs == set(CONFIGS)
+    for config_class in configs:
+        assert issubclass(config_class, ExperimentConfig) and config_class.MOVED_KEYS, config_class.__name__
+        before = [name for name, found in config_class.__pydantic_decorators__.model_validators.items()
+                  if found.info.mode == "before"]
+        assert before == ["_moved"] and "_moved" not in vars(config_class), config_class.__name__
+
+
 def test_a_role_loads_its_spec_with_its_options(monkeypatch, tmp_path):
     calls = []
     monkeypatch.setattr(specs, "load_model", lambda spec, **kw: calls.append((spec, kw)))
@@ -68,13 +83,15 @@ def test_a_role_loads_its_spec_with_its_options(monkeypatch, tmp_path):
         "default": {"options": {"timeout": 5}},
         "judge": {"model": "openai:m@http://127.0.0.1:9/v1", "options": {"concurrency": 64}}}}).roles
     roles.load("judge", store="S")
-    roles.load("actor", trainable=True)
     roles.load("critic", spec="smollm2:vllm")
     assert calls == [
         ("openai:m@http://127.0.0.1:9/v1", {"store": "S", "trainable": False, "timeout": 5, "concurrency": 64}),
-        ("smollm2", {"store": None, "trainable": True, "timeout": 5}),
         ("smollm2:vllm", {"store": None, "trainable": False, "timeout": 5}),
     ]
+    # Trainable weights load through the trainer seam, with the same options.
+    trained = []
+    Backend(load_trainable=lambda spec, **kw: trained.append((spec, kw))).model(roles, "actor", trainable=True)
+    assert trained == [("smollm2", {"timeout": 5})]
 
 
 def test_a_role_keeps_its_decoding_per_use(tmp_path):

@@ -183,6 +183,7 @@ def test_a_trained_model_is_named_by_the_stage_that_saved_it_without_reading_its
     from types import SimpleNamespace
 
     import coevo.llm.local as local
+    from coevo.checkpoint_identity import RESULT_FILE
 
     monkeypatch.setattr(local, "weights_digest", lambda model: pytest.fail("walked the weights"))
     policy = SimpleNamespace(model=SimpleNamespace(name_or_path="/models/smollm2"))
@@ -190,7 +191,7 @@ def test_a_trained_model_is_named_by_the_stage_that_saved_it_without_reading_its
     for stage, result in (("round1/actor", "a"), ("round2/actor", "a"), ("round2/actor", "b")):
         final = tmp_path / stage / "final"
         final.mkdir(parents=True, exist_ok=True)
-        (final / "trainer_result.json").write_text(result)
+        (final / RESULT_FILE).write_text(result)  # the record a finished stage leaves (train/common.py)
         ids.append(local.LocalModel.refresh_model_id(policy, final))
     assert ids[0].startswith("hf:smollm2@") and "round1/actor/final" in ids[0]
     assert len(set(ids)) == 3  # another stage, or the same stage trained again: another id

@@ -19,13 +19,13 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
-from coevo.config import DataConfig, StrictModel
+from coevo.config import DataConfig, ExperimentConfig
 from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci
 from coevo.progress import map_batches
-from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs, refuse_old_role_blocks
+from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.roles.query_filter import load_data
@@ -37,7 +37,9 @@ from coevo.types import Judgment, Rollout, Table
 Condition = Literal["none", "generic", "shuffled", "matched"]
 
 
-class ControlsConfig(StrictModel):
+class ControlsConfig(ExperimentConfig):
+    MOVED_KEYS = REFINEMENT_MOVED
+
     algorithm: Literal["controls"] = "controls"
     data: DataConfig = DataConfig(limit=8)
     roles: RefinementRoleSpecs = RefinementRoleSpecs()
@@ -47,11 +49,6 @@ class ControlsConfig(StrictModel):
     #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
     batch_size: int | None = Field(None, ge=1)
     seed: int = 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        return refuse_old_role_blocks(data, REFINEMENT_MOVED)
 
 
 def feedback_for(condition: Condition, critiques: list[str], seed: int) -> list[str | None]:

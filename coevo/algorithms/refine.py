@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel
 
-from coevo.config import DataConfig, Field, StrictModel
+from coevo.config import DataConfig, ExperimentConfig, Field
 from coevo.eval.both_orders import BothOrdersScorer, both_orders_of, summarise_both_orders
 from coevo.judging import rollout_judge
 from coevo.llm.base import ModelError
-from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs, refuse_old_role_blocks
+from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
 from coevo.roles.judges import JUDGE_NAMES
 from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import build_refinement_roles, refine
@@ -21,8 +21,10 @@ from coevo.store import RunStore
 from coevo.types import Sample, Table
 
 
-class RefineRunConfig(StrictModel):
+class RefineRunConfig(ExperimentConfig):
     """`algorithm: refine` — critique-guided refinement over a dataset, with judges."""
+
+    MOVED_KEYS = REFINEMENT_MOVED
 
     algorithm: Literal["refine"] = "refine"
     data: DataConfig = DataConfig()
@@ -33,11 +35,6 @@ class RefineRunConfig(StrictModel):
     #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
     batch_size: int | None = Field(None, ge=1)
     seed: int = 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        return refuse_old_role_blocks(data, REFINEMENT_MOVED)
 
 
 class RefineSummary(BaseModel):

@@ -1,4 +1,5 @@
-"""Small pieces every backend shares: stop-string cutting, content hashes for model ids.
+"""Small pieces every backend shares: stop-string cutting, content hashes for model ids,
+a chat turn's token count (`chat_tokens`: the roles' prompt budget and GRPO's length check).
 
 Model ids are cache keys, so they name *content*, not places: the same weights in another
 folder (or on another machine) keep their cached answers, and weights retrained in place do
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import Any
 
 from coevo.types import Completion
 
@@ -64,3 +66,11 @@ def truncate_at_stop(text: str, stop: tuple[str, ...] | list[str]) -> str:
 def copies(completion: Completion, n: int) -> list[Completion]:
     """n independent copies: greedy decoding gives one answer, so it is computed once."""
     return [completion.model_copy() for _ in range(n)]
+
+
+def chat_tokens(tokenizer: Any, conversation: list[dict[str, str]]) -> int:
+    """Tokens of `conversation` as the model is fed it (LocalModel, TRL's GRPO): the chat
+    template applied with the generation prompt, then tokenized without further special
+    tokens (the template wrote them all)."""
+    rendered = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    return len(tokenizer(rendered, add_special_tokens=False)["input_ids"])

@@ -19,6 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+# Defined in llm/common.py, where train/grpo.py counts its prompts the same way (train/ sits
+# below roles/); kept importable from here, where the rest of the budget is.
+from coevo.llm.common import chat_tokens
+
 log = logging.getLogger(__name__)
 
 #: What replaces the omitted middle; `{n}` is how many tokens of the field were left out.
@@ -47,14 +51,6 @@ def token_counter(model: Any) -> TokenCounter:
         return chat_tokens(tokenizer, [{"role": "user", "content": text}])
 
     return count
-
-
-def chat_tokens(tokenizer: Any, conversation: list[dict[str, str]]) -> int:
-    """Tokens of `conversation` as the model is fed it (LocalModel, TRL's GRPO): the chat
-    template applied with the generation prompt, then tokenized without further special
-    tokens (the template wrote them all)."""
-    rendered = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-    return len(tokenizer(rendered, add_special_tokens=False)["input_ids"])
 
 
 def _tokenizer_of(model: Any) -> Any:

@@ -168,7 +168,7 @@ def _conversation(prompt: Any) -> list[dict[str, str]]:
 
 def _warn_over_length(conversations: list[list[dict[str, str]]], tokenizer: Any, limit: int) -> None:
     """Say how many prompts are over `limit` tokens (they are kept whole, never cut)."""
-    from coevo.roles.prompt_budget import chat_tokens
+    from coevo.llm.common import chat_tokens
 
     over = [n for n in (chat_tokens(tokenizer, conv) for conv in conversations) if n > limit]
     if over:

@@ -9,8 +9,17 @@ judge also confirms a quote of a sentence nobody looked at.
 
 import pytest
 
-from coevo.algorithms.rlac.audit import CODE_NOTE, FACT_PROBES, RANDOM_NOTE, ValidatorScorer, fact_probes
 from coevo.algorithms.rlac import run_rlac
+from coevo.algorithms.rlac.audit import (
+    AUDIT_PREFIX,
+    CODE_NOTE,
+    FACT_PROBES,
+    RANDOM_NOTE,
+    ValidatorScorer,
+    fact_probes,
+)
+from coevo.algorithms.rlac.records import VerificationCounts
+from coevo.algorithms.rlac.stages import round_stage
 from coevo.store import RunStore
 from coevo.types import Rollout, Sample, Verdict
 from tests.algorithms.test_rlac_code import config as code_config
@@ -49,8 +58,12 @@ def bios(fakes):  # noqa: F811
     return fakes
 
 
+def audit_key(r):
+    return round_stage(r, prefix=AUDIT_PREFIX)
+
+
 def records(summary, r):
-    return [rec for rec in summary["audit"] if rec["round"] == f"audit/round{r}"]
+    return [rec for rec in summary.audit if rec["round"] == audit_key(r)]
 
 
 def test_a_gullible_entailment_judge_is_flagged_before_and_after_the_iteration(tmp_path, bios):
@@ -69,7 +82,7 @@ def test_a_gullible_entailment_judge_is_flagged_before_and_after_the_iteration(t
     metrics = {(m["round"], m["name"]): m["value"] for m in store.metrics() if m["stage"] == "audit"}
     assert metrics[(0, "audit_validator_flags")] >= 1 and metrics[(1, "audit_validator_flags")] >= 1
     assert metrics[(1, "audit_validator_fooled_rate_quote_other_sentence")] == 1.0
-    assert summary["rounds"][0]["audit"]["audit_validator_flags"] >= 1
+    assert summary.rounds[0].audit["audit_validator_flags"] >= 1
 
 
 def test_a_judge_that_confirms_only_real_wrong_facts_is_not_flagged(tmp_path, bios):
@@ -79,7 +92,7 @@ def test_a_judge_that_confirms_only_real_wrong_facts_is_not_flagged(tmp_path, bi
         assert record["flags"] == [] and record["fooled_rate"]["value"] == 0.0
         assert record["fooled_rate"]["n"] == 2 * (7 + len(FACT_PROBES))  # 2 items x every probe
         assert record["retest_tie_rate"] is None  # every real item confirmed: ties by design, not measured
-    assert summary["rounds"][0]["audit"]["audit_validator_flags"] == 0
+    assert summary.rounds[0].audit["audit_validator_flags"] == 0
 
 
 def test_without_a_confirmed_held_out_proposal_the_iterations_own_are_the_real_items(tmp_path, bios):
@@ -101,12 +114,13 @@ def test_without_a_confirmed_held_out_proposal_the_iterations_own_are_the_real_i
 def test_the_audit_leaves_the_verification_counts_as_they_are(tmp_path, bios):
     on = run_rlac(audit_config("gullible"), RunStore(tmp_path / "on"))
     off = run_rlac(audit_config("gullible", **{"audit.enabled": False}), RunStore(tmp_path / "off"))
-    assert on["verification_calls"] == off["verification_calls"] == {"rlac": 4, "enumerative": 6, "used": 4}
-    assert on["verification_call_ratio"] == off["verification_call_ratio"]
-    for a, b in zip(on["rounds"], off["rounds"]):
-        assert (a["counts"], a["critic"], a["pairs"]) == (b["counts"], b["critic"], b["pairs"])
-    assert off["audit"] == [] and off["rounds"][0]["audit"] == {}
-    spent = on["rounds"][0]["audit"]
+    assert on.verification_calls == off.verification_calls == VerificationCounts(rlac=4, enumerative=6, used=4)
+    assert on.verification_call_ratio == off.verification_call_ratio
+    assert len(on.rounds) == len(off.rounds) == 1
+    for a, b in zip(on.rounds, off.rounds):
+        assert (a.counts, a.critic, a.pairs) == (b.counts, b.critic, b.pairs)
+    assert off.audit == [] and off.rounds[0].audit == {}
+    spent = on.rounds[0].audit
     # Counted apart: held-out proposals checked to find confirmed ones, then each probe.
     assert spent["audit_validator_calls"] > 0 and spent["audit_validator_llm_calls"] > 0
     assert records(on, 1)[0]["validator_calls"] == spent["audit_validator_calls"]
@@ -115,23 +129,22 @@ def test_the_audit_leaves_the_verification_counts_as_they_are(tmp_path, bios):
 def test_a_code_run_records_once_that_it_has_nothing_to_audit(tmp_path, trained):  # noqa: F811
     store = RunStore(tmp_path)
     summary = run_rlac(code_config(), store)
-    assert summary["audit"] == [{"round": "audit/round0", "judge_role": "validator", "kind": "code",
-                                 "note": CODE_NOTE}]
+    assert summary.audit == [{"round": audit_key(0), "judge_role": "validator", "kind": "code", "note": CODE_NOTE}]
     assert not [m for m in store.metrics() if m["name"].startswith("audit_")]
-    assert summary["verification_calls"]["rlac"] == 4
+    assert summary.verification_calls.rlac == 4
 
 
 def test_the_noisy_validator_ablation_is_not_audited(tmp_path, bios):
     summary = run_rlac(audit_config("gullible", validator="random"), RunStore(tmp_path))
-    assert [(r["round"], r["note"]) for r in summary["audit"]] == [("audit/round0", RANDOM_NOTE)]
+    assert [(r["round"], r["note"]) for r in summary.audit] == [(audit_key(0), RANDOM_NOTE)]
 
 
 def test_an_audit_that_cannot_run_is_a_record_with_its_error(tmp_path, fakes):  # noqa: F811
     # The loop fixture's critic has no answer for the held-out person: the run goes on.
     summary = run_rlac(facts_config(), RunStore(tmp_path))
-    assert [r["round"] for r in summary["audit"]] == ["audit/round0", "audit/round1"]
-    assert all("no answer" in r["error"] for r in summary["audit"])
-    assert summary["verification_calls"] == {"rlac": 4, "enumerative": 6, "used": 4}
+    assert [r["round"] for r in summary.audit] == [audit_key(0), audit_key(1)]
+    assert all("no answer" in r["error"] for r in summary.audit)
+    assert summary.verification_calls == VerificationCounts(rlac=4, enumerative=6, used=4)
 
 
 def test_the_quote_probe_names_a_sentence_the_real_proposal_does_not():

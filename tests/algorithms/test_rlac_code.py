@@ -5,6 +5,7 @@ import pytest
 import coevo.algorithms.rlac.loop as rlac_loop
 from coevo.algorithms.backend import Backend
 from coevo.algorithms.rlac import RlacConfig, run_rlac
+from coevo.algorithms.rlac.records import VerificationCounts
 from coevo.config import validate
 from coevo.llm.replay import ReplayModel
 from coevo.store import RunStore
@@ -94,8 +95,8 @@ def test_code_round_pairs_come_from_sandboxed_verdicts(tmp_path, trained):
     # bad+test: caught; good+test: survived; both NO_TEST answers: invalid (no testcase).
     assert verdicts == ["caught", "invalid", "invalid", "survived"]
     n_tests = count_test_cases(load_humaneval(ids=["HumanEval/0"])[0])
-    assert summary["verification_calls"] == {"rlac": 4, "enumerative": 2 * n_tests, "used": 4}
-    assert summary["rounds"][0]["eval"]["pass_at_1"] == 1.0
+    assert summary.verification_calls == VerificationCounts(rlac=4, enumerative=2 * n_tests, used=4)
+    assert summary.rounds[0].eval.pass_at_1 == 1.0
 
 
 def test_code_enumerative_baseline_runs_every_reference_test(tmp_path, trained):
@@ -103,7 +104,7 @@ def test_code_enumerative_baseline_runs_every_reference_test(tmp_path, trained):
     [(gen_dir, pairs)] = trained
     assert [(p.chosen, p.rejected, p.source) for p in pairs] == [(GOOD, BAD, "enumerative:code")]
     n_tests = count_test_cases(load_humaneval(ids=["HumanEval/0"])[0])
-    assert summary["verification_calls"]["used"] == 2 * n_tests
+    assert summary.verification_calls.used == 2 * n_tests
 
 
 def test_critic_examples_block_uses_a_call_from_the_docstring():
@@ -214,24 +215,24 @@ def test_pass_at_1_is_the_share_of_heldout_problems_that_pass_every_reference_te
     # any passing test, any passing problem, or the train problems would not give 0.5.
     summary = run_rlac(config(data={"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2", "HumanEval/3"]}),
                        RunStore(tmp_path))
-    assert summary["baseline"]["pass_at_1"] == 0.5
-    assert summary["rounds"][0]["eval"]["pass_at_1"] == 0.5
+    assert summary.baseline.pass_at_1 == 0.5
+    assert summary.rounds[0].eval.pass_at_1 == 0.5
     # Each problem's outcome (a paired comparison of rounds needs them), its n, and the
     # Wilson 95 % interval of 1 in 2, shown in the table beside the share.
-    assert summary["baseline"]["per_item"] == {"HumanEval/2": 1.0, "HumanEval/3": 0.0}
-    assert summary["baseline"]["heldout_n"] == 2
-    assert (summary["baseline"]["pass_at_1_lo"], summary["baseline"]["pass_at_1_hi"]) == (
+    assert summary.baseline.per_item == {"HumanEval/2": 1.0, "HumanEval/3": 0.0}
+    assert summary.baseline.heldout_n == 2
+    assert (summary.baseline.pass_at_1_lo, summary.baseline.pass_at_1_hi) == (
         pytest.approx(0.0945, abs=1e-4), pytest.approx(0.9055, abs=1e-4))
-    assert [row["pass_at_1"] for row in summary["table"]["rows"]] == ["0.500 (n=2: too few to tell)"] * 2
+    assert [row["pass_at_1"] for row in summary.table.rows] == ["0.500 (n=2: too few to tell)"] * 2
     # Only what the run measured: no FactScore keys on code, no KL with `kl: false`.
-    assert set(summary["baseline"]) == {"pass_at_1", "pass_at_1_lo", "pass_at_1_hi", "heldout_n", "per_item",
+    assert set(summary.baseline.model_dump()) == {"pass_at_1", "pass_at_1_lo", "pass_at_1_hi", "heldout_n", "per_item",
                                         "heldout_output_chars"}
 
 
 def test_pass_at_1_counts_a_wrong_solution_as_a_failure(tmp_path, trained):
     summary = run_rlac(config(data={"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/3"]}),
                        RunStore(tmp_path))
-    assert summary["baseline"]["pass_at_1"] == 0.0
+    assert summary.baseline.pass_at_1 == 0.0
 
 
 def test_a_config_file_alone_cannot_switch_off_isolation(monkeypatch):
@@ -263,4 +264,4 @@ def test_code_is_extracted_from_the_answer_not_from_the_reasoning(tmp_path, trai
     assert trained == []  # both outputs pass every test: nothing to pair
     summary = run_rlac(config(data={"train_ids": ["HumanEval/0"], "heldout_ids": ["HumanEval/2"]}),
                        RunStore(tmp_path / "heldout"))
-    assert summary["baseline"]["pass_at_1"] == 1.0
+    assert summary.baseline.pass_at_1 == 1.0

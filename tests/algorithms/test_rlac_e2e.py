@@ -1,4 +1,5 @@
-"""RLAC end to end on the real embedded model with real DPO steps (one per domain).
+"""RLAC end to end with real DPO steps: on the real embedded model (the code domain, through
+`coevo run`), and on the tiny random model (the facts domain, a killed LoRA stage).
 
 Test-sized: 1 iteration, 2 instructions, K=2, N=2, 32-token outputs, one DPO step per model.
 The loop runs on real generations and real critic proposals, the verdicts come from the
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
 from coevo.runner import run_experiment
 
 pytestmark = pytest.mark.slow
@@ -42,24 +44,33 @@ def check_summary(run_dir, proposals=1, steps=1):
     assert (run_dir / "report.html").exists()
     if rnd["trained"]["generator"]:
         assert rnd["training"]["generator"]["steps"] == steps
-        assert (run_dir / "round1" / "generator" / "final").is_dir()
+        assert (run_dir / round_stage(1, "generator", "final", prefix=BARE)).is_dir()
     return rnd
 
 
-def test_rlac_facts_e2e_real_model(tmp_path):
-    # With 32-token outputs the 135M critic's proposals are all invalid (measured: 4 of 4),
-    # which leaves nothing to train on; seeded noisy labels (seed 0: one generator pair, two
-    # critic pairs) make both models take real DPO steps. The real facts validator on the
-    # real model is measured by examples/rlac_bio_tiny.yaml (BENCHMARKS.md) and its logic
-    # by tests/validators/test_facts_*.py; FactScore here still uses the real judge.
-    config = {**COMMON, "task": "facts", "n": 2, "validator": "random", "seed": 0,
+def on_tiny_llama(config: dict, folder: Path) -> dict:
+    """`config` with the tiny random model (tests/conftest.py) as generator and critic."""
+    roles = {role: {**config["roles"][role], "model": f"hf:{folder}"} for role in ("generator", "critic")}
+    return {**config, "roles": {**config["roles"], **roles}}
+
+
+def test_rlac_facts_e2e(tmp_path, tiny_llama):
+    # The trained roles are the tiny random model: the embedded model's RLAC run with real DPO
+    # steps is the code test's (one per loop), and this one checks the facts domain's path
+    # through the loop. Seeded noisy labels (seed 0: one generator pair, two critic pairs)
+    # make both models take real DPO steps. The real facts validator on the real model is
+    # measured by examples/rlac_bio_tiny.yaml (BENCHMARKS.md) and its logic by
+    # tests/validators/test_facts_*.py; FactScore here still uses the embedded judge.
+    config = {**on_tiny_llama(COMMON, tiny_llama), "task": "facts", "n": 2, "validator": "random", "seed": 0,
               "data": {"train_ids": ["Albert Einstein", "Marie Curie"], "heldout_ids": ["Isaac Newton"],
                        "sentences": 2},
               "facts": {"judge": "llm", "atomic_facts": "sentences"}}
     run_experiment(None, tmp_path / "run", data=config)
     rnd = check_summary(tmp_path / "run", proposals=2)
     assert rnd["trained"] == {"generator": True, "critic": True}
-    assert rnd["eval"]["factscore_precision"] is not None
+    # FactScore ran on the held-out outputs (the tiny model's random text holds no scorable
+    # fact, so its precision is None, dumped as measured).
+    assert "factscore_precision" in rnd["eval"] and rnd["eval"]["facts_correct"] is not None
     assert rnd["eval"]["kl_from_base"] > 0.0  # moved from its base; the estimate is never negative
 
 
@@ -92,11 +103,12 @@ def test_rlac_code_e2e_real_model(rlac_code_tiny_run):
         assert parsed.valid and parsed.parsed["format"] == "arguments", record["proposal"]
 
 
-def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_models(tmp_path, monkeypatch):
+def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_models(tmp_path, monkeypatch,
+                                                                                       tiny_llama):
     """A LoRA generator stage killed after its first saved step resumes from it; then a longer
     run restores round 1's adapters into freshly loaded (plain) models and trains round 2.
     Nothing is stubbed: real checkpoints, the real loader (the bug this guards: restoring an
-    adapter folder into a model without an adapter)."""
+    adapter folder into a model without an adapter), on the tiny random model."""
     from functools import partial
 
     from transformers import TrainerCallback
@@ -124,7 +136,8 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
     # The real loaders and trainer (Backend's defaults), its first DPO stage killed.
     backend = Backend(train_dpo=first_call_killed)
     monkeypatch.setattr(rlac_loop, "default_backend", lambda: backend)
-    config = {**COMMON, "task": "facts", "n": 2, "validator": "random", "seed": 0, "kl": False,
+    config = {**on_tiny_llama(COMMON, tiny_llama), "task": "facts", "n": 2, "validator": "random", "seed": 0,
+              "kl": False,
               "data": {"train_ids": ["Albert Einstein", "Marie Curie"], "heldout_ids": ["Isaac Newton"],
                        "sentences": 2},
               "facts": {"judge": "lexical", "atomic_facts": "sentences"},
@@ -134,13 +147,13 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
     assert RunStore(tmp_path / "run").get_meta("status") == "failed"
     summary = run_experiment(None, tmp_path / "run", data=config, resume=True)
     [rnd] = summary["rounds"]
-    generator = RunStore(tmp_path / "run").step_result("rlac/round1/generator")
+    generator = RunStore(tmp_path / "run").step_result(round_stage(1, "generator", prefix=STAGE))
     assert generator["resumed_from"].endswith("checkpoint-1") and generator["steps"] == 2
     assert (tmp_path / "run" / rnd["checkpoints"]["generator"] / "adapter_config.json").is_file()  # relative
     # A longer run over the same store (the runner refuses a changed config on --resume, so
     # the loop is called directly, as a user's script would): fresh plain models restore
     # round 1's adapters, then train round 2.
     longer = run_rlac(validate(RlacConfig, {**config, "iterations": 2}), RunStore(tmp_path / "run"), backend)
-    assert [r["trained"]["generator"] for r in longer["rounds"]] == [True, True]
-    assert longer["rounds"][0] == rnd  # round 1 restored as it was, not trained again
+    assert [r.trained["generator"] for r in longer.rounds] == [True, True]
+    assert longer.rounds[0].model_dump(mode="json") == rnd  # round 1 restored as it was, not trained again
     assert len(calls) == 1 + 2 + 2  # killed, then its resume and the critic, then round 2's two

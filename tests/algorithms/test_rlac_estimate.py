@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from coevo.algorithms.rlac.stages import STAGE, round_stage
 from coevo.runner import plan_experiment
 
 #: tests/real_runs.py's RLAC_CODE_TEST_SIZE: examples/rlac_code_tiny.yaml at test size.
@@ -37,12 +38,13 @@ def test_every_example_has_an_estimate(config):
 def test_stage_and_role_names_are_the_real_runs():
     # Read off a real run of this config (`coevo run ... --set` CODE_TEST_SIZE, 2025-12-03):
     # summary.json -> cost -> calls had exactly these (stage, role) rows.
-    observed = {("rlac:round0/eval", "generator"), ("rlac:round1", "generator"), ("rlac:round1", "critic"),
-                ("rlac:round1/eval", "generator")}
+    observed = {(round_stage(0, "eval"), "generator"), (round_stage(1), "generator"), (round_stage(1), "critic"),
+                (round_stage(1, "eval"), "generator")}
     estimate = plan_experiment("examples/rlac_code_tiny.yaml", CODE_TEST_SIZE).estimate
     assert set(calls_by_stage(estimate)) == observed
     # The run store's names of its DPO stages (cost.training_costs).
-    assert [t.stage for t in estimate.training] == ["rlac/round1/generator", "rlac/round1/critic"]
+    assert [t.stage for t in estimate.training] == [round_stage(1, role, prefix=STAGE)
+                                                    for role in ("generator", "critic")]
 
 
 def test_code_tiny_counts_by_hand():
@@ -51,17 +53,17 @@ def test_code_tiny_counts_by_hand():
     estimate = plan_experiment("examples/rlac_code_tiny.yaml").estimate
     expected = {
         # Each evaluation: 2 greedy outputs + 2 sampled ones for the KL.
-        ("rlac:round0/eval", "generator"): 2 + 2,
-        ("rlac:round1/eval", "generator"): 2 + 2,
-        ("rlac:round2/eval", "generator"): 2 + 2,
+        (round_stage(0, "eval"), "generator"): 2 + 2,
+        (round_stage(1, "eval"), "generator"): 2 + 2,
+        (round_stage(2, "eval"), "generator"): 2 + 2,
         # Each round: 3 problems x K=4 outputs; N=2 proposals on each of the 12 (the critic trains).
-        ("rlac:round1", "generator"): 3 * 4, ("rlac:round1", "critic"): 3 * 4 * 2,
-        ("rlac:round2", "generator"): 3 * 4, ("rlac:round2", "critic"): 3 * 4 * 2,
+        (round_stage(1), "generator"): 3 * 4, (round_stage(1), "critic"): 3 * 4 * 2,
+        (round_stage(2), "generator"): 3 * 4, (round_stage(2), "critic"): 3 * 4 * 2,
     }
     assert calls_by_stage(estimate) == expected
     # dpo.max_steps=2 bounds both stages of both rounds.
     assert [(t.stage, t.steps) for t in estimate.training] == [
-        ("rlac/round1/generator", 2), ("rlac/round1/critic", 2), ("rlac/round2/generator", 2), ("rlac/round2/critic", 2)]
+        (round_stage(r, role, prefix=STAGE), 2) for r in (1, 2) for role in ("generator", "critic")]
 
 
 def test_bio_tiny_counts_by_hand():
@@ -70,11 +72,11 @@ def test_bio_tiny_counts_by_hand():
     # With the judge `llm` every fact and claim is asked (no word gate settles any).
     estimate = plan_experiment("examples/rlac_bio_tiny.yaml", ["facts.judge=llm"]).estimate
     counts = calls_by_stage(estimate)
-    for stage in ("rlac:round0/eval", "rlac:round1/eval", "rlac:round2/eval"):
+    for stage in (round_stage(0, "eval"), round_stage(1, "eval"), round_stage(2, "eval")):
         assert counts[(stage, "generator")] == 2 + 2  # greedy + the KL's sampled output per person
         # The splitter on each greedy output, then 4 facts (one per sentence) each checked.
         assert counts[(stage, "judge")] == 2 + 2 * 4
-    for stage in ("rlac:round1", "rlac:round2"):
+    for stage in (round_stage(1), round_stage(2)):
         assert counts[(stage, "generator")] == 3 * 4  # K=4 outputs per person
         assert counts[(stage, "critic")] == 3 * 4 * 2  # N=2 proposals per output (the critic trains)
         # The splitter on each output (the enumerative count), then each proposal's
@@ -101,8 +103,8 @@ def test_no_judge_calls_without_a_judge_model():
 def test_baselines_and_ablations():
     # Static critic: one proposal per output and no critic DPO; enumerative: no critic at all.
     static = plan_experiment("examples/rlac_code_tiny.yaml", ["critic_training=static"]).estimate
-    assert calls_by_stage(static)[("rlac:round1", "critic")] == 3 * 4
-    assert [t.stage for t in static.training] == ["rlac/round1/generator", "rlac/round2/generator"]
+    assert calls_by_stage(static)[(round_stage(1), "critic")] == 3 * 4
+    assert [t.stage for t in static.training] == [round_stage(r, "generator", prefix=STAGE) for r in (1, 2)]
     enumerative = plan_experiment("examples/rlac_code_tiny.yaml", ["verification=enumerative"]).estimate
     assert {role for _, role in calls_by_stage(enumerative)} == {"generator"}
 

@@ -49,13 +49,13 @@ def test_facts_precision_has_a_t_interval_over_people(tmp_path, fakes):  # noqa:
     fakes["models"]["gen"] = [*FACT_MODELS["gen"], {"match": "biography of Isaac Newton", "completions": [NEWTON]}]
     config = facts_config(**{"data.heldout_ids": ["Marie Curie", "Isaac Newton"]})
     summary = run_rlac(config, RunStore(tmp_path))
-    base = summary["baseline"]
-    assert base["heldout_n"] == 2 and set(base["per_item"]) == {"bio:marie-curie", "bio:isaac-newton"}
-    values = list(base["per_item"].values())
-    assert base["factscore_precision"] == pytest.approx(sum(values) / 2)
+    base = summary.baseline
+    assert base.heldout_n == 2 and set(base.per_item) == {"bio:marie-curie", "bio:isaac-newton"}
+    values = list(base.per_item.values())
+    assert base.factscore_precision == pytest.approx(sum(values) / 2)
     _, lo, hi = t_interval(values)  # over two people: wide, and cut to [0, 1]
-    assert (base["factscore_precision_lo"], base["factscore_precision_hi"]) == (
+    assert (base.factscore_precision_lo, base.factscore_precision_hi) == (
         pytest.approx(max(0.0, lo)), pytest.approx(min(1.0, hi)))
-    cell = summary["table"]["rows"][0]["factscore_precision"]
+    cell = summary.table.rows[0]["factscore_precision"]
     # Two people: the table says too few to tell rather than show a [0, 1]-wide interval.
-    assert cell == f"{base['factscore_precision']:.3f} (n=2: too few to tell)"
+    assert cell == f"{base.factscore_precision:.3f} (n=2: too few to tell)"

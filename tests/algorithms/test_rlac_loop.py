@@ -13,10 +13,12 @@ import coevo.llm.specs as specs
 from coevo.algorithms.backend import Backend
 from coevo.algorithms.rlac import RlacConfig, reward, run_rlac
 from coevo.algorithms.rlac.pairs import critic_pairs, generator_pairs, ranked_pairs
+from coevo.algorithms.rlac.records import RlacSummary, VerificationCounts
+from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
 from coevo.config import validate
 from coevo.llm.base import by_sampling, user
 from coevo.llm.replay import ReplayModel
-from coevo.runner import run_experiment
+from coevo.runner import run_experiment, summary_dict
 from coevo.store import RunStore
 from coevo.train.common import TrainResult
 from coevo.types import Message, Sample, Verdict
@@ -116,20 +118,22 @@ def test_adversarial_round_builds_both_pair_sets_and_counts_calls(tmp_path, fake
     store = RunStore(tmp_path)
     summary = run_rlac(facts_config(), store)
     gen, crit = fakes["trained"]
-    assert gen["dir"].endswith("round1/generator") and crit["dir"].endswith("round1/critic")
+    assert gen["dir"].endswith(round_stage(1, "generator", prefix=BARE))
+    assert crit["dir"].endswith(round_stage(1, "critic", prefix=BARE))
     assert [(p.chosen, p.rejected) for p in gen["pairs"]] == [(GOOD, BAD)]
     # Bad output: CAUGHT confirmed vs INVALID rejected. Good output: no confirmed proposal.
     assert [(p.chosen, p.rejected) for p in crit["pairs"]] == [(CAUGHT, INVALID)]
     # The critic's instructions are its system message, the numbered output its user message.
     assert "factual checker" in crit["pairs"][0].system and "[2] He was born in Vienna." in crit["pairs"][0].prompt
     # 1 instruction x K=2 outputs x N=2 proposals; enumerative = 3 sentences x 2 outputs.
-    assert summary["verification_calls"] == {"rlac": 4, "enumerative": 6, "used": 4}
-    assert summary["verification_call_ratio"] == 1.5
-    [rnd] = summary["rounds"]
-    assert rnd["critic"]["detection_rate"] == 0.25
-    assert rnd["critic"]["outcome_invalid"] == 0.5 and rnd["critic"]["outcome_survived"] == 0.25
-    assert rnd["checkpoints"]["generator"].endswith("round1/generator/final")
-    assert rnd["eval"]["factscore_precision"] == 1.0 and summary["baseline"]["facts_correct"] == 2.0
+    assert isinstance(summary, RlacSummary)
+    assert summary.verification_calls == VerificationCounts(rlac=4, enumerative=6, used=4)
+    assert summary.verification_call_ratio == 1.5
+    [rnd] = summary.rounds
+    assert rnd.critic.detection_rate == 0.25
+    assert rnd.critic.outcome_invalid == 0.5 and rnd.critic.outcome_survived == 0.25
+    assert rnd.checkpoints["generator"].endswith(round_stage(1, "generator", "final", prefix=BARE))
+    assert rnd.eval.factscore_precision == 1.0 and summary.baseline.facts_correct == 2.0
     verdicts = [r["verdict"] for _, r in store.get_records("rlac_proposal")]
     assert sorted(verdicts) == ["caught", "invalid", "invalid", "survived"]
     names = {(m["stage"], m["name"], m["round"]) for m in store.metrics()}
@@ -194,7 +198,7 @@ def test_llamacpp_engines_follow_each_trained_policys_checkpoints(tmp_path, fake
         ["critic"], [], ["critic"], []]
     generator, critic = (c for c in fakes["loaded"].values())
     assert not any(m.calls for m in generator + critic)  # the trained weights wrote nothing themselves
-    assert summary["rounds"][-1]["eval"]["factscore_precision"] == 1.0
+    assert summary.rounds[-1].eval.factscore_precision == 1.0
 
 
 def test_the_paper_form_asks_both_models_in_a_system_and_a_user_message(tmp_path, fakes):
@@ -226,8 +230,8 @@ def test_static_critic_proposes_once_and_never_trains(tmp_path, fakes):
     [gen] = fakes["trained"]
     assert store.get_meta("warnings") == []  # a static critic has no pairs by design
     assert gen["dir"].endswith("generator")
-    assert summary["verification_calls"]["rlac"] == 2  # one proposal per output
-    assert summary["condition"] == "rlac-static"
+    assert summary.verification_calls.rlac == 2  # one proposal per output
+    assert summary.condition == "rlac-static"
 
 
 def test_the_critic_gets_a_whole_stage_per_call(tmp_path, fakes, monkeypatch):
@@ -250,7 +254,7 @@ def test_the_critic_gets_a_whole_stage_per_call(tmp_path, fakes, monkeypatch):
                              "data.heldout_ids": ["Isaac Newton"], "audit.enabled": False})
     summary = run_rlac(config, RunStore(tmp_path))
     assert calls == [(4, 3)]  # one call: 2 instructions x K=2 outputs, 3 distinct outputs' schemas
-    assert summary["verification_calls"]["rlac"] == 8  # N=2 proposals on each of the 4
+    assert summary.verification_calls.rlac == 8  # N=2 proposals on each of the 4
 
 
 def test_noisy_validator_uses_random_labels(tmp_path, fakes):
@@ -258,15 +262,15 @@ def test_noisy_validator_uses_random_labels(tmp_path, fakes):
     summary = run_rlac(facts_config(validator="random", k=2, n=3), store)
     verdicts = {r["verdict"] for _, r in store.get_records("rlac_proposal")}
     assert verdicts <= {"caught", "survived"}
-    assert summary["verification_calls"]["rlac"] == 6
-    assert summary["condition"] == "rlac-adversarial-noisy-validator"
+    assert summary.verification_calls.rlac == 6
+    assert summary.condition == "rlac-adversarial-noisy-validator"
 
 
 def test_enumerative_baseline_verifies_every_fact_and_pairs_best_vs_worst(tmp_path, fakes):
     summary = run_rlac(facts_config(verification="enumerative"), RunStore(tmp_path))
     [gen] = fakes["trained"]  # no critic in this baseline
     assert [(p.chosen, p.rejected, p.source) for p in gen["pairs"]] == [(GOOD, BAD, "enumerative:facts")]
-    assert summary["verification_calls"] == {"rlac": 2, "enumerative": 6, "used": 6}
+    assert summary.verification_calls == VerificationCounts(rlac=2, enumerative=6, used=6)
 
 
 #: GOOD and BAD with their sentences reordered: the same facts (and scores), other texts.
@@ -287,14 +291,14 @@ def test_rlac_and_the_enumerative_baseline_get_the_same_pair_budget(tmp_path, fa
     budget = {"k": 4, "max_pairs_per_instruction": 3}
     rlac = run_rlac(facts_config(**budget), RunStore(tmp_path / "rlac"))
     enum = run_rlac(facts_config(verification="enumerative", **budget), RunStore(tmp_path / "enum"))
-    assert rlac["pairs"]["rlac-adversarial"]["1"]["generator"] == 3
-    assert enum["pairs"] == {"enumerative": {"1": {"generator": 3, "critic": 0}}}
-    assert rlac["pair_budget"] == enum["pair_budget"] == {"per_instruction": 3, "per_output": 2}
+    assert rlac.pairs["rlac-adversarial"]["1"]["generator"] == 3
+    assert enum.pairs == {"enumerative": {"1": {"generator": 3, "critic": 0}}}
+    assert rlac.pair_budget == enum.pair_budget == {"per_instruction": 3, "per_output": 2}
     enum_pairs = fakes["trained"][-1]["pairs"]
     assert {(p.chosen, p.rejected) for p in enum_pairs} < {(g, b) for g in (GOOD, GOOD_R) for b in (BAD, BAD_R)}
     # Without a budget cut both find all four (the baseline used to get one, best vs worst).
     wide = run_rlac(facts_config(verification="enumerative", k=4), RunStore(tmp_path / "wide"))
-    assert wide["pairs"]["enumerative"]["1"]["generator"] == 4
+    assert wide.pairs["enumerative"]["1"]["generator"] == 4
 
 
 THINK = "<think>Maybe he was born in Paris. Or in Rome?</think>"
@@ -312,8 +316,8 @@ def test_think_blocks_are_stripped_before_facts_are_split_or_the_critic_reads(tm
     assert [(p.chosen, p.rejected) for p in gen["pairs"]] == [(THINK + GOOD, THINK + BAD)]
     assert all("<think>" not in p.prompt and "Paris" not in p.prompt for p in crit["pairs"])
     # 3 atomic facts per answer, as without the block (it has two more sentences).
-    assert summary["verification_calls"] == {"rlac": 4, "enumerative": 6, "used": 4}
-    assert summary["baseline"]["facts_correct"] == 2.0 and summary["baseline"]["facts_incorrect"] == 0.0
+    assert summary.verification_calls == VerificationCounts(rlac=4, enumerative=6, used=4)
+    assert summary.baseline.facts_correct == 2.0 and summary.baseline.facts_incorrect == 0.0
     assert {r["output"] for _, r in store.get_records("rlac_proposal")} == {GOOD, BAD}
 
 
@@ -350,8 +354,8 @@ def test_a_round_without_pairs_warns_and_does_not_train(tmp_path, fakes):
     fakes["models"]["crit"] = [{"completion": INVALID}]  # the critic never names a real sentence
     store = RunStore(tmp_path)
     summary = run_rlac(facts_config(), store)
-    assert fakes["trained"] == [] and summary["rounds"][0]["trained"] == {"generator": False, "critic": False}
-    assert summary["rounds"][0]["critic"]["outcome_invalid"] == 1.0
+    assert fakes["trained"] == [] and summary.rounds[0].trained == {"generator": False, "critic": False}
+    assert summary.rounds[0].critic.outcome_invalid == 1.0
     warnings = store.get_meta("warnings")
     assert any("no generator preference pairs" in w for w in warnings)
     assert any("no critic preference pairs" in w for w in warnings)
@@ -365,7 +369,7 @@ def test_a_dpo_stage_that_moved_no_weight_is_reported(tmp_path, fakes):
     fakes["backend"].train_dpo = still
     store = RunStore(tmp_path)
     summary = run_rlac(facts_config(), store)
-    assert summary["rounds"][0]["training"]["generator"]["weight_delta"] == 0.0
+    assert summary.rounds[0].training["generator"].weight_delta == 0.0
     assert any("generator's DPO stage ran 2 steps but changed no weight" in w for w in store.get_meta("warnings"))
 
 
@@ -381,8 +385,8 @@ def test_heldout_factscore_counts_each_supported_and_unsupported_fact(tmp_path, 
                 "factscore_precision_lo": None, "factscore_precision_hi": None, "heldout_n": 1,
                 "per_item": {"bio:marie-curie": pytest.approx(2 / 3)},
                 "heldout_output_chars": float(len(CURIE_MOON))}
-    assert summary["baseline"] == expected and summary["rounds"][0]["eval"] == expected
-    assert summary["table"]["rows"][1]["factscore_precision"] == pytest.approx(2 / 3)
+    assert summary.baseline.model_dump() == expected and summary.rounds[0].eval.model_dump() == expected
+    assert summary.table.rows[1]["factscore_precision"] == pytest.approx(2 / 3)
 
 
 def test_enumerative_scores_are_the_factscore_precision_of_each_output(tmp_path, fakes):
@@ -397,16 +401,16 @@ def test_enumerative_scores_are_the_factscore_precision_of_each_output(tmp_path,
 def test_a_resumed_round_keeps_its_own_counts_when_later_rounds_run(tmp_path, fakes):
     first = run_rlac(facts_config(), RunStore(tmp_path))
     longer = run_rlac(facts_config(iterations=2), RunStore(tmp_path))  # round 1 resumed, round 2 new
-    assert longer["rounds"][0]["counts"] == first["rounds"][0]["counts"] == {"rlac": 4, "enumerative": 6, "used": 4}
-    assert longer["rounds"][1]["counts"] == {"rlac": 8, "enumerative": 12, "used": 8}
-    assert [row["calls_rlac"] for row in longer["table"]["rows"]] == [0, 4, 8]
+    assert longer.rounds[0].counts == first.rounds[0].counts == VerificationCounts(rlac=4, enumerative=6, used=4)
+    assert longer.rounds[1].counts == VerificationCounts(rlac=8, enumerative=12, used=8)
+    assert [row["calls_rlac"] for row in longer.table.rows] == [0, 4, 8]
 
 
 def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
     # The records dump to these keys exactly; a renamed or dropped field breaks readers of
     # summary.json (the report, BENCHMARKS scripts), so the sets are spelled out here.
     # (The runner adds its own keys, `algorithm`, `llm_cache`, ..., to what run_rlac returns.)
-    summary = run_rlac(facts_config(), RunStore(tmp_path / "run"))
+    summary = summary_dict(run_rlac(facts_config(), RunStore(tmp_path / "run")))  # as summary.json holds it
     assert set(summary) == {"base_model", "base_models", "task", "condition", "baseline", "rounds",
                             "verification_calls", "verification_call_ratio", "pairs", "pair_budget",
                             "reward_model", "table", "audit"}
@@ -427,3 +431,21 @@ def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
                                            "calls_rlac", "calls_enumerative"]
     [(_, pair), *_] = RunStore(tmp_path / "run").get_records("rlac_pair")
     assert set(pair) == {"round", "prompt", "chosen", "rejected", "sample_id", "source", "system"}
+
+
+@pytest.mark.parametrize("changes", [{}, {"verification": "enumerative"}, {"count_enumerative": False}],
+                         ids=["rlac", "enumerative", "no-enumerative-count"])
+def test_summary_json_is_the_whole_summary(tmp_path, fakes, changes):
+    """The runner dumps a summary record leaving out the fields never set (`summary_dict`):
+    RLAC sets every one, and a count never added to (no enumerative count) is dumped as 0."""
+    summary = run_rlac(facts_config(**changes), RunStore(tmp_path))
+    assert summary_dict(summary) == summary.model_dump(mode="json")
+    assert set(summary_dict(summary)["rounds"][0]["counts"]) == {"rlac", "enumerative", "used"}
+
+
+def test_a_rounds_names_are_the_ones_run_folders_hold():
+    """A resumed run finds its finished rounds by these names, in folders older versions
+    wrote: spelled out here, once; the loop and the other tests build them with round_stage."""
+    assert (round_stage(0), round_stage(2, "eval")) == ("rlac:round0", "rlac:round2/eval")
+    assert round_stage(1, "critic", prefix=STAGE) == "rlac/round1/critic"
+    assert round_stage(1, "generator", "final", prefix=BARE) == "round1/generator/final"

@@ -4,9 +4,11 @@ not, and `plan` tells a run's data split and stages without loading a model."""
 import json
 
 import pytest
+from pydantic import BaseModel
 
 import coevo.llm.specs as specs
 from coevo.algorithms.rlac.paper import PAPER_CODE, PAPER_FACTS, departures, plan
+from coevo.algorithms.rlac.stages import STAGE, round_stage
 from coevo.config import read_yaml
 from coevo.departures import config_value
 from coevo.runner import resolve_config
@@ -43,8 +45,20 @@ def test_the_full_configs_are_the_paper(name):
 @pytest.mark.parametrize("name", ["rlac_bio_full.yaml", "rlac_code_full.yaml"])
 def test_every_paper_setting_is_a_config_path(name):
     config = load(name)
-    for row in PAPER_FACTS if config.task == "facts" else PAPER_CODE:
-        config_value(config, row.setting)  # a KeyError/AttributeError names a row with no setting
+    rows = PAPER_FACTS if config.task == "facts" else PAPER_CODE
+    assert len(rows) >= 10
+    for row in rows:
+        # Each part of the path a declared field (getattr alone would take a method or a
+        # property, and `departures` would then compare the paper's value with that).
+        *sections, last = row.setting.split(".")
+        node = config
+        for part in sections:
+            node = getattr(node, part)
+            assert isinstance(node, BaseModel), (row.setting, part)
+        assert last in type(node).model_fields, row.setting
+        # The full config is the paper: the value read there is the paper's, where the row applies.
+        if row.applies is None or row.applies(config):
+            assert not row.departs(config_value(config, row.setting)), row.setting
 
 
 def test_the_tiny_configs_list_their_departures():
@@ -116,7 +130,9 @@ def test_the_tiny_yaml_comments_name_every_departure():
     for name in ("rlac_bio_tiny.yaml", "rlac_code_tiny.yaml", "rlac_code_easy.yaml", "rlac_bio_easy.yaml"):
         text = open(f"{EXAMPLES}/{name}", encoding="utf-8").read()
         comments = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
-        missing = [d.setting for d in departures(load(name)) if d.setting not in comments]
+        found = departures(load(name))
+        assert found and comments, name  # a small config departs: else the check below checks nothing
+        missing = [d.setting for d in found if d.setting not in comments]
         assert missing == [], f"{name}: departures not named in its comment block: {missing}"
 
 
@@ -161,7 +177,7 @@ def test_plan_of_the_full_bio_config_splits_120_and_50_people(tmp_path, no_model
     kinds = [s.name.rsplit("/", 1)[1] for s in got.stages if s.round == 1]
     assert kinds == ["generate", "critic", "validate", "generator", "critic_dpo", "evaluate"]
     assert len([s for s in got.stages if s.name.endswith("/generate")]) == 16
-    assert [s.items for s in got.stages if s.name == "rlac/round1/critic"] == [120 * 10 * 4]
+    assert [s.items for s in got.stages if s.name == round_stage(1, "critic", prefix=STAGE)] == [120 * 10 * 4]
     roles = {r.role: (r.engine, r.trained) for r in got.roles}
     assert roles == {"generator": ("transformers", True), "critic": ("transformers", True),
                      "judge": ("vllm", False)}
@@ -203,6 +219,6 @@ def test_plan_of_the_tiny_configs_names_their_ids_and_embedded_models(no_model_l
 def test_plan_of_the_reward_model_baseline_scores_instead_of_critiquing(no_model_loads):
     got = plan(load("rlac_bio_tiny.yaml", verification="reward_model", reward_model="hf:/models/rm"))
     assert [s.name for s in got.stages if s.round == 1] == [
-        "rlac/round1/generate", "rlac/round1/reward_model", "rlac/round1/generator", "rlac/round1/evaluate"]
+        round_stage(1, step, prefix=STAGE) for step in ("generate", "reward_model", "generator", "evaluate")]
     assert ("reward_model", "transformers", False) in {(r.role, r.engine, r.trained) for r in got.roles}
     assert "critic" not in {r.role for r in got.roles}

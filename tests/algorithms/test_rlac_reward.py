@@ -11,6 +11,7 @@ from coevo.algorithms.rlac.reward_model import RewardModelSettings
 from coevo.algorithms.rlac import RlacConfig, run_rlac
 from coevo.config import ConfigError, validate
 from coevo.llm.base import user
+from coevo.runner import summary_dict
 from coevo.store import RunStore
 
 from tests.algorithms.test_rlac_loop import BAD, CURIE, FACT_MODELS, GOOD, GOOD_R, fakes, facts_config  # noqa: F401
@@ -95,10 +96,11 @@ def test_the_reward_model_baseline_pairs_higher_over_lower_rewards_under_the_bud
     scorer = RewardModelScorer(reward_model, RewardModelSettings())
     assert scores[best] == pytest.approx(scorer.score([(asked, best)])[0], abs=1e-4)
     assert scores[best] != pytest.approx(scorer.score([(asked[1:], best)])[0], abs=1e-4)
-    assert summary["condition"] == "reward_model"
-    assert summary["pairs"] == {"reward_model": {"1": {"generator": 2, "critic": 0}}}
-    assert summary["reward_model"] == {"spec": reward_model, "outputs_scored": 3}
-    assert summary["verification_calls"]["used"] == 0  # no validator call: the reward model decides
+    assert summary.condition == "reward_model"
+    assert summary.pairs == {"reward_model": {"1": {"generator": 2, "critic": 0}}}
+    assert summary.reward_model == {"spec": reward_model, "outputs_scored": 3}
+    # No validator call, the reward model decides: a count never added to, still in summary.json.
+    assert summary_dict(summary)["verification_calls"]["used"] == 0
     assert store.get_records("rlac_proposal") == []
 
 

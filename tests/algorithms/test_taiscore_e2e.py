@@ -196,9 +196,11 @@ class _ScriptedJudge:
         return out
 
 
-def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path):
+def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path, tiny_llama):
     """Kill DPO after its first saved step; resume: GRPO is not redone (its final checkpoint
-    is restored), the pool's judged rollouts are reused, and DPO continues from checkpoint-1."""
+    is restored), the pool's judged rollouts are reused, and DPO continues from checkpoint-1.
+    On the tiny random model (tests/conftest.py): resuming is the store's and the stages'
+    machinery, which does not depend on what the weights say."""
     from functools import partial
 
     from transformers import TrainerCallback
@@ -216,8 +218,9 @@ def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path):
     tokens = {"temperature": 0.8, "top_p": 0.95, "max_tokens": 8}
     config = validate(TaiScoreConfig, {
         "algorithm": "taiscore", "data": {"source": str(data)}, "rounds": 1, "pairs_per_round": 2,
-        "roles": {"actor": {"sampling": {"response": tokens, "revision": {**tokens, "temperature": 0.2}}},
-                  "critic": {"sampling": tokens}},
+        "roles": {"actor": {"model": f"hf:{tiny_llama}",
+                            "sampling": {"response": tokens, "revision": {**tokens, "temperature": 0.2}}},
+                  "critic": {"model": f"hf:{tiny_llama}", "sampling": tokens}},
         "grpo": {"num_generations": 2, "batch_size": 1, "max_steps": 1, "save_steps": 1, "learning_rate": 1e-5},
         "dpo": {"batch_size": 1, "max_steps": 2, "save_steps": 1, "learning_rate": 1e-5, "max_length": 256,
                 "max_prompt_length": 192},

@@ -167,6 +167,7 @@ def test_shards_are_disjoint_across_rounds_and_held_out(tmp_path):
     assert len(ids) == 2 and not ids[0] & ids[1] and not (ids[0] | ids[1]) & held
     assert ids[0] | ids[1] | held == {f"q{i}" for i in range(12)}
     # round r's critic trains on shard r-1 only, with the Table 6 prompt in chat format
+    assert len(trainers.grpo_calls) == len(trainers.dpo_calls) == 2  # one stage of each per round
     for r, call in enumerate(trainers.grpo_calls):
         assert set(call["columns"]["sample_id"]) == ids[r]
         assert call["prompts"][0][0]["role"] == "user" and "Your Critique:" in call["prompts"][0][0]["content"]
@@ -184,7 +185,9 @@ def test_shards_are_disjoint_across_rounds_and_held_out(tmp_path):
     assert metrics["win_rate_vs_round0_n"] == len(held) and metrics["position_consistency_vs_round0"] == 1.0
     assert metrics["first_position_rate_vs_round0"] == 0.5
     assert metrics["win_rate_vs_round0_lo"] < 0.5 < metrics["win_rate_vs_round0_hi"]
-    for rollout in store.rollouts("coevolution/round1/eval"):
+    evaluated = store.rollouts("coevolution/round1/eval")
+    assert len(evaluated) == len(held)
+    for rollout in evaluated:
         straight, swapped = rollout.judgments["pairwise_vs_round0"], rollout.judgments["pairwise_vs_round0_swapped"]
         assert (straight.shown_order, swapped.shown_order) == (["round0", "current"], ["current", "round0"])
     rows = {row["metric"]: row for row in summary["table"]["rows"]}
@@ -462,6 +465,7 @@ def test_long_responses_lose_their_middle_wherever_the_critic_reads_them(tmp_pat
         assert "Response:\nSTART and the waves" in text and "kept rolling FINISH\n\nYour Critique:" in text
         assert "tokens of the response omitted" in text and approximate_tokens(text) <= budget
 
+    assert trainers.grpo_calls and all(call["prompts"] for call in trainers.grpo_calls)
     for call in trainers.grpo_calls:  # what GRPO trained the critic on
         for (message,), x, full in zip(call["prompts"], call["columns"]["x"], call["columns"]["y0"]):
             fits(message["content"], x)
@@ -473,6 +477,7 @@ def test_long_responses_lose_their_middle_wherever_the_critic_reads_them(tmp_pat
         fits(text, text.split("Prompt:\n", 1)[1].split("\n", 1)[0])
     shards = {int(t): len(ids) for t, ids in store.get_meta("shards").items()}
     held_out = len(store.get_meta("held_out"))
+    assert len(summary["rounds"]) == len(shards)  # one round per shard
     for r, rec in enumerate(summary["rounds"]):
         metrics = rec["metrics"]
         assert metrics["grpo_critic_prompts_shortened"] == shards[r] == metrics["pairs_critic_prompts_shortened"]

@@ -116,6 +116,7 @@ def test_plan_of_the_full_config_on_12000_rated_rows(tmp_path):
     assert len(set(pooled)) == 9000                                           # disjoint
     assert {i for i, q in scores.items() if q >= 4} <= set(pooled)           # every 4-5 row
     assert all(scores[i] >= 3 for i in pooled)
+    assert len(made["data"]["critic_queries"]) == len(pools)  # one draw per pool
     for pool, queries in zip(pools, made["data"]["critic_queries"]):
         assert len(queries) == 2000 and set(queries) <= set(pool) and queries != pool[:2000]
     assert made["data"]["filter_calls"] == 0

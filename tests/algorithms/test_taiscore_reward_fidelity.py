@@ -110,6 +110,7 @@ def test_reasoning_is_stripped_from_critiques_before_the_refiner_sees_them():
                  "the template opened the thinking...</think>Name the city."]
     _, seen, judge_model, actor_model = reward_of(critiques, [{"completion": answer(5)}])
     assert [r.c for r in seen] == ["Cut the second line.", "Name the city."]
+    assert actor_model.asked and judge_model.asked  # the refiner and the judge both read the critiques
     for prompt, _ in actor_model.asked + judge_model.asked:
         assert "think" not in prompt and "plan the critique" not in prompt
 

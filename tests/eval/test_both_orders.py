@@ -134,7 +134,9 @@ def test_coevo_judge_pairwise_writes_both_orders_per_line(tmp_path):
         out = tmp_path / "scored.jsonl"
         assert judge_file("pairwise", rollouts, out, f"replay:{replay}", scoring="sampled") == {"valid": 3,
                                                                                                 "invalid": 0}
-        for line in out.read_text().splitlines():
+        lines = out.read_text().splitlines()
+        assert len(lines) == 3  # one per rollout
+        for line in lines:
             judgment = json.loads(line)["judgment"]
             assert (judgment["score"], judgment["consistent"]) == (score, consistent)
             assert [o["shown_order"] for o in judgment["orders"]] == [["y0", "y1"], ["y1", "y0"]]

@@ -77,11 +77,15 @@ def test_pairwise_evaluator_judges_both_orders_so_a_position_bias_gives_one_half
     assert summary["table"]["columns"] == ["condition", "win_rate_vs_y0", "win_rate_vs_y0_lo", "win_rate_vs_y0_hi",
                                            "position_consistency_vs_y0", "first_position_rate_vs_y0", "n_valid",
                                            "n_invalid"]
-    for row in summary["table"]["rows"]:
+    rows = summary["table"]["rows"]
+    assert [row["condition"] for row in rows] == ["none", "matched"]  # one row per condition asked for
+    for row in rows:
         assert row["win_rate_vs_y0"] == 0.5 and row["position_consistency_vs_y0"] == 0.0
         assert row["first_position_rate_vs_y0"] == 1.0 and (row["n_valid"], row["n_invalid"]) == (3, 0)
         assert row["win_rate_vs_y0_lo"] < 0.5 < row["win_rate_vs_y0_hi"]
-    for rollout in RunStore(tmp_path / "run").rollouts("controls"):
+    rollouts = RunStore(tmp_path / "run").rollouts("controls")
+    assert len(rollouts) == 2 * len(PROMPTS)  # every prompt under both conditions
+    for rollout in rollouts:
         straight, swapped = rollout.judgments["pairwise"], rollout.judgments["pairwise_swapped"]
         assert (straight.shown_order, swapped.shown_order) == (["y0", "y1"], ["y1", "y0"])
 
@@ -90,6 +94,8 @@ def test_pairwise_evaluator_that_reads_the_content_is_consistent(tmp_path):
     config = _pairwise_setup(tmp_path, [{"match": "Response 1:\nREVISED", "completion": "1"},
                                         {"match": "Response 2:\nREVISED", "completion": "2"}])
     summary = run_experiment(None, tmp_path / "run", data=config)
-    for row in summary["table"]["rows"]:
+    rows = summary["table"]["rows"]
+    assert [row["condition"] for row in rows] == ["none", "matched"]  # one row per condition asked for
+    for row in rows:
         assert row["win_rate_vs_y0"] == 1.0 and row["position_consistency_vs_y0"] == 1.0
         assert row["first_position_rate_vs_y0"] == 0.5

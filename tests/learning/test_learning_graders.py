@@ -31,11 +31,14 @@ def test_unknown_question_is_named():
 
 
 def test_every_bundled_prompt_is_gradable():
-    for sample in load_samples("bundled:writing"):
+    samples = load_samples("bundled:writing")
+    assert len(samples) >= 64  # the bundled set (tests/tasks/test_bundled_writing.py): not an empty loop
+    for sample in samples:
         assert 0.0 <= constraint_grader(sample.prompt, "", sample.rubric.model_dump()) <= 1.0
 
 
 def test_passes_the_runners_probe():
     # The runner probes a python: grader with a question of its own before a run starts.
     assert constraint_grader(PROBE_QUESTION, "Rain.", None) == 1.0
-    check_python_spec("python:coevo.learning.graders:constraint_grader", ["grader"], "roles.grader.model")
+    loaded = check_python_spec("python:coevo.learning.graders:constraint_grader", ["grader"], "roles.grader.model")
+    assert loaded.get("grader") is constraint_grader  # the function the spec names serves the grader

@@ -49,7 +49,7 @@ def test_a_bounded_score_stays_in_its_bounds(both):
     for temperature in (0.0, 1.0):
         out = last.generate(prompt, Sampling(temperature=temperature, top_p=1.0, max_tokens=20, seed=0,
                                              json_schema=schema), n=4)[0]
-        assert all(json.loads(c.text)["score"] in (1, 2, 3) for c in out), [c.text for c in out]
+        assert len(out) == 4 and all(json.loads(c.text)["score"] in (1, 2, 3) for c in out), [c.text for c in out]
 
 
 def conversations(prompts):

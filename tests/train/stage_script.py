@@ -1,8 +1,9 @@
-"""A real DPO stage on the embedded model, set up as `coevo run` sets up a run: the run's
+"""A real DPO stage (the embedded model or any spec), set up as `coevo run` sets up a run: the run's
 logging (coevo.logs.run_logging) around the shared stage runner (coevo.train.stages).
 
 Run as a subprocess by test_train_reporting.py, so the terminal it writes is the one a
-user would see: python stage_script.py RUN_DIR [STEPS]. Before training it raises a
+user would see: python stage_script.py RUN_DIR [STEPS [MODEL_SPEC]] (the embedded model by
+default; the test passes its tiny random model). Before training it raises a
 FutureWarning and logs a library warning, as transformers / TRL do.
 """
 
@@ -22,7 +23,7 @@ PAIRS = [PreferencePair(prompt="Say hello.", chosen="Hello there, friend!", reje
 STAGE = "coevolution/round1/actor"
 
 
-def main(run: Path, steps: int) -> None:
+def main(run: Path, steps: int, model: str = "smollm2") -> None:
     settings = DPOSettings(learning_rate=1e-4, max_steps=steps, max_length=48, max_prompt_length=24,
                            save_steps=100, report_to="tensorboard")
     store = RunStore(run)
@@ -34,7 +35,7 @@ def main(run: Path, steps: int) -> None:
         logging.getLogger("transformers.modeling_utils").warning("a transformers warning")
         from coevo.llm.specs import load_model
 
-        policy = load_model("smollm2", trainable=True)
+        policy = load_model(model, trainable=True)
         output = run / "checkpoints" / STAGE
         outcome = run_stage(store, STAGE, lambda: train_dpo(policy, PAIRS, settings, output),
                             lambda checkpoint: restore_checkpoint(policy, checkpoint, None), round=1, kind="dpo")
@@ -43,4 +44,4 @@ def main(run: Path, steps: int) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 2, *sys.argv[3:4])

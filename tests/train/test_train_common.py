@@ -85,7 +85,7 @@ def test_trl_block_passes_any_trl_option_and_refuses_clashes_and_unknown_keys(tm
 
 
 def test_a_run_configs_trl_mappings_reach_trls_configs(tmp_path):
-    # Catches a training block that drops its `trl:` mapping between a run config (README:
+    # Catches a training block that drops its `trl:` mapping between a run config (docs/taiscore.md:
     # `dpo: {trl: {loss_type: [ipo]}}`) and TRL's GRPOConfig / DPOConfig: a config field
     # that is read and validated but never handed on, in TAIScore's blocks or RLAC's.
     from coevo.config import apply_overrides

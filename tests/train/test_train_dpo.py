@@ -102,13 +102,12 @@ def _snapshot(model) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.slow
-def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch):
+def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch, tiny_llama):
     import math
 
     import trl.trainer.dpo_trainer as trl_dpo
     from transformers import AutoModelForCausalLM
 
-    from coevo.llm.embedded import hf_dir
     from coevo.llm.specs import load_model
 
     # The reference is the policy at entry, loaded by TRL from the folder that holds it
@@ -117,14 +116,16 @@ def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch):
     build = trl_dpo.create_model_from_path
     monkeypatch.setattr(trl_dpo, "create_model_from_path",
                         lambda path, **kw: references.append(Path(path)) or build(path, **kw))
-    policy = load_model("smollm2", trainable=True)
+    # The tiny random model (tests/conftest.py): the stage's machinery does not depend on
+    # what the weights say; the embedded model's DPO steps are the loops' end-to-end tests'.
+    policy = load_model(f"hf:{tiny_llama}", trainable=True)
     before = _snapshot(policy.model)
     old_id = policy.model_id
     result = train_dpo(policy, PAIRS, _tiny(save_steps=1), tmp_path)
-    assert references == [hf_dir()]
+    assert references == [tiny_llama]
     # Policy == reference at the first step: the DPO loss is log 2.
     assert math.isclose(result.metrics["first_loss"], math.log(2), abs_tol=1e-3)
-    assert policy.model.name_or_path == str(hf_dir()), "the origin lent to TRL was not put back"
+    assert policy.model.name_or_path == str(tiny_llama), "the origin lent to TRL was not put back"
     assert result.steps == 2 and result.resumed_from is None
     assert result.seconds_per_step > 0 and result.peak_rss_mb > 0
     assert "loss" in result.metrics and "rewards/margins" in result.metrics
@@ -139,7 +140,7 @@ def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch):
     assert policy.model_id != old_id
 
     saved = AutoModelForCausalLM.from_pretrained(result.checkpoint)
-    base = AutoModelForCausalLM.from_pretrained(str(hf_dir()))
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_llama))
     assert torch.equal(saved.state_dict()[name], after[name])
     assert not torch.equal(base.state_dict()[name], saved.state_dict()[name])
 
@@ -160,14 +161,13 @@ def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_lora_dpo_saves_an_adapter_over_the_base(tmp_path):
+def test_lora_dpo_saves_an_adapter_over_the_base(tmp_path, tiny_llama):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from coevo.llm.embedded import hf_dir
     from coevo.llm.specs import load_model
 
-    policy = load_model("smollm2", trainable=True)
+    policy = load_model(f"hf:{tiny_llama}", trainable=True)
     result = train_dpo(policy, PAIRS, _tiny(lora=LoRASettings(r=4, alpha=8)), tmp_path)
     assert (tmp_path / "final" / "adapter_config.json").exists()
     # Off the save_steps grid, no end-of-training checkpoint: `final` is the stage's output.
@@ -175,7 +175,7 @@ def test_lora_dpo_saves_an_adapter_over_the_base(tmp_path):
     assert not (tmp_path / "final" / "ref").exists(), "TRL's frozen reference adapter leaked into the checkpoint"
     assert list(policy.model.peft_config) == ["default"]
 
-    base = AutoModelForCausalLM.from_pretrained(str(hf_dir()))
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_llama))
     ids = torch.tensor([[1, 42, 99, 7, 300]])
     with torch.no_grad():
         base_logits = base(ids).logits

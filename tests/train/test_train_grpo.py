@@ -87,11 +87,10 @@ def _group_z(rewards: list[float], group: int) -> torch.Tensor:
 
 
 @pytest.mark.slow
-def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, monkeypatch):
+def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, monkeypatch, tiny_llama):
     from transformers import AutoModelForCausalLM
     from trl import GRPOTrainer
 
-    from coevo.llm.embedded import hf_dir
     from coevo.llm.specs import load_model
 
     # Record what TRL computes from our rewards (its private method, so the test skips if renamed).
@@ -125,7 +124,8 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
         calls.append({"prompts": prompts, "y0": y0, "values": values})
         return values
 
-    policy = load_model("smollm2", trainable=True)
+    # The tiny random model (tests/conftest.py): TRL's machinery, not what the weights say.
+    policy = load_model(f"hf:{tiny_llama}", trainable=True)
     name = "model.layers.0.mlp.down_proj.weight"
     before = policy.model.state_dict()[name].clone()
     settings = GRPOSettings(num_generations=2, batch_size=2, max_steps=1, max_completion_length=16,
@@ -134,7 +134,7 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
                         extra_columns={"y0": ["A", "B"]})
 
     assert result.steps == 1
-    assert references == [hf_dir()] and policy.model.name_or_path == str(hf_dir())
+    assert references == [tiny_llama] and policy.model.name_or_path == str(tiny_llama)
     assert policy.weights_on_disk == Path(result.checkpoint)  # the next stage's reference
     assert 0 < result.metrics["reward_time_share"] < 1
     assert "reward" in result.metrics
@@ -144,7 +144,9 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
     assert [row["step"] for row in result.history if "loss" in row] == [1]
     assert "reward_std" in result.history[0] and "train_loss" in result.history[-1]
     card = (Path(result.checkpoint) / "README.md").read_text()
-    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card and "- grpo" in card
+    # A local folder is no hub id, so the card names no base model (the embedded model's is
+    # checked by test_taiscore_e2e).
+    assert "- grpo" in card and "base_model:" not in card
     after = policy.model.state_dict()[name]
     assert not torch.equal(before, after), "GRPO did not change the policy in place"
     saved = AutoModelForCausalLM.from_pretrained(result.checkpoint)
@@ -161,7 +163,7 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
 
 
 @pytest.mark.slow
-def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path):
+def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path, tiny_llama):
     """A kill after step 1's checkpoint; the resumed stage runs step 2 only, from checkpoint-1."""
     from transformers import AutoModelForCausalLM, TrainerCallback
 
@@ -184,12 +186,12 @@ def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path):
                             learning_rate=1e-4, temperature=1.0, save_steps=1)
     prompts = ["Write one word.", "Name an animal."]
     with pytest.raises(Killed):
-        train_grpo(load_model("smollm2", trainable=True), prompts, reward, settings, tmp_path,
+        train_grpo(load_model(f"hf:{tiny_llama}", trainable=True), prompts, reward, settings, tmp_path,
                    callbacks=[KillAfterFirstSave()])
     assert scored == [2] and (tmp_path / "checkpoints" / "checkpoint-1").is_dir()
     assert not (tmp_path / "final").exists()
 
-    result = train_grpo(load_model("smollm2", trainable=True), prompts, reward, settings, tmp_path)
+    result = train_grpo(load_model(f"hf:{tiny_llama}", trainable=True), prompts, reward, settings, tmp_path)
     assert result.resumed_from is not None and result.resumed_from.endswith("checkpoint-1")
     assert result.steps == 2
     assert scored == [2, 2]  # only step 2 was generated and scored again
@@ -200,7 +202,7 @@ def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path):
 
 
 @pytest.mark.slow
-def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_long(tmp_path, monkeypatch):
+def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_long(tmp_path, monkeypatch, tiny_llama):
     """A y0 far over grpo.max_prompt_length, through the real GRPO stage: the prompt tokens
     TRL computed the loss on hold Table 6's header, the instruction and both ends of y0
     around the marker, within the limit. (TRL 1.16 cuts no prompt; nor does coevo.)"""
@@ -221,9 +223,11 @@ def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_lon
         return output
 
     monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", recording)
-    policy = load_model("smollm2", trainable=True)
+    policy = load_model(f"hf:{tiny_llama}", trainable=True)
+    # 320 tokens: the tiny model's 2,048-token vocabulary spends about twice SmolLM2's tokens
+    # on the same text, and y0's ends must still fit whole around the marker.
     settings = GRPOSettings(num_generations=2, batch_size=1, max_steps=1, max_completion_length=8,
-                            max_prompt_length=160, temperature=1.0, save_steps=100)
+                            max_prompt_length=320, temperature=1.0, save_steps=100)
     critic = Critic(policy, Sampling(), max_prompt_tokens=settings.max_prompt_length)
     x = "Write a short story about a lighthouse keeper."
     y0 = "OPENING LINE. " + "The lamp turned and the sea was grey. " * 120 + "CLOSING LINE."

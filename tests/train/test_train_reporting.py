@@ -257,11 +257,12 @@ def test_verbose_shows_them_on_the_terminal_too(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_real_dpo_stage_logs_to_tensorboard_the_store_and_the_log_file_not_the_terminal(tmp_path):
-    """One real DPO stage run as `coevo run` runs it, in a subprocess whose terminal is read."""
+def test_a_real_dpo_stage_logs_to_tensorboard_the_store_and_the_log_file_not_the_terminal(tmp_path, tiny_llama):
+    """One real DPO stage run as `coevo run` runs it, in a subprocess whose terminal is read
+    (on the tiny random model: what is logged where does not depend on what the weights say)."""
     run = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k not in ("COEVO_VERBOSE", "COEVO_QUIET")}
-    done = subprocess.run([sys.executable, str(HERE / "stage_script.py"), str(run), "2"], capture_output=True,
+    done = subprocess.run([sys.executable, str(HERE / "stage_script.py"), str(run), "2", f"hf:{tiny_llama}"], capture_output=True,
                           text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     terminal = done.stdout + done.stderr
@@ -285,12 +286,12 @@ def test_a_real_dpo_stage_logs_to_tensorboard_the_store_and_the_log_file_not_the
     assert recorded["kind"] == "dpo" and recorded["checkpoint"] == "checkpoints/coevolution/round1/actor/final"
     store.close()
     card = (run / recorded["checkpoint"] / "README.md").read_text()
-    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card and "| round | 1 |" in card
+    assert "| round | 1 |" in card
     assert "bundled:writing" in card and "- taiscore" in card
     # The run folder moved: the stage is restored from its relative path, not trained again.
     moved = tmp_path / "moved"
     run.rename(moved)
-    again = subprocess.run([sys.executable, str(HERE / "stage_script.py"), str(moved), "2"], capture_output=True,
+    again = subprocess.run([sys.executable, str(HERE / "stage_script.py"), str(moved), "2", f"hf:{tiny_llama}"], capture_output=True,
                            text=True, timeout=900, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"CHECKPOINT {moved}/checkpoints/coevolution/round1/actor/final RESUMED True" in again.stdout

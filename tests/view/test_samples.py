@@ -242,6 +242,7 @@ def test_controls_replay_run_samples_and_an_unreadable_judgment(replay):
         assert listed == [row["id"] for row in rows if row["rollout"].condition == condition]
     one = rows[-1]
     sample = client.get(f"/runs/{ids['controls']}/samples/{one['id']}").text
+    assert one["rollout"].judgments  # each judge's verdict and reasons are checked on the page below
     for name, judgment in one["rollout"].judgments.items():
         assert f'id="judge-{name}"' in sample
         for reason in judgment.reasons.values():

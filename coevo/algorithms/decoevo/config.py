@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from coevo.config import AuditConfig, DataConfig, StrictModel, refuse_moved_keys
-from coevo.role_specs import ModelRole, RoleSet, RoleSpec, refuse_old_role_blocks
+from coevo.config import AuditConfig, DataConfig, ExperimentConfig, StrictModel
+from coevo.role_specs import ModelRole, RoleSet, RoleSpec
 from coevo.types import JudgeSampling, Sampling
 
 Method = Literal["zero_shot", "skillopt", "sc_coevo", "decoevo"]
@@ -141,8 +141,10 @@ class Partitions(StrictModel):
         return self
 
 
-#: Where each key of the old `models` / `sampling` blocks went.
+#: Where each old key went: the old top-level model keys, and those of the old `models` /
+#: `sampling` blocks.
 DECOEVO_MOVED = {
+    "model": "roles.backbone.model", "grader_model": "roles.grader.model", "model_options": "roles.backbone.options",
     "models.backbone": "roles.backbone.model", "models.grader": "roles.grader.model",
     "sampling.solver": "roles.solver.sampling.answer", "sampling.rollout": "roles.solver.sampling.rollout",
     "sampling.generator": "roles.rubric_generator.sampling", "sampling.judge": "roles.judge.sampling",
@@ -151,8 +153,10 @@ DECOEVO_MOVED = {
 }
 
 
-class DecoEvoConfig(StrictModel):
+class DecoEvoConfig(ExperimentConfig):
     """`algorithm: decoevo` — the four methods on one backbone, several seeds."""
+
+    MOVED_KEYS = DECOEVO_MOVED
 
     algorithm: Literal["decoevo"] = "decoevo"
     data: DataConfig = DataConfig()
@@ -183,13 +187,6 @@ class DecoEvoConfig(StrictModel):
     #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
     #: (audit.py). Not in the paper; with `gate` off it changes no decision.
     audit: AuditConfig = AuditConfig()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        data = refuse_moved_keys(data, {"model": "roles.backbone.model", "grader_model": "roles.grader.model",
-                                        "model_options": "roles.backbone.options"})
-        return refuse_old_role_blocks(data, DECOEVO_MOVED)
 
     @model_validator(mode="after")
     def _check(self) -> "DecoEvoConfig":

@@ -35,6 +35,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from coevo.algorithms.rlac.stages import round_stage
 from coevo.audit.flags import add_flags
 from coevo.audit.in_run import audit_in_run, save_records
 from coevo.audit.measures import Estimate
@@ -67,8 +68,10 @@ log = logging.getLogger(__name__)
 JUDGE = "validator"
 #: Where a probe goes: the critic's proposal, as TAIScore's critique-quality judge reads a critique.
 KIND = "critique_quality"
-#: The metrics stage of the audit's figures, and the records' key "audit/round<r>".
+#: The metrics stage of the audit's figures.
 STAGE = "audit"
+#: The records' key of round r under it, "audit/round<r>" (`round_stage(r, prefix=AUDIT_PREFIX)`).
+AUDIT_PREFIX = f"{STAGE}/"
 #: Seeds the audit's critic proposals apart from the loop's (config.seed * 1000 + r).
 SEED_OFFSET = 500
 
@@ -216,7 +219,7 @@ def audit_validator(run: RlacRun, r: int) -> dict[str, float | None]:
     config: AuditConfig = run.config.audit
     if not config.enabled:
         return {}
-    key, where = f"{STAGE}/round{r}", f"round {r}"
+    key, where = round_stage(r, prefix=AUDIT_PREFIX), f"round {r}"
     reason = not_audited(run.config)
     if reason is not None:
         if r == 0:

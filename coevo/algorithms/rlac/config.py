@@ -4,13 +4,13 @@ sampling, in `roles:`), the two tasks' settings (facts, code) and the paper's de
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from coevo.algorithms.rlac.reward_model import RewardModelSettings
-from coevo.config import AuditConfig, StrictModel
-from coevo.role_specs import ModelRole, RoleSet, refuse_old_role_blocks
+from coevo.config import AuditConfig, ExperimentConfig, StrictModel
+from coevo.role_specs import ModelRole, RoleSet
 from coevo.train.dpo import DPOSettings
 from coevo.types import Sampling
 
@@ -151,8 +151,10 @@ CRITIC_TEMPLATE = {("facts", "paper"): "critic_fact", ("facts", "schema"): "crit
                    ("code", "paper"): "critic_code", ("code", "schema"): "critic_code_schema"}
 
 
-class RlacConfig(StrictModel):
+class RlacConfig(ExperimentConfig):
     """`algorithm: rlac` — the paper's defaults: K=10 outputs, N=4 proposals (facts)."""
+
+    MOVED_KEYS = RLAC_MOVED
 
     algorithm: Literal["rlac"] = "rlac"
     task: Literal["facts", "code"] = "facts"
@@ -210,11 +212,6 @@ class RlacConfig(StrictModel):
     #: (rlac/audit.py); its calls are counted apart from the verification calls.
     audit: AuditConfig = AuditConfig()
     seed: int = 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_role_blocks(cls, data: Any) -> Any:
-        return refuse_old_role_blocks(data, RLAC_MOVED)
 
     @model_validator(mode="after")
     def _paper_templates_by_default(self) -> RlacConfig:

@@ -26,6 +26,7 @@ import math
 import re
 from typing import Any
 
+from coevo.algorithms.rlac.stages import STAGE, round_stage
 from coevo.estimate import CallEstimate, TrainingEstimate, call_estimate, completion_tokens, text_tokens
 
 #: A judge's answer under its schema: {"answer": "yes"} is about six tokens.
@@ -199,7 +200,7 @@ class Calls:
     def round(self, r: int) -> None:
         """Policy evaluation of round r: `generate`, the enumerative count, `critique` and
         the validator, or the enumerative baseline's checks."""
-        config, s, stage = self.config, self.s, f"rlac:round{r}"
+        config, s, stage = self.config, self.s, round_stage(r)
         outputs = s.train_size * config.k
         self.generator(stage, outputs, s.train_prompt, s.generated)
         if config.count_enumerative or config.verification == "enumerative":
@@ -268,11 +269,12 @@ def training(config: Any, sizes: Sizes, r: int) -> list[TrainingEstimate]:
     from coevo.estimate import template_tokens
 
     roles = config.roles
-    out = [dpo_stage(config, f"rlac/round{r}/generator", "generator", sizes.train_size * pairs_per_instruction(config),
+    out = [dpo_stage(config, round_stage(r, "generator", prefix=STAGE), "generator",
+                     sizes.train_size * pairs_per_instruction(config),
                      template_tokens(roles.generator.template) + sizes.train_prompt, sizes.generated)]
     critic_pairs = sizes.train_size * config.k * pairs_per_output(config)
     if config.critic_training == "adversarial" and config.verification == "critic" and critic_pairs:
-        out.append(dpo_stage(config, f"rlac/round{r}/critic", "critic", critic_pairs,
+        out.append(dpo_stage(config, round_stage(r, "critic", prefix=STAGE), "critic", critic_pairs,
                              template_tokens(roles.critic.template) + sizes.critic_train, sizes.critique))
     return out
 
@@ -297,13 +299,13 @@ def estimate(config: Any, plan: Any) -> tuple[list[CallEstimate], list[TrainingE
     train, heldout = instructions(config, plan, notes)
     sizes = Sizes(config, train, heldout)
     calls = Calls(config, sizes)
-    calls.evaluation("rlac:round0/eval")
+    calls.evaluation(round_stage(0, "eval"))
     calls.audit()
     stages: list[TrainingEstimate] = []
     for r in range(1, config.iterations + 1):
         calls.round(r)
         stages += training(config, sizes, r)
-        calls.evaluation(f"rlac:round{r}/eval")
+        calls.evaluation(round_stage(r, "eval"))
         calls.audit()
     return list(calls.rows.values()), stages, notes + guesses(config)
 

@@ -12,7 +12,8 @@
 `RlacRun.iteration` is this box, one method per step: `policy_evaluation` (`generate` K
 outputs -> `critique`: the critic proposes, the validator checks -> `generator_dataset`,
 `critic_dataset`), then `improve("generator")` and `improve("critic")` (DPO), then
-`evaluate` on the held-out instructions. The records it hands on are in records.py.
+`evaluate` on the held-out instructions. The records it hands on, and the `RlacSummary`
+`run_rlac` returns, are in records.py; the names it files a round's work under, in stages.py.
 
 Two domains share the loop: `facts` (biographies; the facts validator checks the critic's
 claimed wrong fact against a knowledge corpus) and `code` (HumanEval; the code validator runs
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coevo.algorithms.backend import Backend, default_backend
 from coevo.algorithms.engines import GenerationCopy
@@ -61,6 +62,7 @@ from coevo.algorithms.rlac.records import (
     VerdictCounts,
     VerificationCounts,
 )
+from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
 from coevo.audit.in_run import run_records
 from coevo.llm.base import ChatModel
 from coevo.llm.call_tags import tagged
@@ -83,9 +85,10 @@ from coevo.validators.base import Validator
 if TYPE_CHECKING:
     from coevo.llm.local import LocalModel
 
-def run_rlac(config: RlacConfig, store: RunStore, backend: Backend | None = None) -> dict[str, Any]:
-    """Algorithm 1 for `config.iterations` iterations; returns the run summary. Models load
-    and train through `backend` (coevo/algorithms/backend.py; default: the real one)."""
+def run_rlac(config: RlacConfig, store: RunStore, backend: Backend | None = None) -> RlacSummary:
+    """Algorithm 1 for `config.iterations` iterations; returns the run summary (the runner
+    dumps it into summary.json). Models load and train through `backend`
+    (coevo/algorithms/backend.py; default: the real one)."""
     backend = backend or default_backend()
     if not config.torch_threads:
         return _run_rlac(config, store, backend)
@@ -101,13 +104,13 @@ def run_rlac(config: RlacConfig, store: RunStore, backend: Backend | None = None
         torch.set_num_threads(before)
 
 
-def _run_rlac(config: RlacConfig, store: RunStore, backend: Backend) -> dict[str, Any]:
+def _run_rlac(config: RlacConfig, store: RunStore, backend: Backend) -> RlacSummary:
     run = RlacRun(config, store, backend)
     try:
         baseline = run.baseline()
         rounds: list[RoundRecord] = []
         for r in range(1, config.iterations + 1):
-            done = store.step_result(f"rlac:round{r}")
+            done = store.step_result(round_stage(r))
             if done is not None:
                 rounds.append(run.resume(RoundRecord.model_validate(done)))
                 continue
@@ -116,8 +119,7 @@ def _run_rlac(config: RlacConfig, store: RunStore, backend: Backend) -> dict[str
     finally:
         run.close()
     _tables(store, baseline, rounds, config)
-    # A plain dict, as summary.json holds it: the runner adds its own keys to it.
-    return run.summary(baseline, rounds).model_dump(mode="json")
+    return run.summary(baseline, rounds)
 
 
 class RlacRun:
@@ -204,7 +206,7 @@ class RlacRun:
         """Policy evaluation (lines 3-11), policy improvement of the generator (lines 12-16)
         and of the critic (lines 17-21), then the held-out metrics of the new generator."""
         started = time.perf_counter()
-        with tagged(stage=f"rlac:round{r}"):  # the stage its rollouts are saved under
+        with tagged(stage=round_stage(r)):  # the stage its rollouts are saved under
             data = self.policy_evaluation(r)
         training: dict[str, TrainingInfo] = {}
         if data.generator_pairs:
@@ -212,7 +214,7 @@ class RlacRun:
         # Optional in the box: a static critic (or the baseline's none) is never trained.
         if self.trained_critic and data.critic_pairs:
             training["critic"] = self.improve("critic", r, data.critic_pairs)
-        with tagged(stage=f"rlac:round{r}/eval"):
+        with tagged(stage=round_stage(r, "eval")):
             evaluation = self.evaluate(r)
         # After the counts are taken: the audit's validator calls are its own (rlac/audit.py).
         counts = self.counts.model_copy()
@@ -230,7 +232,7 @@ class RlacRun:
         self.store.log_metrics("rollout", record.rollout.model_dump(), round=r)
         if audit:
             self.store.log_metrics(AUDIT_STAGE, audit, round=r)
-        self.store.finish_step(f"rlac:round{r}", record)
+        self.store.finish_step(round_stage(r), record)
         return record
 
     def resume(self, done: RoundRecord) -> RoundRecord:
@@ -392,9 +394,9 @@ class RlacRun:
                     round=r, sample_id=sample.id, output_index=i, proposal_index=j, output=output,
                     proposal=text, verdict=verdict.verdict, reason=verdict.reason, details=verdict.details))
             if i < 2:
-                self.store.save_rollout(f"rlac:round{r}", Rollout(
+                self.store.save_rollout(round_stage(r), Rollout(
                     sample_id=f"{sample.id}#{i}", x=instruction.prompt, y0=output, c=texts[0],
-                    condition=f"round{r}:{verdicts[0].verdict}"), round=r)
+                    condition=f"{round_stage(r, prefix=BARE)}:{verdicts[0].verdict}"), round=r)
 
     def record_pairs(self, r: int, pairs: list[PreferencePair]) -> None:
         """The iteration's DPO pairs into the store, keyed by content (a pair built twice is one)."""
@@ -409,15 +411,15 @@ class RlacRun:
         freezes the policy at entry as pi_ref, so the reference moves every iteration (16, 21)."""
         from coevo.train.stages import run_stage
 
-        policy, name = self.policies()[role], f"rlac/round{r}/{role}"
+        policy, name = self.policies()[role], round_stage(r, role, prefix=STAGE)
+        output_dir = self.store.run_dir / round_stage(r, role, prefix=BARE)
         # Through the shared stage runner: a round killed after this stage finished restores
         # it on --resume instead of training it again (train_dpo itself resumes a stage
         # killed mid-way from its last step). The role's engine copy of the weights it starts
         # from serves nothing while it trains: closed for the stage.
         with self.copies[role].training(name):
             stage = run_stage(self.store, name,
-                              lambda: self.backend.train_dpo(policy, pairs, self.config.dpo,
-                                                             self.store.run_dir / f"round{r}" / role),
+                              lambda: self.backend.train_dpo(policy, pairs, self.config.dpo, output_dir),
                               lambda checkpoint: self.backend.restore(policy, checkpoint, self.config.dpo),
                               round=r, kind="dpo")
         result = stage.result
@@ -428,10 +430,10 @@ class RlacRun:
     # -- held-out evaluation ----------------------------------------------------------------
     def baseline(self) -> BaselineRecord:
         """Round 0: the base generator on the held-out instructions (once per run folder)."""
-        done = self.store.step_result("rlac:round0")
+        done = self.store.step_result(round_stage(0))
         if done is not None:
             return BaselineRecord.model_validate(done)
-        with tagged(stage="rlac:round0/eval"):
+        with tagged(stage=round_stage(0, "eval")):
             baseline = BaselineRecord(round=0, eval=self.evaluate(0))
         # Before iteration 1: can the validator be gamed at all? (on the outputs just evaluated)
         baseline.audit = audit_validator(self, 0)
@@ -439,7 +441,7 @@ class RlacRun:
         if baseline.audit:
             self.store.log_metrics(AUDIT_STAGE, baseline.audit, round=0)
         self.store.log_metrics("verification", {"calls_rlac": 0, "calls_enumerative": 0}, round=0)
-        self.store.finish_step("rlac:round0", baseline)
+        self.store.finish_step(round_stage(0), baseline)
         return baseline
 
     def evaluate(self, r: int) -> HeldoutEval:

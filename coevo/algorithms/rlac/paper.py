@@ -14,8 +14,10 @@ The paper's conditions are switches, not departures: `verification: enumerative`
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from coevo.algorithms.rlac.stages import STAGE, round_stage
 from coevo.departures import Departure, PaperSetting, find_departures, model_named
 from coevo.planning import PlanStage, RunPlan, role, source_missing
 
@@ -152,8 +154,8 @@ def plan(config: Any) -> RunPlan:
                 train_size=len(train), held_out_size=len(heldout))
     n_train, n_heldout = len(train) or config.data.train, len(heldout) or config.data.heldout
     critic_trains = config.critic_training == "adversarial" and config.verification == "critic"
-    stages = [PlanStage(name="rlac/round0/evaluate", kind="evaluate", round=0, role="generator",
-                        items=n_heldout, note=_metric_note(config))]
+    stages = [PlanStage(name=round_stage(0, "evaluate", prefix=STAGE), kind="evaluate", round=0,
+                        role="generator", items=n_heldout, note=_metric_note(config))]
     for r in range(1, config.iterations + 1):
         stages += _iteration(config, r, n_train, n_heldout, critic_trains)
     roles = [role("generator", config.roles.generator.model, trained=True,
@@ -182,29 +184,31 @@ def _iteration(config: Any, r: int, n_train: int, n_heldout: int, critic_trains:
     outputs = n_train * config.k
     budget = f"at most {n_train * config.max_pairs_per_instruction} pairs ({config.max_pairs_per_instruction} " \
              "per instruction, the same budget for every method)"
-    stages = [PlanStage(name=f"rlac/round{r}/generate", kind="generate", round=r, role="generator",
+    # The plan's stage names, as the stage runner's (`rlac/round<r>/<step>`).
+    name = functools.partial(round_stage, r, prefix=STAGE)
+    stages = [PlanStage(name=name("generate"), kind="generate", round=r, role="generator",
                         items=outputs, note=f"K={config.k} outputs for each of {n_train} instructions")]
     if config.verification == "critic":
         n = config.n if critic_trains else 1
         stages += [
-            PlanStage(name=f"rlac/round{r}/critic", kind="generate", round=r, role="critic", items=outputs * n,
+            PlanStage(name=name("critic"), kind="generate", round=r, role="critic", items=outputs * n,
                       note=f"{n} proposal(s) per output"),
-            PlanStage(name=f"rlac/round{r}/validate", kind="validate", round=r, items=outputs * n,
+            PlanStage(name=name("validate"), kind="validate", round=r, items=outputs * n,
                       note="validator: random labels (ablation)" if config.validator == "random"
                       else f"{config.task} validator, one call per proposal"),
         ]
     elif config.verification == "enumerative":
         unit = "atomic fact" if config.task == "facts" else "reference test"
-        stages.append(PlanStage(name=f"rlac/round{r}/enumerate", kind="validate", round=r, items=None,
+        stages.append(PlanStage(name=name("enumerate"), kind="validate", round=r, items=None,
                                 note=f"every {unit} of every output (count known at run time)"))
     else:
-        stages.append(PlanStage(name=f"rlac/round{r}/reward_model", kind="judge", round=r, role="reward_model",
+        stages.append(PlanStage(name=name("reward_model"), kind="judge", round=r, role="reward_model",
                                 items=outputs, note="one scalar reward per output"))
-    stages.append(PlanStage(name=f"rlac/round{r}/generator", kind="dpo", round=r, role="generator", note=budget))
+    stages.append(PlanStage(name=name("generator"), kind="dpo", round=r, role="generator", note=budget))
     if critic_trains:
-        stages.append(PlanStage(name=f"rlac/round{r}/critic_dpo", kind="dpo", round=r, role="critic",
+        stages.append(PlanStage(name=name("critic_dpo"), kind="dpo", round=r, role="critic",
                                 note=f"at most {config.max_pairs_per_output} pairs per output"))
-    stages.append(PlanStage(name=f"rlac/round{r}/evaluate", kind="evaluate", round=r, role="generator",
+    stages.append(PlanStage(name=name("evaluate"), kind="evaluate", round=r, role="generator",
                             items=n_heldout, note=_metric_note(config)))
     return stages
 

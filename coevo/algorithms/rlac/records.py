@@ -85,6 +85,12 @@ class VerificationCounts(Record):
     enumerative: int = 0
     used: int = 0
 
+    @model_serializer(mode="wrap")
+    def _every_count(self, handler: Any) -> dict[str, Any]:
+        # A count never added to is still a count (0): dumped even where the dump leaves out
+        # fields never set, as the runner's dump of summary.json does.
+        return {**{name: getattr(self, name) for name in type(self).model_fields}, **handler(self)}
+
 
 class VerdictCounts(Record):
     """How the validator judged the critic's proposals of one iteration."""
@@ -247,7 +253,9 @@ class RoundPair(PreferencePair):
 
 
 class RlacSummary(Record):
-    """`summary.json` of an RLAC run (the runner adds `algorithm` and `llm_cache`)."""
+    """What `run_rlac` returns: `summary.json` of an RLAC run (the runner adds `algorithm`,
+    `llm_cache` and its other keys). Every field is set where it is built, and every record
+    in it dumps whole, so the runner's dump (`summary_dict`) is the full record."""
 
     base_model: str | None
     base_models: dict[str, str | None]

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from coevo.config import AuditConfig, ConfigError, DataConfig, StrictModel
-from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs, refuse_old_role_blocks
+from coevo.config import AuditConfig, ConfigError, DataConfig, ExperimentConfig, StrictModel
+from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
 from coevo.roles.judges import REWARD_JUDGES
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
@@ -93,8 +93,10 @@ class TaiScoreData(DataConfig):
     quality_column: str = "quality"
 
 
-class TaiScoreConfig(StrictModel):
+class TaiScoreConfig(ExperimentConfig):
     """`algorithm: taiscore` — co-evolving critic (GRPO) and actor (DPO), Table 12 defaults."""
+
+    MOVED_KEYS = REFINEMENT_MOVED
 
     algorithm: Literal["taiscore"] = "taiscore"
     data: TaiScoreData = TaiScoreData()
@@ -133,11 +135,6 @@ class TaiScoreConfig(StrictModel):
     #: Prompts per model call; None (default): a whole stage per call, which vLLM and servers
     #: batch best. A number bounds what a crash mid-stage loses and shows progress per chunk.
     batch_size: int | None = Field(None, ge=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        return refuse_old_role_blocks(data, REFINEMENT_MOVED)
 
     @model_validator(mode="after")
     def _check(self) -> TaiScoreConfig:

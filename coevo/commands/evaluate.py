@@ -1,0 +1,150 @@
+"""The `coevo eval` group, declared here: `coevo eval agreement`, `coevo eval annotations` and
+`coevo eval skill` compare judges with each other or with human labels, export and merge the
+labels, and try a skill on other data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from coevo.commands.console import HELP_SETTINGS, out, print_plain, print_rows, print_table
+
+app = typer.Typer(help="Judge agreement, human labels, skill transfer.\n\nAgreement between two judges' "
+                  "scores (or a judge's and human labels), the labels made in `coevo view`, and a DecoEvo "
+                  "solver skill on other data.", **HELP_SETTINGS)
+
+
+@app.command("agreement")
+def eval_agreement(
+    a: Path = typer.Option(..., "--a", metavar="FILE", help="JSONL of {group, candidate, score} from judge A."),
+    b: Path = typer.Option(..., "--b", metavar="FILE", help="The same from judge B (or human labels)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Top-1 overlap and pairwise agreement between two judges.
+
+    The measures of TAIScore's appendix D.1: per group, do the two judges' top-scored
+    candidates overlap, and over candidate pairs, do they order them the same way (pairs
+    either judge ties are left out). Pairwise agreement comes with its n, a Wilson 95%
+    interval, the chance agreement of two independent raters with the same marginals and
+    Cohen's kappa. Groups only one file holds are left out, counted and named
+    (unmatched_a / unmatched_b); lines with an unreadable score are counted as invalid.
+    """
+    print_agreement(a, b, as_json=as_json)
+
+
+@app.command("annotations")
+def eval_annotations(
+    sources: list[Path] = typer.Argument(..., metavar="RUN|FILE", help="A run folder with labels made in "
+                                         "`coevo view` (Annotate), or one JSONL file of labels per annotator "
+                                         "(e.g. three human.jsonl) to merge by majority vote."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Folder for human.jsonl, "
+                                           "judge.jsonl and, with several annotators, majority.jsonl (a run "
+                                           "needs it; files: optional). A run's export replaces the folder "
+                                           "as a whole; a folder holding other files is refused."),
+    stage: Optional[str] = typer.Option(None, "--stage", metavar="NAME", help="Only this stage's labels (default: every stage's)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Export human labels; merge several annotators'.
+
+    From a RUN: writes DIR/human.jsonl (each label as scores: 1 for the preferred text, 0
+    for the other, 0.5 each for a tie) and DIR/judge.jsonl (the judge that scored most of
+    the labelled pairs; judge_NAME.jsonl for each when several did), the {group, candidate,
+    score} lines `coevo eval agreement --a DIR/human.jsonl --b DIR/judge.jsonl` compares.
+
+    Several annotators (one FILE each, or a run labelled under several names in the viewer)
+    are merged as the TAIScore paper does: a pair's label is the one at least two of three
+    chose; three different labels is "no majority" (counted, listed). Only pairs every
+    annotator labelled are merged (the rest are counted). Prints the majority labels and
+    Fleiss' kappa with its n and a bootstrap 95% CI over pairs; DIR/majority.jsonl holds
+    each pair's votes, and DIR/human.jsonl becomes the majority labels.
+    """
+    export_or_merge_labels(sources, out_dir, stage=stage, as_json=as_json)
+
+
+@app.command("skill")
+def eval_skill(
+    skill: Path = typer.Option(..., "--skill", metavar="FILE",
+                               help="A solver skill file (e.g. RUN/skills/decoevo/seed0/solver_v3.md)."),
+    data: str = typer.Option(..., "--data", metavar="SOURCE",
+                             help="bundled:NAME, a JSONL/Parquet file or a datasets folder, with gold rubrics."),
+    model: str = typer.Option("smollm2", "--model", metavar="SPEC",
+                              help="Model of the solver (and of the grader unless --judge)."),
+    grader: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
+                                         help="Model of the gold_rubric judge that grades the answers."),
+    limit: Optional[int] = typer.Option(None, min=1, metavar="N", help="Use only the first N samples."),
+    cache: Optional[Path] = typer.Option(None, "--cache", metavar="DIR",
+                                         help="A run folder whose store caches the model calls."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """A DecoEvo solver skill on another dataset (transfer).
+
+    Applies a final solver skill to other data with no updates, and scores the answers with
+    the gold_rubric judge (0-1).
+    """
+    transfer_skill(skill, data, model=model, grader=grader, limit=limit, cache=cache, as_json=as_json)
+
+
+def print_agreement(a: Path, b: Path, *, as_json: bool) -> None:
+    """Top-1 overlap and pairwise agreement of the scores in files `a` and `b`, printed."""
+    from coevo.eval.agreement import judge_agreement, left_out_lines, read_scores_jsonl, report_rows
+
+    file_a, file_b = read_scores_jsonl(a), read_scores_jsonl(b)
+    result = judge_agreement(file_a.scores, file_b.scores)
+    report = {**result.model_dump(), "invalid_a": file_a.n_invalid, "invalid_b": file_b.n_invalid}
+    if as_json:
+        print(json.dumps(report))
+        return
+    print_table({"columns": ["measure", "value", "95% interval", "n", "note"], "rows": report_rows(result)},
+                title="judge agreement")
+    print_plain(left_out_lines(result, str(a), str(b)))
+    if file_a.n_invalid or file_b.n_invalid:
+        out.print(f"unreadable scores left out: {file_a.n_invalid} in {a}, {file_b.n_invalid} in {b}",
+                  highlight=False, markup=False)
+
+
+def export_or_merge_labels(sources: list[Path], out_dir: Path | None, *, stage: str | None, as_json: bool) -> None:
+    """Export one run's labels, or merge annotator files by majority vote, into `out_dir`."""
+    from coevo.eval.annotators import vote_rows
+    from coevo.view.annotate_labels import collect_labels, written_lines
+
+    runs = [p for p in sources if p.is_dir()]
+    if runs and len(sources) > 1:
+        raise typer.BadParameter("give one run folder, or annotator files (one JSONL per annotator), not both "
+                                 f"or several runs: {', '.join(map(str, sources))}")
+    if runs and out_dir is None:
+        raise typer.BadParameter("--out DIR is needed to export a run's labels (the folder for human.jsonl)")
+    if not runs and stage is not None:
+        raise typer.BadParameter("--stage picks a run's labels; annotator files are merged as they are")
+    labels = collect_labels(sources, out_dir, stage)
+    if as_json:
+        print(json.dumps(labels.result))
+        return
+    if labels.merge is not None:
+        print_table({"columns": ["pair", *labels.merge.annotators, "majority"], "rows": vote_rows(labels.merge)},
+                    title="majority vote")
+    print_plain(written_lines(labels, out_dir))
+
+
+def transfer_skill(skill_file: Path, data: str, *, model: str, grader: str | None, limit: int | None,
+                   cache: Path | None, as_json: bool) -> None:
+    """A DecoEvo solver skill applied to `data` and graded against its gold rubrics, printed."""
+    from coevo.algorithms.decoevo import evaluate_skill
+    from coevo.algorithms.decoevo.skills import read_skill_file
+    from coevo.llm.specs import load_model
+    from coevo.store import RunStore
+    from coevo.tasks.loaders import load_samples
+
+    text = read_skill_file(skill_file)
+    samples = load_samples(data, limit=limit)
+    store = RunStore(cache) if cache else None
+    solver = load_model(model, store=store)
+    result = evaluate_skill(text, samples, solver, load_model(grader, store=store) if grader else None)
+    result.update({"skill": str(skill_file), "data": data, "model": model})
+    if as_json:
+        print(json.dumps(result))
+        return
+    row = {k: result[k] for k in ("data", "n_samples", "n_valid", "n_invalid", "gold_mean")}
+    print_rows([row], title=f"solver skill {skill_file} (gold-rubric score, 0-1)")

@@ -1,0 +1,93 @@
+"""`coevo quickstart`, `coevo plan` and `coevo run`: an experiment planned, run or resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import typer
+
+from coevo.commands.console import err, out, print_plain, print_table, print_warnings_of
+from coevo.commands.errors import file_in_the_way, interrupted
+
+
+def run_and_report_quickstart(out_dir: Path, *, prompts: int, model: str, judge: str, fresh: bool) -> None:
+    """Run (or resume) the quickstart, then print its metrics, the audit's warnings and the report."""
+    from coevo.quickstart import run_quickstart
+
+    if prompts < 4:
+        raise typer.BadParameter("--prompts must be at least 4 (2 held out, 2 or more to train on)")
+    if (blocking := file_in_the_way(out_dir)) is not None:
+        raise typer.BadParameter(f"{blocking} is a file, not a folder: give --out a folder for the run",
+                                 param_hint="--out")
+    try:
+        summary = run_quickstart(out_dir, prompts=prompts, model=model, judge=judge, fresh=fresh)
+    except KeyboardInterrupt as exc:
+        interrupted(exc)
+    print_table(summary["table"], title="TAIScore quickstart: held-out metrics before and after one round")
+    print_warnings_of(out_dir)  # what the judge audit found, in plain words: can these numbers be trusted?
+    out.print(f"report: {summary['report']}")
+
+
+def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: bool,
+               calibration_file: Path | None) -> None:
+    """Print the plan of CONFIG (text, or one JSON object), measuring this machine first with
+    `calibrate`, or with another machine's seconds from `calibration_file`."""
+    from coevo.calibration import load_calibration, read_calibration
+    from coevo.planning import plan_lines
+    from coevo.runner import plan_experiment
+
+    if calibrate and calibration_file is not None:
+        raise typer.BadParameter("--calibrate measures this machine and --calibration reads another's: pass one")
+    try:
+        named = None if calibration_file is None else read_calibration(calibration_file)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--calibration") from None
+    made = plan_experiment(config, overrides, calibration=named)
+    if calibrate:
+        _calibrate_for(made, config, overrides)
+    if named is None and (calibration := load_calibration()) is not None:
+        made = plan_experiment(config, overrides, calibration=calibration)
+    if as_json:
+        print(json.dumps(made.model_dump(mode="json")))
+        return
+    print_plain(plan_lines(made))
+
+
+def _calibrate_for(made, config: Path, overrides: list[str]) -> None:
+    """Measure the engines and the trained models of the plan `made` on this machine (kept
+    under $COEVO_HOME), saying on stderr what is being measured."""
+    from coevo.calibration import calibrate as measure
+    from coevo.calibration import targets
+    from coevo.config import apply_overrides, read_yaml
+    from coevo.runner import resolve_config
+
+    _, resolved = resolve_config(apply_overrides(read_yaml(config), list(overrides)), str(config))
+    engines, trained = targets(made, resolved.roles)
+    measure(engines, trained, progress=lambda what: err.print(f"calibrating {what} ...", highlight=False))
+
+
+def run_config(config: Path, out_dir: Path, *, resume: bool, fresh: bool, overrides: list[str],
+               unsafe_exec: bool) -> None:
+    """Run (or resume) CONFIG into `out_dir`, then print its table, summary and report paths."""
+    from coevo.runner import run_experiment
+    from coevo.validators.sandbox import UNSAFE_ENV_VAR
+
+    if fresh and resume:
+        raise typer.BadParameter("--fresh starts over and --resume continues: pass one of them")
+    if (blocking := file_in_the_way(out_dir)) is not None:
+        raise typer.BadParameter(f"{blocking} is a file, not a folder: give --out a folder for the run "
+                                 "(a new one, or a run folder to --resume)", param_hint="--out")
+    if unsafe_exec:
+        os.environ[UNSAFE_ENV_VAR] = "1"  # read where the sandbox is built (and by every rank of a launch)
+
+    try:
+        summary = run_experiment(config, out_dir, resume=resume, overrides=overrides, fresh=fresh)
+    except KeyboardInterrupt as exc:  # here, not in main(): typer turns it into a silent exit 130
+        interrupted(exc)
+    if not summary:
+        return  # a rank other than 0 of a many-process launch: rank 0 reports
+    if "table" in summary:
+        print_table(summary["table"], title=summary.get("algorithm", "results"))
+    out.print(f"summary: {out_dir / 'summary.json'}\nreport: {summary['report']}")
