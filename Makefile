@@ -60,16 +60,21 @@ $(VENV)/.installed: pyproject.toml
 quickstart: install
 	$(BIN)/coevo quickstart
 
+# Two sessions: the fast tests and those training the tiny random model in two processes
+# (pytest-xdist; they wait on browsers, servers and subprocesses, so two share the 2 cores
+# well), then the embedded model's tests in one (each runs at the machine's every thread, and
+# two at once crawl: llama.cpp's threads spin-wait). BENCHMARKS.md, "Test suite".
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow or tiny_model" -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -m "slow and not tiny_model"
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/python benchmarks/refine_throughput.py
 
-# PNGs of every viewer page into docs/screenshots/ (the README shows them): on RUN=folder,
+# PNGs of every viewer page into docs/screenshots/ (docs/viewer.md shows them): on RUN=folder,
 # or on replay runs built on the spot as the browser tests build them.
 screenshots: install
 	$(BIN)/python scripts/screenshots.py $(RUN)

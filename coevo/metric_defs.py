@@ -94,11 +94,14 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
                                                  "answer shown first (0.5 is no position preference).",
                                                  "share of verdicts")),
     ("(refine_|refine_after_dpo_|)constraint_pass_rate", _rate("Constraints met ({1} held-out)", "Share of the "
-                                                          "held-out prompts' checkable constraints (IFEval-style, "
-                                                          "checked by Python) the answers met.", "share of constraints")),
-    ("(refine_|refine_after_dpo_|)constraint_check_rate", _rate("Constraints checkable ({1} held-out)", "Share of "
-                                                           "the constraints a Python checker could check.",
-                                                           "share of constraints")),
+                                                          "held-out answers that met ALL their prompt's checkable "
+                                                          "constraints (IFEval's prompt-level strict accuracy, "
+                                                          "checked by Python).", "share of answers")),
+    ("(refine_|refine_after_dpo_|)constraint_check_rate", _rate("Single constraints met ({1} held-out)", "Share "
+                                                           "of the single constraint checks the held-out answers "
+                                                           "met (IFEval's instruction-level accuracy; no interval: "
+                                                           "one answer's checks are not independent).",
+                                                           "share of checks")),
     ("refine_S_y1(_after_dpo)?", {"title": "Revision score S(y1){1}", "definition": "Mean judge score of the "
                                   "revisions y1 the critique led to (1–10).", "unit": "points", "low": 1.0,
                                   "high": 10.0, "kind": "score", "estimate": True}),

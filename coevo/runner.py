@@ -1,6 +1,6 @@
 """Run folders: start, resume and finish one experiment config.
 
-A config names its `algorithm`; this module looks the name up in `EXPERIMENTS` (a plain
+A config names its `algorithm`; this module looks the name up in `_experiments()` (a plain
 dict, no plugin system), validates the rest of the config against that experiment's
 pydantic model, and gives the experiment a run store. Every experiment function returns a
 JSON-able summary, written to `summary.json` beside `run.sqlite` and `report.html`.

@@ -1,8 +1,8 @@
 """The base of every settings block, and the error a bad one raises.
 
-A leaf: it imports nothing from coevo, so the training glue (train/), the prompt loader and
-every algorithm's config can share the rule "an unknown key is an error" without importing
-`coevo.config`, which loads models. `coevo.config` re-exports both names.
+A leaf: it imports nothing from coevo, so the training glue (train/) and llm/pricing.py, which
+sit below `coevo.config` in docs/architecture.md's layers, share the rule "an unknown key is an
+error" with every algorithm's config. `coevo.config` re-exports both names.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from coevo.llm.base import ModelError
 
 PREFIX = "python:"
 
-#: Judge kind -> the signature its function has (documented in README, listed by `coevo models`).
+#: Judge kind -> the signature its function has (documented in docs/models.md, listed by `coevo models`).
 SIGNATURES = {
     "reward": "reward(x, y0, critique, y1) -> float | None   (TAIScore / outcome_gain / critique_quality "
               "reward; y1 is None for critique_quality; None = unreadable: the run's invalid_reward)",

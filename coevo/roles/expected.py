@@ -13,7 +13,7 @@ alternatives are read as answers:
 - one that spells only the start of several ("1" of "1" and "10", "0" of "0" and "0.5") is
   resolved by the next position's alternatives when it is the token the judge actually
   wrote (that distribution is conditioned on it), and otherwise counts for the shortest
-  answer it spells: the one approximation here, documented in the README;
+  answer it spells: the one approximation here, documented in docs/taiscore.md;
 - alternatives that spell no answer are dropped, and the rest renormalised.
 Nothing here evaluates model output: it compares strings.
 """

@@ -23,7 +23,7 @@ class CollectedLabels:
 
 def collect_labels(sources: list[Path], out_dir: Path | None, stage: str | None) -> CollectedLabels:
     """Export the labels of the run `sources[0]` (a folder) into `out_dir`, or merge the
-    annotator files `sources` (into `out_dir` when given). cli.py has checked the mix."""
+    annotator files `sources` (into `out_dir` when given). coevo/commands/evaluate.py has checked the mix."""
     from coevo.eval.annotators import MergeResult, merge_files, write_merge
     from coevo.view.annotate_export import export_annotations
 

@@ -54,6 +54,7 @@ def on_tiny_llama(config: dict, folder: Path) -> dict:
     return {**config, "roles": {**config["roles"], **roles}}
 
 
+@pytest.mark.tiny_model
 def test_rlac_facts_e2e(tmp_path, tiny_llama):
     # The trained roles are the tiny random model: the embedded model's RLAC run with real DPO
     # steps is the code test's (one per loop), and this one checks the facts domain's path
@@ -103,6 +104,7 @@ def test_rlac_code_e2e_real_model(rlac_code_tiny_run):
         assert parsed.valid and parsed.parsed["format"] == "arguments", record["proposal"]
 
 
+@pytest.mark.tiny_model
 def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_models(tmp_path, monkeypatch,
                                                                                        tiny_llama):
     """A LoRA generator stage killed after its first saved step resumes from it; then a longer

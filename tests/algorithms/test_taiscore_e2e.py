@@ -196,6 +196,7 @@ class _ScriptedJudge:
         return out
 
 
+@pytest.mark.tiny_model
 def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path, tiny_llama):
     """Kill DPO after its first saved step; resume: GRPO is not redone (its final checkpoint
     is restored), the pool's judged rollouts are reused, and DPO continues from checkpoint-1.

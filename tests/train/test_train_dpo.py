@@ -102,6 +102,7 @@ def _snapshot(model) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.slow
+@pytest.mark.tiny_model
 def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch, tiny_llama):
     import math
 
@@ -161,6 +162,7 @@ def test_full_dpo_changes_weights_saves_and_resumes(tmp_path, monkeypatch, tiny_
 
 
 @pytest.mark.slow
+@pytest.mark.tiny_model
 def test_lora_dpo_saves_an_adapter_over_the_base(tmp_path, tiny_llama):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM

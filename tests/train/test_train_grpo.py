@@ -87,6 +87,7 @@ def _group_z(rewards: list[float], group: int) -> torch.Tensor:
 
 
 @pytest.mark.slow
+@pytest.mark.tiny_model
 def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, monkeypatch, tiny_llama):
     from transformers import AutoModelForCausalLM
     from trl import GRPOTrainer
@@ -163,6 +164,7 @@ def test_grpo_step_trains_in_place_on_raw_group_normalised_rewards(tmp_path, mon
 
 
 @pytest.mark.slow
+@pytest.mark.tiny_model
 def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path, tiny_llama):
     """A kill after step 1's checkpoint; the resumed stage runs step 2 only, from checkpoint-1."""
     from transformers import AutoModelForCausalLM, TrainerCallback
@@ -202,6 +204,7 @@ def test_grpo_killed_mid_stage_resumes_from_its_last_checkpoint(tmp_path, tiny_l
 
 
 @pytest.mark.slow
+@pytest.mark.tiny_model
 def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_long(tmp_path, monkeypatch, tiny_llama):
     """A y0 far over grpo.max_prompt_length, through the real GRPO stage: the prompt tokens
     TRL computed the loss on hold Table 6's header, the instruction and both ends of y0

@@ -257,6 +257,7 @@ def test_verbose_shows_them_on_the_terminal_too(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.tiny_model
 def test_a_real_dpo_stage_logs_to_tensorboard_the_store_and_the_log_file_not_the_terminal(tmp_path, tiny_llama):
     """One real DPO stage run as `coevo run` runs it, in a subprocess whose terminal is read
     (on the tiny random model: what is logged where does not depend on what the weights say)."""

@@ -27,7 +27,7 @@ class ConditionResult(BaseModel):
 
 
 class TaiScoreSummary(BaseModel):
-    """`summary.json` of a TAIScore run (keys as the README documents them): the first
+    """`summary.json` of a TAIScore run (keys as docs/taiscore.md documents them): the first
     condition's rounds, and with several conditions or seeds every one and their table."""
 
     base_model: str | None
