@@ -29,6 +29,7 @@ from coevo.types import PreferencePair, Rollout, Sample, Sampling
 if TYPE_CHECKING:
     from coevo.algorithms.backend import Backend
     from coevo.roles.actor import Actor
+    from coevo.roles.critic import Critic
     from coevo.train.common import TrainResult
 
 log = logging.getLogger(__name__)
@@ -110,11 +111,17 @@ def _judged_pairs(engine: Any, judge: Any, train: list[Sample], work_dir: Path,
     for r in range(rollouts):
         base, batch = _rollouts(engine, train, work_dir, r)
         candidates += len(batch)
-        for rollout, judgment in zip(batch, judge.judge_rollouts(batch, seed=r)):
-            if judgment.valid and judgment.winner == "y1":
-                pairs.append(PreferencePair(prompt=base.respond_prompt(rollout.x), chosen=rollout.y1 or "",
-                                            rejected=rollout.y0, sample_id=rollout.sample_id, source="learning"))
+        pairs += preferred_pairs(base, batch, judge, seed=r)
     return pairs, candidates
+
+
+def preferred_pairs(base: Actor, batch: list[Rollout], judge: Any, seed: int) -> list[PreferencePair]:
+    """The DPO pairs of `batch`: each revision the pairwise judge prefers over its y0, y1
+    chosen, under `base`'s respond prompt (each pair shown in one `seed`ed random order)."""
+    return [PreferencePair(prompt=base.respond_prompt(rollout.x), chosen=rollout.y1 or "", rejected=rollout.y0,
+                           sample_id=rollout.sample_id, source="learning")
+            for rollout, judgment in zip(batch, judge.judge_rollouts(batch, seed=seed))
+            if judgment.valid and judgment.winner == "y1"]
 
 
 def _rollouts(engine: Any, train: list[Sample], work_dir: Path, r: int) -> tuple[Actor, list[Rollout]]:
@@ -124,17 +131,24 @@ def _rollouts(engine: Any, train: list[Sample], work_dir: Path, r: int) -> tuple
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
 
-    by_id = {s.id: s for s in train}
-    ids = list(by_id)
     base = Actor(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=RESPONSE_TOKENS, seed=r))
     critic = Critic(engine, Sampling(temperature=0.8, top_p=0.95, max_tokens=160, seed=r), max_prompt_tokens=1024)
-    y0 = cached_texts(work_dir / f"y0_{r}.json", ids, lambda todo: base.respond([by_id[i] for i in todo]))
-    c = cached_texts(work_dir / f"critique_{r}.json", ids, lambda todo: [
+    return base, rollouts_of(base, critic, train, work_dir, r)
+
+
+def rollouts_of(base: Actor, critic: Critic, train: list[Sample], folder: Path, r: int) -> list[Rollout]:
+    """`base` answers every training prompt (y0), `critic` critiques, `base` revises (y1),
+    each step's texts cached in `folder` as `<step>_<r>.json`; the rollouts (`id#r`) whose y0
+    and y1 are both non-blank. TAIScore's miniature runs it with a trained critic."""
+    by_id = {s.id: s for s in train}
+    ids = list(by_id)
+    y0 = cached_texts(folder / f"y0_{r}.json", ids, lambda todo: base.respond([by_id[i] for i in todo]))
+    c = cached_texts(folder / f"critique_{r}.json", ids, lambda todo: [
         x[0] for x in critic.critique([by_id[i].prompt for i in todo], [y0[i] for i in todo])])
-    y1 = cached_texts(work_dir / f"y1_{r}.json", ids, lambda todo: base.revise(
+    y1 = cached_texts(folder / f"y1_{r}.json", ids, lambda todo: base.revise(
         [by_id[i].prompt for i in todo], [y0[i] for i in todo], [c[i] for i in todo]))
-    return base, [Rollout(sample_id=f"{i}#{r}", x=by_id[i].prompt, y0=y0[i], c=c[i], y1=y1[i], condition="matched")
-                  for i in ids if y0[i].strip() and y1[i].strip()]
+    return [Rollout(sample_id=f"{i}#{r}", x=by_id[i].prompt, y0=y0[i], c=c[i], y1=y1[i], condition="matched")
+            for i in ids if y0[i].strip() and y1[i].strip()]
 
 
 def _pass_rate(actor: Actor, scored: list[Sample], seeds: list[int],

@@ -6,7 +6,7 @@ and unreadable answers included) scores them with a Python reward; TRL's GRPO tr
 critic. The target is that reward's mean on HELD-OUT (x, y0), one sampled critique per
 prompt and seed, measured before training, every few steps and after.
 
-Default reward: `concise_critique` (1 at 25 words or fewer, 0 at 60): the concision Table 6
+Default reward: `concise_critique` (1 at 150 characters or fewer, 0 at 360): the concision Table 6
 asks of the critic, a property the embedded critic can learn in a few steps. The harder
 `names_broken_constraint` (the share of the constraints y0 breaks that the critique names,
 less false alarms) is what a useful critic does; BENCHMARKS.md has both curves. With

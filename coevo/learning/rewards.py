@@ -6,6 +6,8 @@ judge goes:
 
     python:coevo.learning.rewards:concise_critique             a TAIScore reward (critic)
     python:coevo.learning.rewards:names_broken_constraint      a TAIScore reward (critic)
+    python:coevo.learning.rewards:outcome_gain                 an outcome-gain reward (critic, reads y1)
+    python:coevo.learning.rewards:checkable_taiscore           a TAIScore analogue (critic, reads y1)
     python:coevo.learning.rewards:fewer_broken_constraints     a pairwise judge (actor)
     python:coevo.learning.graders:constraint_grader            a gold judge / DecoEvo grader
 
@@ -19,8 +21,13 @@ import functools
 import re
 from typing import Any
 
-from coevo.eval.constraints import check, count_words
+from coevo.eval.constraints import BULLET, check, count_words, split_paragraphs, split_sentences
 from coevo.llm.python_functions import PROBE_PROMPT
+
+#: concise_critique: full reward at this many characters (whitespace runs counted as one) ...
+CONCISE_CHARS = 150
+#: ... and none from this many on.
+ZERO_CHARS = 360
 
 #: Where the constraints are looked up (a judge is called with the prompt's text only).
 SOURCE = "bundled:writing"
@@ -114,7 +121,83 @@ def fewer_broken_constraints(x: str, a: str, b: str) -> str:
 
 def concise_critique(x: str, y0: str, critique: str, y1: str | None = None) -> float:
     """A critic's reward for the concision Table 6 asks of it ("provide concise feedback"):
-    1 at 25 words or fewer, falling linearly to 0 at 60. A property the embedded critic
-    can learn in a few GRPO steps, so the default of the taiscore-critic learning curve."""
-    words = count_words(critique)
-    return 1.0 if words <= 25 else max(0.0, 1.0 - (words - 25) / 35)
+    1 at 150 characters or fewer (about 25 words), falling linearly to 0 at 360 (about 60).
+    Characters, not words: a word count let GRPO raise the reward with fewer, longer words
+    in the same 64-token cap (issue 43: every critique still ended at the cap), while
+    characters fall only when the critique says less, and a 64-token critique (about 250
+    characters) can reach 1 only by stopping early."""
+    chars = len(" ".join(critique.split()))
+    return 1.0 if chars <= CONCISE_CHARS else max(0.0, 1.0 - (chars - CONCISE_CHARS) / (ZERO_CHARS - CONCISE_CHARS))
+
+
+def met_share(prompt: str, response: str) -> float:
+    """The share of the prompt's constraints `response` meets (1.0 for a prompt without any)."""
+    wanted = constraints_for(prompt)
+    return sum(check(response, c) for c in wanted) / len(wanted) if wanted else 1.0
+
+
+def outcome_gain(x: str, y0: str, critique: str, y1: str | None = None) -> float | None:
+    """TAIScore's outcome-gain baseline reward (App. D.4), checkable: 1 if the revision y1 meets
+    a larger share of x's constraints than y0, 0.5 if the same share, 0 if a smaller one. The
+    judge never reads the critique: a critique is credited for any gain, followed or not.
+    None (an unreadable answer) without a revision."""
+    if y1 is None:
+        return None
+    before, after = met_share(x, y0), met_share(x, y1)
+    return 1.0 if after > before else 0.5 if after == before else 0.0
+
+
+def measured(text: str, constraint: dict[str, Any]) -> Any:
+    """The quantity of `text` that `constraint` is checked on (its word count for max_words,
+    its commas for no_commas, ...): what a revision that acts on the constraint changes."""
+    kind = constraint["kind"]
+    if kind in ("max_words", "min_words"):
+        return count_words(text)
+    if kind == "max_sentences":
+        return len(split_sentences(text))
+    if kind == "paragraphs":
+        return len(split_paragraphs(text))
+    if kind == "bullets":
+        return len(BULLET.findall(text))
+    if kind == "no_commas":
+        return text.count(",")
+    if kind == "end_with":
+        # The ending as long as the phrase: a revision acting on it rewrites its last words.
+        return text.strip().lower()[-len(constraint["phrase"].strip()):]
+    if kind in ("include_words", "forbidden_words"):
+        return tuple(len(re.findall(rf"(?<!\w){re.escape(w.lower())}(?!\w)", text.lower()))
+                     for w in constraint["words"])
+    return check(text, constraint)  # title, postscript: present or not
+
+
+def checkable_taiscore(x: str, y0: str, critique: str, y1: str | None = None) -> float | None:
+    """A checkable TAIScore (Targeted, Actionable, Improvement; §4.1) on the constraints y0 breaks:
+    each one the critique names (Target) earns 1/3, 2/3 where y1 also changed in that
+    constraint's measured quantity (Actionable: y1 differs from y0 and `measured` differs), 1
+    where y1 also meets it (Improvement). The reward is the mean over the broken constraints,
+    less half the share of the met ones the critique names anyway (false alarms, as in
+    `names_broken_constraint`). 0 where y0 breaks none; None (unreadable) without a revision.
+
+    Additive partial credit, not the product T·A·I: a 135M actor seldom fixes what it is told,
+    so a product would be 0 for nearly every critique of a group and GRPO would see no spread;
+    with partial credit naming the failure already beats naming nothing, and a critique the
+    actor acts on (and better, fixes) beats one it ignores. Meeting the constraint implies a
+    changed measured quantity, so the three steps are ordered. No guardrail for constraints
+    y1 newly breaks: that is outcome_gain's signal, kept apart so the two rewards differ in
+    what TAIScore adds, the credit for the critique's own target."""
+    if y1 is None:
+        return None
+    wanted = constraints_for(x)
+    failed = [c for c in wanted if not check(y0, c)]
+    if not failed:
+        return 0.0
+    met = [c for c in wanted if c not in failed]
+    changed = _normal(y1) != _normal(y0)
+    credit = sum((1 + _acted_on(y0, y1, c, changed) + check(y1, c)) / 3 for c in failed if names(critique, c))
+    false_alarms = sum(names(critique, c) for c in met) / len(met) if met else 0.0
+    return credit / len(failed) - 0.5 * false_alarms
+
+
+def _acted_on(y0: str, y1: str, constraint: dict[str, Any], changed: bool) -> bool:
+    # A revision that differs only elsewhere did not act on this constraint.
+    return changed and measured(y1, constraint) != measured(y0, constraint)

@@ -50,10 +50,18 @@ def test_the_pairwise_judge_prefers_fewer_broken_constraints_and_ties_otherwise(
     assert fewer_broken_constraints(LIGHTHOUSE.prompt, bad, "A dog.") == "tie"
 
 
-def test_the_concision_reward_falls_with_length():
-    assert concise_critique("", "", "short " * 25) == 1.0
-    assert concise_critique("", "", "long " * 60) == 0.0
-    assert 0.4 < concise_critique("", "", "long " * 42) < 0.6
+def test_the_concision_reward_falls_with_length_in_characters():
+    assert concise_critique("", "", "short " * 25) == 1.0        # 149 characters
+    assert concise_critique("", "", "long " * 73) == 0.0         # 364 characters
+    assert 0.4 < concise_critique("", "", "long " * 51) < 0.6    # 254 characters
+    assert concise_critique("", "", "  spaced \n\n  out  ") == 1.0
+
+
+def test_the_concision_reward_cannot_be_raised_by_fewer_longer_words():
+    # The loophole of issue 43: under a word count, 30 long words scored as well as 30 short
+    # ones in the same tokens; in characters the longer critique scores lower.
+    short_words, long_words = "bad " * 30, "inconsistent " * 30
+    assert concise_critique("", "", long_words) < concise_critique("", "", short_words)
 
 
 def test_paired_gain_pairs_keys_and_gives_no_interval_for_one():

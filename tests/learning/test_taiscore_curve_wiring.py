@@ -13,7 +13,7 @@ from coevo.algorithms.backend import Backend
 from coevo.learning import actor, critic
 from coevo.llm import specs
 from coevo.llm.replay import ReplayModel
-from coevo.train.common import TrainResult
+from fake_training import stepped
 
 #: Revisions, critiques (a short one: concise_critique's 1.0) and initial responses.
 RULES = [{"match": "Revised Response:", "completion": "REVISED answer"},
@@ -42,17 +42,7 @@ def fakes(monkeypatch):
         def train(policy, data, *args, callbacks, **kwargs):
             settings = next(a for a in args if hasattr(a, "max_steps"))
             trained.update(kind=kind, policy=policy, data=data, args=args, kwargs=kwargs, settings=settings)
-
-            class State:
-                global_step = 0
-
-            for step in range(1, settings.max_steps + 1):
-                State.global_step = step
-                for callback in callbacks:
-                    callback.on_step_end(None, State, None)
-            return TrainResult(checkpoint="x", steps=settings.max_steps, seconds=1.0, seconds_per_step=0.1,
-                               peak_rss_mb=1.0,
-                               metrics={"weight_delta": 0.5, "reward_mean": 0.25, "zero_std_fraction": 0.0})
+            return stepped(settings, callbacks, zero_std_fraction=0.0)
         return train
 
     backend = Backend(load_trainable=lambda spec, **kw: engine,
@@ -150,7 +140,7 @@ def test_critic_curve_on_llamacpp_measures_copies_of_the_weights_as_they_are_the
 
     class Copy(ReplayModel):
         def __init__(self, local, path):
-            super().__init__(rules=[{"completions": ["word " * 70]}])
+            super().__init__(rules=[{"completions": ["word " * 80]}])
             self.path, self.closed = path, False
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("gguf")

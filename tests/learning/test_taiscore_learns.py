@@ -35,7 +35,7 @@ def test_critic_grpo_makes_critiques_as_short_as_its_reward_asks(tmp_path):
                            trl={"gradient_checkpointing": False})
     print(curve.model_dump_json(indent=1))
     assert curve.steps == 3 and curve.n == 8
-    # The reward is 1 at <= 25 words, 0 at >= 60; the base critic fills its 64 tokens (~0.2).
+    # The reward is 1 at <= 150 characters, 0 at >= 360; the base critic fills its 64 tokens.
     # Measured here on this path: 3 steps at 2e-4 moved it 0.207 -> 1.000 (+0.793 [+0.693, +0.886];
     # measured in transformers 0.204 -> 1.000); on TRL's own sampling 0.204 -> 0.875 (+0.671
     # [+0.575, +0.779]); 4 steps at 1e-4 +0.386 [+0.225, +0.579]; 6 steps at 3e-5 +0.114. The
