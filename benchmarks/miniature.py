@@ -100,7 +100,7 @@ def print_tables(path: Path, parser: argparse.ArgumentParser) -> int:
     except (OSError, ValueError) as exc:
         parser.error(f"--table: {path} is not a miniature's JSON: {exc}")
     minutes = f"{result.seconds / 60:.0f} min"
-    print("| arm | before | after | gain [95 % CI] (n) | seeds | time |\n|---|---|---|---|---|---|")
+    print("| arm | before | after | gain [95 % CI] (n) | seeds | whole run |\n|---|---|---|---|---|---|")
     for name, arm in result.arms.items():
         cells = ["—" if v is None else f"{v:.3f}" for v in (arm.before, arm.after)]
         print(f"| `{name}` | {cells[0]} | {cells[1]} | {shown(arm.gain, arm.gain_ci, arm.n)} | "

@@ -112,7 +112,8 @@ def measure(*, seeds: list[int], work_dir: Path, steps: int = 4, rounds: int = 2
     held-out prompts (`heldout` of the bundled split, or every prompt of `heldout_file`, a
     .jsonl with `meta.constraints`), one key per prompt and seed. Critics train `steps` GRPO
     steps at `learning_rate` with `num_generations` critiques per group; the actor `steps` DPO
-    steps per round (the defaults: six arms x 3 seeds in well under an hour on 2 CPU cores).
+    steps per round (the defaults: six arms x 3 seeds in 63 minutes on 2 CPU cores, BENCHMARKS.md
+    "Miniatures").
     A finished arm is kept in `work_dir/arm_<name>.json` and not run again."""
     from coevo.algorithms.backend import default_backend
     from coevo.roles.actor import Actor

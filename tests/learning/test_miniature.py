@@ -2,6 +2,7 @@
 no model; the runs themselves are benchmarks, BENCHMARKS.md "Miniatures")."""
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -133,3 +134,25 @@ def test_the_readme_tables_are_printed_from_the_json(tmp_path):
     bad = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(tmp_path / "none.json")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not a miniature's JSON" in bad.stderr
+
+
+def test_the_readme_shows_each_recorded_miniature_as_its_json_prints_it():
+    # "Does it work?" is printed by --table from benchmarks/results/miniature_*.json: an
+    # edited number or a rerun whose tables were not pasted fails here.
+    readme = open("README.md", encoding="utf-8").read()
+    recorded = sorted(Path("benchmarks/results").glob("miniature_*.json"))
+    for path in recorded:
+        printed = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)],
+                                 capture_output=True, text=True, check=True).stdout
+        for table in printed.strip().split("\n\n"):
+            assert table in readme, f"README.md lacks {path.name}'s table:\n{table}"
+
+
+def test_decoevo_miniature_settings_make_a_partition_of_the_tiny_config():
+    # Widened gates and test split take their share from another partition: the shares
+    # still sum to 1 (the partitioner refuses anything else, after the model has loaded).
+    from coevo.config import apply_overrides, read_yaml
+    from coevo.learning.mini_decoevo import DEFAULT_CONFIG, DEFAULT_OVERRIDES
+
+    fractions = apply_overrides(read_yaml(DEFAULT_CONFIG), list(DEFAULT_OVERRIDES))["partitions"]["fractions"]
+    assert sum(fractions.values()) == pytest.approx(1.0), fractions

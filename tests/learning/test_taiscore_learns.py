@@ -35,10 +35,10 @@ def test_critic_grpo_makes_critiques_as_short_as_its_reward_asks(tmp_path):
                            trl={"gradient_checkpointing": False})
     print(curve.model_dump_json(indent=1))
     assert curve.steps == 3 and curve.n == 8
-    # The reward is 1 at <= 150 characters, 0 at >= 360; the base critic fills its 64 tokens.
-    # Measured here on this path: 3 steps at 2e-4 moved it 0.207 -> 1.000 (+0.793 [+0.693, +0.886];
-    # measured in transformers 0.204 -> 1.000); on TRL's own sampling 0.204 -> 0.875 (+0.671
-    # [+0.575, +0.779]); 4 steps at 1e-4 +0.386 [+0.225, +0.579]; 6 steps at 3e-5 +0.114. The
-    # margin leaves room for another CPU.
+    # The reward is 1 at <= 150 characters, 0 at >= 360; the base critic fills its 64 tokens
+    # (about 290 characters). Measured here under the character count (issue 43): 3 steps at
+    # 2e-4 moved it 0.227 -> 0.933 (+0.706, its interval above 0): the critiques now end early.
+    # Under the old word count the same run went 0.207 -> 1.000, a reward fewer, longer words
+    # could raise at the same token cap (the loophole). The margin leaves room for another CPU.
     assert curve.gain >= 0.25, curve
     assert curve.gain_ci[0] > 0, curve
