@@ -12,7 +12,8 @@ seeded sampling), after = the method's final skill's answer; so `zero_shot`'s ga
 construction and the comparisons are the methods' test-score differences.
 
 The gates are widened from the tiny config's one question (a 135M judgment deciding an
-edit): BENCHMARKS.md ("Miniatures") has the gate size measured against the proxy's noise.
+edit) to 8; whether 8 questions lift a real improvement above the proxy's noise is not
+measured yet (BENCHMARKS.md, "Miniatures": the run that was to measure it did not finish).
 """
 
 from __future__ import annotations
