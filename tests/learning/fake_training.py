@@ -17,3 +17,18 @@ def stepped(settings, callbacks, **metrics) -> TrainResult:
             callback.on_step_end(None, State, None)
     return TrainResult(checkpoint="x", steps=settings.max_steps, seconds=1.0, seconds_per_step=0.1, peak_rss_mb=1.0,
                        metrics={"weight_delta": 0.5, "reward_mean": 0.25, **metrics})
+
+
+def taiscore_rules(critique: str) -> list[dict]:
+    """Replay rules for a TAIScore round: every revision says REVISED, every critique is
+    `critique`, every first answer is the same."""
+    return [{"match": "Revised Response:", "completion": "REVISED answer"},
+            {"match": "Your Critique:", "completion": critique},
+            {"completions": ["First answer."]}]
+
+
+#: A pairwise judge (a `python:` file's text) that prefers whichever answer was revised.
+PREFER_REVISED_JUDGE = """
+def prefer_revised(x, a, b):
+    return "a" if "REVISED" in a else "b" if "REVISED" in b else "tie"
+"""

@@ -14,7 +14,7 @@ from coevo.learning.rewards import checkable_taiscore, outcome_gain
 from coevo.llm import specs
 from coevo.llm.replay import ReplayModel
 from coevo.tasks.loaders import load_samples
-from fake_training import stepped
+from fake_training import PREFER_REVISED_JUDGE, stepped, taiscore_rules
 
 LIGHTHOUSE = next(s for s in load_samples("bundled:writing") if s.id == "wp-001")  # max 350 words, lantern + harbour
 NO_COMMAS = next(s for s in load_samples("bundled:writing") if s.id == "wp-006")   # September, no commas
@@ -73,13 +73,8 @@ def test_the_new_rewards_pass_the_python_scorer_probe():
 
 # ---- the wiring ----
 
-RULES = [{"match": "Revised Response:", "completion": "REVISED answer"},
-         {"match": "Your Critique:", "completion": "Mention the harbour."},
-         {"completions": ["First answer."]}]
-JUDGE = """
-def prefer_revised(x, a, b):
-    return "a" if "REVISED" in a else "b" if "REVISED" in b else "tie"
-"""
+RULES = taiscore_rules("Mention the harbour.")
+JUDGE = PREFER_REVISED_JUDGE
 
 
 class Fakes:

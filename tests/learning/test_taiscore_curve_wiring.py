@@ -13,16 +13,11 @@ from coevo.algorithms.backend import Backend
 from coevo.learning import actor, critic
 from coevo.llm import specs
 from coevo.llm.replay import ReplayModel
-from fake_training import stepped
+from fake_training import PREFER_REVISED_JUDGE, stepped, taiscore_rules
 
 #: Revisions, critiques (a short one: concise_critique's 1.0) and initial responses.
-RULES = [{"match": "Revised Response:", "completion": "REVISED answer"},
-         {"match": "Your Critique:", "completion": "Too long here."},
-         {"completions": ["First answer."]}]
-JUDGE = """
-def prefer_revised(x, a, b):
-    return "a" if "REVISED" in a else "b" if "REVISED" in b else "tie"
-
+RULES = taiscore_rules("Too long here.")
+JUDGE = PREFER_REVISED_JUDGE + """
 
 def never_prefers(x, a, b):
     return "tie"
