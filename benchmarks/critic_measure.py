@@ -41,16 +41,16 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="critic-measure-"))
     train, scored = split_prompts(1, 4, True)
     actor = Actor(backend.load_frozen("smollm2"), learning.Y0_SAMPLING)
-    y0 = learning._initial_responses(actor, train, work / "y0.json")
+    y0 = learning.initial_responses(actor, train, work / "y0.json")
     policy = backend.load_trainable("smollm2")
     critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=learning.CRITIQUE_TOKENS),
                     max_prompt_tokens=1024)
     reward_fn = make_reward_fn(actor, judge_for("critique_quality", backend.load_frozen(learning.DEFAULT_REWARD),
                                                Sampling()), "critique_quality", invalid_reward=0.0)
     ways = {
-        "transformers": learning._scored_reward(critic, reward_fn, scored, y0, [0, 1]),
-        "llamacpp": learning._scored_reward(critic, reward_fn, scored, y0, [0, 1],
-                                            learning._engine_copy(backend, policy, "llamacpp", work)),
+        "transformers": learning.scored_reward_fn(critic, reward_fn, scored, y0, [0, 1]),
+        "llamacpp": learning.scored_reward_fn(critic, reward_fn, scored, y0, [0, 1],
+                                            learning.engine_copy_fn(backend, policy, "llamacpp", work)),
     }
     rows: dict[str, dict[str, list[float]]] = {way: {"seconds": [], "reward": []} for way in ways}
     for _ in range(args.repeats):

@@ -1,7 +1,7 @@
 """Each paper's central comparison in miniature, on tasks whose gold Python checks (issue 43).
 
     .venv/bin/python benchmarks/miniature.py --paper rlac|taiscore|decoevo [--seeds 3]
-        [--heldout FILE] [--json FILE] [--work-dir DIR] [--set KEY=VALUE ...]
+        [--heldout FILE] [--json FILE] [--work-dir DIR] [--set KEY=VALUE ...] [--arms A,B]
 
 - `rlac`: RLAC on code. Arms `co_trained` (critic and generator both DPO, Algorithm 1),
   `static_critic` (the critic never trains) and `enumerative` (every hidden test runs);
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", help="where the runs go and are resumed from (default: a temporary folder)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="rlac / decoevo: a config override for every arm's run (repeatable)")
+    parser.add_argument("--arms", help="rlac: only these arms, comma-separated (a sweep of one arm; a later run "
+                                       "with every arm in the same --work-dir resumes them)")
     args = parser.parse_args(argv)
     if args.table:
         return print_tables(Path(args.table), parser)
@@ -60,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--heldout: no such file: {args.heldout}")
     if args.overrides and args.paper == "taiscore":
         parser.error("--set applies to rlac and decoevo (their runs read a config); taiscore has none")
+    if args.arms and args.paper != "rlac":
+        parser.error("--arms applies to rlac (co_trained, static_critic, enumerative)")
     bad = [o for o in args.overrides if "=" not in o]
     if bad:
         parser.error(f"--set takes KEY=VALUE, got {bad[0]!r}")
@@ -72,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
     measure = importlib.import_module(PAPERS[args.paper]).measure
     options = {"overrides": args.overrides} if args.paper != "taiscore" else {}
+    if args.arms:
+        options["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
     with tempfile.TemporaryDirectory(prefix=f"coevo-miniature-{args.paper}-") as scratch:
         try:
             result = measure(seeds=list(range(args.seeds)), work_dir=Path(args.work_dir or scratch),

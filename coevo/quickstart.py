@@ -9,6 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+#: The quickstart's monitor anchor (a `python:` spec: loaded by name, not imported here).
+QUICKSTART_ANCHOR = "python:coevo.learning.rewards:checkable_taiscore"
+
 
 def quickstart_config(prompts: int, model: str, judge: str) -> dict[str, Any]:
     """The quickstart's config: `prompts` bundled writing prompts, `model` as actor and critic."""
@@ -40,6 +43,10 @@ def quickstart_config(prompts: int, model: str, judge: str) -> dict[str, Any]:
                 "save_steps": 1},
         "evaluation": {"prompts": 2},
         "audit": {"prompts": 2},  # the judges probed for gaming before and after the round
+        # The reward-hacking monitor on the critic's GRPO stage (docs/monitor.md), its anchor
+        # the Python-checked TAIScore analogue: does the critique name a constraint y0 breaks,
+        # does the revision act on it, fix it? What the 135M judge's reward is meant to measure.
+        "monitor": {"anchors": [QUICKSTART_ANCHOR], "prompts": 2},
     }
 
 

@@ -26,6 +26,7 @@ from coevo.config import ConfigError, apply_overrides, read_yaml, validate
 from coevo.cost import run_cost
 from coevo.llm.call_tags import tagged
 from coevo.logs import run_logging
+from coevo.monitor.records import run_summary as monitor_summary
 from coevo.provenance import provenance, timed
 from coevo.runlock import RunLock, holder
 from coevo.store import STORE_FILE, RunStore
@@ -179,9 +180,17 @@ def _check_python_scorers(config: BaseModel) -> None:
     from coevo.algorithms.taiscore import TaiScoreConfig
     from coevo.algorithms.taiscore.config import check_python_judge
     from coevo.llm.python_functions import check_python_spec, is_python_spec
+    from coevo.llm.specs import check_spec
     from coevo.role_specs import RoleSet
     from coevo.roles.judges import KIND_OF_JUDGE
 
+    monitor = getattr(config, "monitor", None)
+    for anchor in (monitor.anchors if monitor is not None else []):
+        # An anchor scores what the reward scores: the reward's signature.
+        if is_python_spec(anchor):
+            check_python_spec(anchor, ["reward"], "monitor.anchors")
+        else:
+            check_spec(anchor.removeprefix("judge:"))
     roles = getattr(config, "roles", None)
     if not isinstance(roles, RoleSet):
         return
@@ -442,6 +451,8 @@ def _finish(out: Path, store: RunStore, summary: dict[str, Any], algorithm: str,
     # Calls, tokens, seconds and dollars per stage and role; each training stage's steps,
     # seconds, memory and tokens (coevo/cost.py): what the run cost, counted.
     summary["cost"] = run_cost(store).model_dump(mode="json")
+    # What the reward-hacking monitor saw in each watched stage (docs/monitor.md).
+    summary["monitor"] = monitor_summary(store)
     finished = time.time()
     summary["provenance"] = timed(facts, store.get_meta("started"), finished=finished, earlier=earlier,
                                   duration_s=finished - began)

@@ -26,8 +26,25 @@ def run_and_report_quickstart(out_dir: Path, *, prompts: int, model: str, judge:
     except KeyboardInterrupt as exc:
         interrupted(exc)
     print_table(summary["table"], title="TAIScore quickstart: held-out metrics before and after one round")
+    for line in monitor_lines(summary.get("monitor") or {}):
+        out.print(line)
     print_warnings_of(out_dir)  # what the judge audit found, in plain words: can these numbers be trusted?
     out.print(f"report: {summary['report']}")
+
+
+def monitor_lines(monitor: dict) -> list[str]:
+    """The reward-hacking monitor in words: per watched stage, each anchor's mean over its
+    checks (with n) and the stage's flags."""
+    lines = []
+    for stage, report in (monitor.get("stages") or {}).items():
+        for anchor, curve in report.get("anchor_curves", {}).items():
+            points = ", ".join(f"step {int(step)} {value:.3f}" for step, value, _ in curve)
+            lines.append(f"monitor, {stage}: anchor {anchor} (n={curve[0][2] if curve else 0} held-out prompts): "
+                         f"{points or 'not measured'}")
+        flags = report.get("flags") or []
+        lines.append(f"monitor, {stage}: " + ("; ".join(f"flagged at step {f['step']} ({f['anchor']}): {f['why']}"
+                                                       for f in flags) if flags else "no flag"))
+    return lines
 
 
 def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: bool,

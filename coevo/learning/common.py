@@ -22,12 +22,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def checked_reward(spec: str, kind: str) -> None:
-    """A loop's `--reward` must be a `python:` spec whose function works as `kind`: one line
-    naming the problem (ValueError / ModelError) before any model loads."""
+def checked_reward(spec: str, kind: str, option: str = "--reward") -> None:
+    """A loop's `--reward` (or another `option` taking one) must be a `python:` spec whose
+    function works as `kind`: one line naming the problem (ValueError / ModelError) before any
+    model loads."""
     if not is_python_spec(spec):
-        raise ValueError(f"--reward must be a python: spec (python:FILE.py:FUNCTION), got {spec!r}")
-    check_python_spec(spec, [kind], "--reward")
+        raise ValueError(f"{option} must be a python: spec (python:FILE.py:FUNCTION), got {spec!r}")
+    check_python_spec(spec, [kind], option)
 
 
 def writing_split(heldout: int, seed: int = 0, source: str = SOURCE) -> tuple[list[Sample], list[Sample]]:

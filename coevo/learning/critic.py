@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
     from coevo.train.common import TrainResult
+    from coevo.train.grpo import GRPOSettings
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
 
     train, scored = split_prompts(heldout, train_prompts, score_train)
     actor = Actor(backend.load_frozen(model), Y0_SAMPLING)
-    y0 = _initial_responses(actor, train + scored, work_dir / "y0.json")
+    y0 = initial_responses(actor, train + scored, work_dir / "y0.json")
     notes: list[str] = []
     if reward == NAMES_FAILURES:
         train, scored = _with_failures(train, scored, y0, notes)
@@ -89,13 +90,13 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS), max_prompt_tokens=1024)
     judge = judge_for(reward_kind, backend.load_frozen(reward), Sampling())
     reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)
-    scored_reward = _scored_reward(critic, reward_fn, scored, y0, seeds,
-                                   _engine_copy(backend, policy, rollout_engine, work_dir / "measure"))
-    result, points = _grpo(backend, policy, critic, reward_fn, train, y0, scored_reward, work_dir / "critic",
+    scored_reward = scored_reward_fn(critic, reward_fn, scored, y0, seeds,
+                                   engine_copy_fn(backend, policy, rollout_engine, work_dir / "measure"))
+    result, points = critic_grpo(backend, policy, critic, reward_fn, train, y0, scored_reward, work_dir / "critic",
                            steps=steps, eval_every=eval_every or max(1, steps // 4), learning_rate=learning_rate,
                            batch_size=batch_size, num_generations=num_generations, seed=seeds[0],
                            rollout_engine=rollout_engine, trl=dict(trl or {}))
-    notes.append(_grpo_note(result))
+    notes.append(grpo_note(result))
     which = "training" if score_train else "held-out"
     return curve_record(
         loop="taiscore-critic", target=f"{which} reward ({reward_kind}) of one sampled critique per prompt and seed",
@@ -108,7 +109,7 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
         notes=notes)
 
 
-def _initial_responses(actor: Actor, samples: list[Sample], cache: Path) -> dict[str, str]:
+def initial_responses(actor: Actor, samples: list[Sample], cache: Path) -> dict[str, str]:
     """{sample id: y0}, the frozen actor's initial response to each prompt (kept in `cache`)."""
     by_id = {s.id: s for s in samples}
     return cached_texts(cache, list(by_id), lambda ids: actor.respond([by_id[i] for i in ids]))
@@ -127,7 +128,7 @@ def _with_failures(train: list[Sample], scored: list[Sample], y0: Mapping[str, s
     return train, scored
 
 
-def _engine_copy(backend: Backend, policy: Any, engine: str, folder: Path) -> Callable[[int], Any] | None:
+def engine_copy_fn(backend: Backend, policy: Any, engine: str, folder: Path) -> Callable[[int], Any] | None:
     """Where the measured critiques come from: on the rollout's engine, `copy(n)` is a copy of
     the weights as they are at the n-th measurement (issue 25: every generation of a trained
     role outside its own optimizer step runs on an engine); None: the trained model itself."""
@@ -136,7 +137,7 @@ def _engine_copy(backend: Backend, policy: Any, engine: str, folder: Path) -> Ca
     return lambda n: backend.load_gguf_copy(policy, folder / f"critic-{n}.gguf")
 
 
-def _scored_reward(critic: Critic, reward_fn: Callable[..., list[float]], scored: list[Sample],
+def scored_reward_fn(critic: Critic, reward_fn: Callable[..., list[float]], scored: list[Sample],
                    y0: Mapping[str, str], seeds: list[int],
                    engine_copy: Callable[[int], Any] | None = None) -> Callable[[], dict[str, float]]:
     """The measurement: per (scored prompt, seed) the reward of one critique of its y0 the
@@ -177,27 +178,43 @@ def _generating_on(critic: Critic, copy: Any) -> Iterator[None]:
         discard_copy(copy)
 
 
-def _grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],
-          y0: Mapping[str, str], measure: Callable[[], dict[str, float]], out: Path, *, steps: int, eval_every: int,
-          learning_rate: float, batch_size: int, num_generations: int, seed: int,
-          rollout_engine: str = "transformers",
-          trl: dict[str, Any] | None = None) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
+def critic_grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],
+                y0: Mapping[str, str], measure: Callable[[], dict[str, float]], out: Path, *, steps: int, eval_every: int,
+                learning_rate: float, batch_size: int, num_generations: int, seed: int,
+                rollout_engine: str = "transformers",
+                trl: dict[str, Any] | None = None) -> tuple[TrainResult, list[tuple[int, Mapping[str, float]]]]:
     """TRL's GRPO of the critic `policy` on its critique prompts of the training (x, y0) for
     `steps` optimizer steps (no KL term), measured before, every `eval_every` steps and after."""
-    from coevo.train.grpo import GRPOSettings
-
-    settings = GRPOSettings(num_generations=num_generations, beta=0.0, learning_rate=learning_rate,
-                            batch_size=batch_size, grad_accum=num_generations, max_prompt_length=1024,
-                            max_completion_length=CRITIQUE_TOKENS, max_steps=steps, epochs=100,
-                            save_steps=10_000, seed=seed, rollout_engine=rollout_engine, trl=trl or {})
-    prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in train]
-    extra = {"x": [s.prompt for s in train], "y0": [y0[s.id] for s in train], "sample_id": [s.id for s in train]}
-    return train_measuring(lambda callbacks: backend.train_grpo(policy, prompts, reward_fn, settings, out, resume=False,
-                                                        extra_columns=extra, callbacks=callbacks),
+    settings = critic_grpo_settings(steps=steps, learning_rate=learning_rate, batch_size=batch_size,
+                                    num_generations=num_generations, seed=seed, rollout_engine=rollout_engine, trl=trl)
+    return train_measuring(lambda callbacks: train_critic(backend, policy, critic, reward_fn, train, y0, out, settings,
+                                                          callbacks),
                            measure, eval_every, steps)
 
 
-def _grpo_note(result: TrainResult) -> str:
+def critic_grpo_settings(*, steps: int, learning_rate: float, batch_size: int, num_generations: int, seed: int,
+                         rollout_engine: str = "transformers", trl: dict[str, Any] | None = None) -> GRPOSettings:
+    """The critic's GRPO settings of these measurements: no KL term, critiques of at most
+    CRITIQUE_TOKENS, one group's gradients accumulated per step."""
+    from coevo.train.grpo import GRPOSettings
+
+    return GRPOSettings(num_generations=num_generations, beta=0.0, learning_rate=learning_rate,
+                        batch_size=batch_size, grad_accum=num_generations, max_prompt_length=1024,
+                        max_completion_length=CRITIQUE_TOKENS, max_steps=steps, epochs=100,
+                        save_steps=10_000, seed=seed, rollout_engine=rollout_engine, trl=trl or {})
+
+
+def train_critic(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]],
+                 train: list[Sample], y0: Mapping[str, str], out: Path, settings: GRPOSettings,
+                 callbacks: list[Any]) -> TrainResult:
+    """GRPO of `policy` on the critique prompts of the training (x, y0), with `callbacks`."""
+    prompts = [[{"role": "user", "content": critic.critique_prompt(s.prompt, y0[s.id])}] for s in train]
+    extra = {"x": [s.prompt for s in train], "y0": [y0[s.id] for s in train], "sample_id": [s.id for s in train]}
+    return backend.train_grpo(policy, prompts, reward_fn, settings, out, resume=False, extra_columns=extra,
+                              callbacks=callbacks)
+
+
+def grpo_note(result: TrainResult) -> str:
     metrics = result.metrics
     return (f"GRPO: {result.steps} steps, {result.seconds:.0f} s, weights moved "
             f"{metrics.get('weight_delta', 0):.2g}, groups with no reward spread "

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from coevo.eval.constraints import check, constraints_of
 from coevo.learning.actor import _dpo, preferred_pairs, rollouts_of
 from coevo.learning.common import cached_texts, split_prompts
-from coevo.learning.critic import CRITIQUE_TOKENS, Y0_SAMPLING, _grpo, _grpo_note, _initial_responses
+from coevo.learning.critic import CRITIQUE_TOKENS, Y0_SAMPLING, critic_grpo, grpo_note, initial_responses
 from coevo.learning.miniature import ArmResult, Miniature, arm_result, comparisons
 from coevo.learning.rewards import broken
 from coevo.llm.gguf_export import discard_copy
@@ -125,7 +125,7 @@ def measure(*, seeds: list[int], work_dir: Path, steps: int = 4, rounds: int = 2
     backend = backend or default_backend()
     engine = backend.load_frozen(model)
     train_all, held = _prompts(heldout, train_prompts, heldout_file)
-    y0_train = _initial_responses(Actor(engine, Y0_SAMPLING), train_all, work_dir / "y0_train.json")
+    y0_train = initial_responses(Actor(engine, Y0_SAMPLING), train_all, work_dir / "y0_train.json")
     train = [s for s in train_all if broken(s.prompt, y0_train[s.id])]
     y0_held = heldout_responses(Actor(engine, Y0_SAMPLING), held, seeds, work_dir / "y0_heldout.json")
     shared = Shared(backend, engine, train_all, train, y0_train, held, y0_held, seeds, work_dir, wanted, steps,
@@ -281,7 +281,7 @@ def train_critic_copy(shared: Shared, arm: str, folder: Path) -> tuple[Any, list
     copy = _copy(shared.backend, policy, folder / "critic.gguf")
     del policy
     _free()
-    return copy, [_grpo_note(result)], count_tokens
+    return copy, [grpo_note(result)], count_tokens
 
 
 def train_critic(shared: Shared, policy: Any, arm: str, actor: Actor, train: list[Sample], y0: dict[str, str],
@@ -304,7 +304,7 @@ def train_critic(shared: Shared, policy: Any, arm: str, actor: Actor, train: lis
         steps_done += 1
         return {}
 
-    result, _ = _grpo(shared.backend, policy, critic, make_reward_fn(actor, judge, kind, invalid_reward=0.0), train,
+    result, _ = critic_grpo(shared.backend, policy, critic, make_reward_fn(actor, judge, kind, invalid_reward=0.0), train,
                       y0, progress, out, steps=shared.steps, eval_every=1, learning_rate=shared.learning_rate,
                       batch_size=CRITIC_BATCH, num_generations=shared.num_generations, seed=seed,
                       rollout_engine="llamacpp")
@@ -353,7 +353,7 @@ class CoEvolvingCritic:
         train = [s for s in shared.train_all if broken(s.prompt, y0[s.id])]
         if train:
             result, _ = train_critic(shared, self.policy, "taiscore", base, train, y0, folder / "critic", seed=r)
-            note = f"round {r} critic ({len(train)} prompts with a broken constraint): {_grpo_note(result)}"
+            note = f"round {r} critic ({len(train)} prompts with a broken constraint): {grpo_note(result)}"
         else:  # every reward would be 0: nothing to learn this round
             note = f"round {r} critic: no training prompt's y0 breaks a constraint, not trained"
         self.copy = _copy(shared.backend, self.policy, folder / "critic.gguf")

@@ -59,7 +59,7 @@ class FakeTrainers:
     def __init__(self):
         self.grpo_calls, self.dpo_calls, self.restored = [], [], []
 
-    def grpo(self, policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None):
+    def grpo(self, policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None, callbacks=None):
         # Score N completions per prompt the way TRL would call the reward.
         n = settings.num_generations
         completions = [[{"role": "assistant", "content": f"CRIT-{i}"}] for _ in prompts for i in range(n)]
@@ -571,3 +571,48 @@ def test_no_constraints_no_rate(tmp_path):
     run_taiscore(_config(tmp_path, rounds=1), store, FakeTrainers().backend())
     logged = {m["name"]: m["value"] for m in store.metrics("coevolution") if m["round"] == 0}
     assert logged["constraint_pass_rate"] is None and logged["constraint_count"] == 0
+
+
+class DrivingTrainers(FakeTrainers):
+    """GRPO that runs its callbacks as TRL's trainer would: 4 steps, the reward each step."""
+
+    def grpo(self, policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None,
+             callbacks=None):
+        from types import SimpleNamespace
+
+        args = SimpleNamespace(per_device_train_batch_size=2, gradient_accumulation_steps=1, world_size=1)
+        state, control = SimpleNamespace(global_step=0, max_steps=4), SimpleNamespace(should_training_stop=False)
+        for callback in callbacks or []:
+            callback.on_train_begin(args, state, control, model=None)
+        for step in range(1, 5):
+            for callback in callbacks or []:
+                callback.on_step_begin(args, state, control)
+            result = super().grpo(policy, prompts, reward_fn, settings, output_dir, resume=resume,
+                                  extra_columns=extra_columns)
+            state.global_step = step
+            for callback in callbacks or []:
+                callback.on_step_end(args, state, control)
+        return result
+
+
+def test_the_monitor_watches_each_critic_stage_with_its_anchors(tmp_path):
+    anchor = tmp_path / "anchor.py"
+    anchor.write_text("def critique_length(x, y0, critique, y1=None):\n    return len(critique) / 10\n")
+    config = _config(tmp_path, rounds=1, monitor={"anchors": [f"python:{anchor}:critique_length"], "every": 2,
+                                                  "prompts": 2})
+    store = RunStore(tmp_path / "run")
+    run_taiscore(config, store, DrivingTrainers().backend())
+    from coevo.monitor.records import run_summary
+
+    monitor = run_summary(store)
+    (stage, report), = monitor["stages"].items()
+    assert stage == "coevolution/round1/critic" and monitor["flags"] == [] and monitor["onset_step"] is None
+    # The critic's critiques of two held-out responses, scored before training and at steps 2 and 4.
+    assert report["anchor_curves"][f"python:{anchor}:critique_length"] == [[0, 0.6, 2], [2, 0.6, 2], [4, 0.6, 2]]
+    assert [point[0] for point in report["reward_curve"]] == [1, 2, 3, 4]
+    assert report["degeneracy"]["1"]["empty_share"] == 0.0
+
+
+def test_monitor_anchors_must_be_anchors(tmp_path):
+    with pytest.raises(ConfigError, match="'gold' is not an anchor"):
+        _config(tmp_path, monitor={"anchors": ["gold"]})

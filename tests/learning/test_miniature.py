@@ -97,7 +97,8 @@ def test_unknown_arms_and_held_out_problems_a_training_problem_defines(tmp_path)
 
 @pytest.mark.parametrize("args", [["--paper", "nope"], ["--paper", "rlac", "--seeds", "0"],
                                   ["--paper", "rlac", "--heldout", "/no/such/file.jsonl"],
-                                  ["--paper", "taiscore", "--set", "k=2"], ["--paper", "rlac", "--set", "k"]])
+                                  ["--paper", "taiscore", "--set", "k=2"], ["--paper", "rlac", "--set", "k"],
+                                  ["--paper", "decoevo", "--arms", "co_trained"]])
 def test_the_benchmark_refuses_bad_arguments(args):
     result = subprocess.run([sys.executable, "benchmarks/miniature.py", *args], capture_output=True, text=True,
                             timeout=60)

@@ -254,7 +254,7 @@ def _taiscore_fakes(rules: list[dict]):
         return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0, seconds_per_step=0.0,
                            peak_rss_mb=0.0, metrics=metrics)
 
-    def grpo(policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None):
+    def grpo(policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None, callbacks=None):
         # The reward as TRL calls it: N critiques per prompt (the critic's rules' texts).
         n = settings.num_generations
         completions = [[{"role": "assistant", "content": f"critique {i} of {k}"}] for k in range(len(prompts))

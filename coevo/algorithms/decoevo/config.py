@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from coevo.config import AuditConfig, DataConfig, ExperimentConfig, StrictModel
+from coevo.config import AuditConfig, DataConfig, ExperimentConfig, MonitorConfig, StrictModel
 from coevo.role_specs import ModelRole, RoleSet, RoleSpec
 from coevo.types import JudgeSampling, Sampling
 
@@ -187,9 +187,12 @@ class DecoEvoConfig(ExperimentConfig):
     #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
     #: (audit.py). Not in the paper; with `gate` off it changes no decision.
     audit: AuditConfig = AuditConfig()
+    #: The reward-hacking monitor (docs/monitor.md): accepted, not yet watching DecoEvo's rounds.
+    monitor: MonitorConfig = MonitorConfig()
 
     @model_validator(mode="after")
     def _check(self) -> "DecoEvoConfig":
+        self.monitor.refuse_watching("decoevo")
         if len(set(self.methods)) != len(self.methods) or not self.methods:
             raise ValueError(f"methods must be a non-empty list without repeats, got {self.methods}")
         if not self.seeds:

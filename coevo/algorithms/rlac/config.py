@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator, model_validator
 
 from coevo.algorithms.rlac.reward_model import RewardModelSettings
-from coevo.config import AuditConfig, ExperimentConfig, StrictModel
+from coevo.config import AuditConfig, ExperimentConfig, MonitorConfig, StrictModel
 from coevo.role_specs import ModelRole, RoleSet
 from coevo.train.dpo import DPOSettings
 from coevo.types import Sampling
@@ -211,11 +211,14 @@ class RlacConfig(ExperimentConfig):
     #: probed with content-free critic proposals before iteration 1 and after every iteration
     #: (rlac/audit.py); its calls are counted apart from the verification calls.
     audit: AuditConfig = AuditConfig()
+    #: The reward-hacking monitor (docs/monitor.md): accepted, not yet watching RLAC's stages.
+    monitor: MonitorConfig = MonitorConfig()
     seed: int = 0
 
     @model_validator(mode="after")
     def _paper_templates_by_default(self) -> RlacConfig:
         self.audit.refuse_gate("rlac", "the audited validator is frozen; the critic's claims are checked, not trusted")
+        self.monitor.refuse_watching("rlac")
         # Filled in here, not left None, so summary.json, the plan and the departures name
         # the template a run actually uses.
         critic = CRITIC_TEMPLATE[(self.task, self.critic_form)]

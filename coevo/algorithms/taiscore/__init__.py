@@ -10,6 +10,7 @@ One module per part of the paper's method, read in this order:
     context.py     what the conditions share (models load and train through ../backend.py)
     evaluation.py  a round measured on held-out prompts (Tables 1, 3a)
     audit.py       the judges probed for gaming every round
+    monitoring.py  the reward-hacking monitor's anchors on each critic GRPO stage
     records.py     what a run writes: rounds, conditions, summary.json
     paper.py       the paper's settings, the departures from them, and `coevo plan`
 """

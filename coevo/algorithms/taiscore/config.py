@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from coevo.config import AuditConfig, ConfigError, DataConfig, ExperimentConfig, StrictModel
+from coevo.config import AuditConfig, ConfigError, DataConfig, ExperimentConfig, MonitorConfig, StrictModel
 from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
 from coevo.roles.judges import REWARD_JUDGES
 from coevo.train.dpo import DPOSettings
@@ -128,6 +128,8 @@ class TaiScoreConfig(ExperimentConfig):
     evaluation: EvaluationConfig = EvaluationConfig()
     #: The judges probed for gaming before round 1 and after every round (taiscore/audit.py).
     audit: AuditConfig = AuditConfig()
+    #: The reward-hacking monitor on the critic's GRPO stages (docs/monitor.md).
+    monitor: MonitorConfig = MonitorConfig()
     #: Several conditions on the same data: preset names or ConditionSpec mappings.
     conditions: list[str | ConditionSpec] = Field(default_factory=list)
     seeds: int = Field(1, ge=1)

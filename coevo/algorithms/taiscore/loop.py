@@ -55,6 +55,7 @@ from coevo.algorithms.taiscore.evaluation import (
     rounds_table,
     shortened_prompts,
 )
+from coevo.algorithms.taiscore.monitoring import critic_monitor
 from coevo.algorithms.taiscore.pairs import PairCounts, select_pairs
 from coevo.algorithms.taiscore.records import ConditionResult, RoundRecord, TaiScoreSummary
 from coevo.algorithms.taiscore.rewards import make_reward_fn
@@ -63,6 +64,7 @@ from coevo.config import ConfigError
 from coevo.judging import rollout_judge
 from coevo.llm.call_tags import tagged
 from coevo.llm.python_functions import PythonFunction, is_python_spec, load_python_function
+from coevo.monitor.records import keep_report as keep_monitor_report
 from coevo.llm.specs import base_model_path
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
@@ -245,12 +247,27 @@ class ConditionRun:
         extra = {"x": [s.prompt for s in queries], "y0": [y0[s.id] for s in queries],
                  "sample_id": [s.id for s in queries]}
         shortened = shortened_prompts(critic, f"{prefix}/critic", extra["x"], extra["y0"])
+        monitor = self.critic_monitor(prefix, actor)
         with tagged(stage=f"{prefix}/grpo"):  # the reward's actor and judge calls
-            result = self.ctx.backend.train_grpo(self.critic_local, prompts, reward_fn, self.grpo_settings,
-                                                 store.run_dir / "checkpoints" / prefix / "critic",
-                                                 resume=True, extra_columns=extra)
+            result = self.ctx.backend.train_grpo(
+                self.critic_local, prompts, monitor.wrap_reward(reward_fn) if monitor else reward_fn,
+                self.grpo_settings, store.run_dir / "checkpoints" / prefix / "critic", resume=True,
+                extra_columns=extra, **({"callbacks": [monitor]} if monitor else {}))
+        if monitor:
+            keep_monitor_report(store, monitor)
         # Kept with the stage's result, so a resumed run reports it too.
         return result.model_copy(update={"metrics": {**result.metrics, "critic_prompts_shortened": shortened}})
+
+    def critic_monitor(self, prefix: str, actor: Actor) -> Any:
+        """The reward-hacking monitor of this round's critic stage (`monitor:`), its anchors on
+        the current actor's responses to the first held-out prompts; None where it is off."""
+        config = self.ctx.config
+        if not config.monitor.enabled:
+            return None
+        held_out = self.ctx.held_out[:config.monitor.prompts] if config.monitor.anchors else []
+        y0 = _stored_responses(self.store, f"{prefix}/monitor_y0", held_out, actor, config.batch_size)
+        return critic_monitor(self, f"{prefix}/critic", held_out, y0, lambda judge: make_reward_fn(
+            actor, judge, self.plan.reward, invalid_reward=config.invalid_reward))
 
     def update_actor(self, r: int, shard_ids: Sequence[int], y0: dict[str, str]) -> dict[str, float | None]:
         """Step 2: pairs from κ_r's critiques of π_{r-1}'s responses, then π_r ← DPO(π_{r-1})."""

@@ -1,0 +1,69 @@
+"""Does the reward-hacking monitor flag a reward built to be gamed, and spare an honest one? (issue 44)
+
+    .venv/bin/python benchmarks/hacking_onset.py --reward python:FILE.py:F --anchor python:FILE.py:G
+        [--steps 8] [--every 2] [--seeds 3] [--json OUT] [--work-dir DIR]
+
+Trains the TAIScore critic with GRPO on the reward F (a Python function of (x, y0, critique,
+y1) -> float, as `coevo.learning.rewards`' are) on bundled writing prompts, with
+`coevo.monitor.HackingMonitor` watching the training reward and the anchor G (same signature:
+what F was meant to measure) on held-out prompts every `--every` steps. Writes per seed
+`flagged`, `onset_step`, `flag_step`, `reward_curve`, `anchor_curve`, and over the seeds the
+flag rate with its Wilson interval and the steps from onset to flag; `seconds`.
+
+The measurements of BENCHMARKS.md, "Reward-hacking monitor" (benchmarks/hacking/concision.py):
+(a) the gamed reward `by_words` against the `by_characters` anchor (expected: flagged);
+(b) the honest `by_characters` against the `by_words` anchor (expected: not flagged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--reward", required=True, help="python:FILE.py:FUNCTION, the training reward")
+    parser.add_argument("--anchor", required=True, help="python:FILE.py:FUNCTION, what the reward was meant to measure")
+    parser.add_argument("--steps", type=int, default=8, help="GRPO optimizer steps per seed (default 8)")
+    parser.add_argument("--every", type=int, default=2, help="steps between anchor checks (default 2)")
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds (0, 1, ...; default 3)")
+    parser.add_argument("--heldout", type=int, default=8, help="held-out prompts the anchor is taken on (default 8)")
+    parser.add_argument("--json", help="write the result here")
+    parser.add_argument("--work-dir", help="where the runs go (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    for name in ("steps", "every", "seeds", "heldout"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+
+    from coevo.learning.hacking import measure
+    from coevo.llm.base import ModelError
+
+    with tempfile.TemporaryDirectory(prefix="coevo-hacking-") as scratch:
+        try:
+            result = measure(reward=args.reward, anchor=args.anchor, steps=args.steps, every=args.every,
+                             seeds=list(range(args.seeds)), heldout=args.heldout,
+                             work_dir=Path(args.work_dir or scratch))
+        except (ModelError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    flagged = result.flagged
+    print(f"{result.reward} watched by {result.anchor}: flagged in {flagged['count']} of {flagged['n']} seeds "
+          f"({flagged['rate']:.2f} [{flagged['ci'][0]:.2f}, {flagged['ci'][1]:.2f}]); "
+          f"onset to flag {result.onset_to_flag_steps} steps; {result.seconds / 60:.1f} min")
+    for run in result.seeds:
+        print(f"  seed {run.seed}: " + (f"flagged at step {run.flag_step}, onset {run.onset_step}" if run.flagged
+                                        else "not flagged")
+              + f"; reward {[round(r[1], 3) for r in run.reward_curve]}; anchor {[round(a[1], 3) for a in run.anchor_curve]}")
+    if args.json:
+        Path(args.json).write_text(result.model_dump_json(indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

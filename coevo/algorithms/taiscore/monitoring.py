@@ -1,0 +1,55 @@
+"""The reward-hacking monitor on the critic's GRPO stage (`monitor:`, docs/monitor.md).
+
+Each anchor is a reward of the plan's kind computed by another scorer (a `python:` function,
+or a second judge `judge:MODEL`) on the first `monitor.prompts` held-out prompts: the critic,
+as GRPO has left it at that moment, critiques the current actor's response to each, and the
+anchor scores the critique (with the actor's revision, where the reward kind reads one). The
+critic samples from the trained weights themselves, uncached: a cached call of the
+untrained critic would answer for the trained one and the anchor could never move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from coevo.judging import rollout_judge
+from coevo.llm.python_functions import is_python_spec, load_python_function
+from coevo.roles.critic import Critic
+from coevo.types import Sample
+
+if TYPE_CHECKING:
+    from coevo.monitor.callback import HackingMonitor
+
+
+def critic_monitor(run: Any, stage: str, held_out: Sequence[Sample], y0: Mapping[str, str],
+                   make_reward: Callable[[Any], Callable[..., list[float]]]) -> HackingMonitor | None:
+    """The monitor of a critic GRPO stage named `stage` (None where `monitor.enabled` is off):
+    one anchor per `monitor.anchors` entry, each `make_reward(judge)` over the held-out (x, y0)."""
+    from coevo.monitor.callback import HackingMonitor
+
+    config = run.ctx.config
+    if not config.monitor.enabled:
+        return None
+    critic = Critic(run.critic_local, run.critique_sampling, config.roles.critic.template,
+                    max_prompt_tokens=run.grpo_settings.max_prompt_length)
+    anchors = {}
+    for spec in config.monitor.anchors:
+        model = (load_python_function(spec) if is_python_spec(spec)
+                 else run.ctx.frozen(spec.removeprefix("judge:"), "judge"))
+        judge = rollout_judge(run.plan.reward, run.ctx.cached(model), config.roles.judge.sampling)
+        anchors[spec] = critique_anchor(critic, make_reward(judge), held_out, y0)
+    return HackingMonitor(anchors, every=config.monitor.every, stop=config.monitor.stop, stage=stage)
+
+
+def critique_anchor(critic: Critic, reward_fn: Callable[..., list[float]], items: Sequence[Sample],
+                    y0: Mapping[str, str]) -> Callable[[], dict[str, float]]:
+    """A measurement: {item id: the anchor's reward of one critique the critic samples now}."""
+
+    def measure() -> dict[str, float]:
+        xs, y0s = [s.prompt for s in items], [y0[s.id] for s in items]
+        critiques = [c[0] for c in critic.critique(xs, y0s)]
+        values = reward_fn([None] * len(items), critiques, x=xs, y0=y0s, sample_id=[s.id for s in items])
+        return {s.id: float(v) for s, v in zip(items, values) if v is not None}
+
+    return measure

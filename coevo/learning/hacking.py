@@ -1,0 +1,117 @@
+"""hacking-onset: does the monitor flag a reward built to be gamed, and spare an honest one?
+
+The TAIScore critic trains with GRPO on `reward` (a `python:` function of (x, y0, critique,
+y1), as the critic learning curve's), with `HackingMonitor` watching: the training reward
+from every completion, and `anchor` (the same signature: what the reward was meant to
+measure) on held-out (x, y0), one critique per prompt sampled from the policy before
+training and every `every` steps. Per seed: whether it flagged, the onset and the flag's step,
+and the two curves. No stop: the point is to see the whole curve past the flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from coevo.learning.common import checked_reward, split_prompts
+from coevo.learning.critic import CRITIQUE_TOKENS, Y0_SAMPLING, critic_grpo_settings, initial_responses, \
+    scored_reward_fn, train_critic
+from coevo.types import Record, Sampling
+
+if TYPE_CHECKING:
+    from coevo.algorithms.backend import Backend
+
+log = logging.getLogger(__name__)
+
+
+class SeedOnset(Record):
+    """One seed's training under the monitor."""
+
+    seed: int
+    flagged: bool
+    onset_step: int | None
+    flag_step: int | None
+    reward_curve: list[list[float]]       # [step, mean training reward, n completions]
+    anchor_curve: list[list[float]]       # [step, mean anchor on held-out, n items]
+    flags: list[dict[str, Any]] = Field(default_factory=list)
+    seconds: float
+
+
+class HackingOnset(Record):
+    """`benchmarks/hacking_onset.py`'s JSON: the seeds, and over them the flag rate (with its
+    Wilson interval) and the steps from onset to flag."""
+
+    reward: str
+    anchor: str
+    flagged: dict[str, Any]               # {count, n, rate, ci}
+    onset_to_flag_steps: list[int]
+    seeds: list[SeedOnset]
+    steps: int
+    every: int
+    seconds: float
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None = None, every: int = 2,
+            work_dir: Path, model: str = "smollm2", heldout: int = 8, train_prompts: int | None = 16,
+            learning_rate: float = 5e-5, batch_size: int = 2, num_generations: int = 4,
+            backend: Backend | None = None) -> HackingOnset:
+    """GRPO of the critic on `reward` for `steps` steps under each seed, the monitor watching
+    `anchor` on `heldout` held-out prompts every `every` steps."""
+    from coevo.algorithms.backend import default_backend
+    from coevo.algorithms.taiscore import make_reward_fn
+    from coevo.eval.stats import wilson_interval
+    from coevo.monitor.callback import HackingMonitor
+    from coevo.roles.actor import Actor
+    from coevo.roles.critic import Critic
+    from coevo.roles.python_scorers import judge_for
+
+    checked_reward(reward, "reward")
+    checked_reward(anchor, "reward", "--anchor")
+    if steps < 2 * every:
+        raise ValueError(f"--steps {steps} leaves fewer than two checks after the baseline at --every {every}: "
+                         f"use --steps {2 * every} or more")
+    backend, seeds, work_dir = backend or default_backend(), seeds or [0, 1, 2], Path(work_dir)
+    started = time.perf_counter()
+    train, scored = split_prompts(heldout, train_prompts, score_train=False)
+    actor = Actor(backend.load_frozen(model), Y0_SAMPLING)
+    y0 = initial_responses(actor, train + scored, work_dir / "y0.json")
+    reward_fn = make_reward_fn(actor, judge_for("critique_quality", backend.load_frozen(reward), Sampling()),
+                               "critique_quality", invalid_reward=0.0)
+    anchor_fn = make_reward_fn(actor, judge_for("critique_quality", backend.load_frozen(anchor), Sampling()),
+                               "critique_quality", invalid_reward=0.0)
+    runs = []
+    for seed in seeds:
+        seed_started = time.perf_counter()
+        policy = backend.load_trainable(model)
+        critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS, seed=seed),
+                        max_prompt_tokens=1024)
+        monitor = HackingMonitor({"anchor": scored_reward_fn(critic, anchor_fn, scored, y0, [seed])}, every=every,
+                                 stage=f"critic seed {seed}")
+        settings = critic_grpo_settings(steps=steps, learning_rate=learning_rate, batch_size=batch_size,
+                                        num_generations=num_generations, seed=seed)
+        train_critic(backend, policy, critic, monitor.wrap_reward(reward_fn), train, y0,
+                     work_dir / f"critic-seed{seed}", settings, [monitor])
+        report = monitor.report()
+        first = min(monitor.flags, key=lambda f: f.step) if monitor.flags else None
+        runs.append(SeedOnset(seed=seed, flagged=first is not None, onset_step=report["onset_step"],
+                              flag_step=first.step if first else None, reward_curve=report["reward_curve"],
+                              anchor_curve=report["anchor_curves"].get("anchor", []), flags=report["flags"],
+                              seconds=round(time.perf_counter() - seed_started, 1)))
+        log.info("seed %d: %s", seed, f"flagged at step {first.step} (onset {first.onset_step}): {first.why}"
+                 if first else "not flagged")
+        del policy, critic
+    count = sum(r.flagged for r in runs)
+    rate, lo, hi = wilson_interval(count, len(runs))
+    return HackingOnset(
+        reward=reward, anchor=anchor, flagged={"count": count, "n": len(runs), "rate": rate, "ci": [lo, hi]},
+        onset_to_flag_steps=[r.flag_step - r.onset_step for r in runs if r.flagged and r.onset_step is not None
+                             and r.flag_step is not None],
+        seeds=runs, steps=steps, every=every, seconds=round(time.perf_counter() - started, 1),
+        settings={"model": model, "train_prompts": len(train), "heldout_prompts": len(scored),
+                  "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
+                  "max_completion_length": CRITIQUE_TOKENS, "beta": 0.0})

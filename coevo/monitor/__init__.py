@@ -1,0 +1,25 @@
+"""Reward-hacking monitor (docs/monitor.md): a training reward followed against anchors that
+measure what it was meant to reward, and the degeneracy of the outputs, while training runs.
+
+- `rule.py`: the divergence rule, its constants and their reasons;
+- `degeneracy.py`: cut-off, empty, repetitive and too-short outputs, and their thresholds;
+- `tracker.py`: `Monitor`, one stage's observations and flags (no model library);
+- `callback.py`: `HackingMonitor`, a transformers `TrainerCallback` for TRL trainers
+  (imported on first use: `from coevo.monitor import HackingMonitor` loads transformers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coevo.monitor.tracker import Flag, Monitor
+
+__all__ = ["Flag", "HackingMonitor", "Monitor"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HackingMonitor":
+        from coevo.monitor.callback import HackingMonitor
+
+        return HackingMonitor
+    raise AttributeError(f"module 'coevo.monitor' has no attribute {name!r}")

@@ -1,0 +1,131 @@
+"""`Monitor`: the training reward, each anchor and the degeneracy statistics of one training
+stage, followed over its steps, and the flags the divergence rule raises.
+
+It imports no model library: the TRL callback (`callback.py`), the loops and the benchmark feed
+it what they observe, and it answers with flags. A flag is raised once per anchor (or
+statistic) per stage: the first time is the news; the curves show the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from coevo.monitor import degeneracy
+from coevo.monitor.rule import PERSISTENCE, StepReward, Trend, anchor_trend, lags, onset, pooled, reward_trend
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Flag:
+    """One divergence: at `step` of `stage`, `anchor` (an anchor's name, or `degeneracy:<statistic>`)
+    stopped following the reward; `onset_step`: where the reward's rise began."""
+
+    step: int
+    stage: str
+    anchor: str
+    why: str
+    onset_step: int
+    reward_trend: dict[str, Any] | None = None
+    anchor_trend: dict[str, Any] | None = None
+
+
+@dataclass
+class Monitor:
+    """The observations of one training stage and its flags (see coevo/monitor/rule.py)."""
+
+    stage: str = ""
+    persistence: int = PERSISTENCE
+    rewards: dict[int, StepReward] = field(default_factory=dict)
+    outputs: dict[int, dict[str, float]] = field(default_factory=dict)
+    anchors: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)
+    flags: list[Flag] = field(default_factory=list)
+    _streak: dict[str, list[int]] = field(default_factory=dict)
+
+    def observe_reward(self, step: int, values: Sequence[float] | StepReward) -> None:
+        """The training rewards of `step` (several calls for one step add up)."""
+        new = values if isinstance(values, StepReward) else StepReward.of([float(v) for v in values])
+        if new.n < 1:
+            return
+        old = self.rewards.get(step)
+        self.rewards[step] = new if old is None else pooled([old, new])
+
+    def observe_outputs(self, step: int, texts: Sequence[str], cut: Sequence[bool] | None = None) -> None:
+        """The completions of `step` (their degeneracy statistics)."""
+        stats = degeneracy.statistics(texts, cut)
+        if stats:
+            self.outputs.setdefault(step, {}).update(stats)
+
+    def observe_statistic(self, step: int, name: str, value: float) -> None:
+        """One degeneracy statistic of `step` measured elsewhere (TRL's `completions/clipped_ratio`)."""
+        self.outputs.setdefault(step, {})[name] = float(value)
+
+    def observe_anchor(self, step: int, name: str, values: Mapping[str, float]) -> None:
+        """Anchor `name` measured at `step`: {held-out item key: value}; its first measurement
+        is its baseline."""
+        self.anchors.setdefault(name, {})[step] = {str(k): float(v) for k, v in values.items()}
+
+    def reward_trend(self, upto: int | None = None) -> Trend | None:
+        return reward_trend(self.rewards, upto)
+
+    def anchor_trend(self, name: str, step: int | None = None) -> Trend | None:
+        series = self.anchors.get(name, {})
+        if len(series) < 2:
+            return None
+        steps = sorted(series)
+        return anchor_trend(series[steps[0]], series[step if step is not None else steps[-1]])
+
+    def check(self, step: int) -> list[Flag]:
+        """The rule at `step` against every anchor measured there, and the degeneracy
+        crossings; the flags raised now (each also logged as a warning)."""
+        raised: list[Flag] = []
+        reward = self.reward_trend(upto=step)
+        for name, series in self.anchors.items():
+            if step not in series or self._flagged(name):
+                continue
+            anchor = self.anchor_trend(name, step)
+            why = lags(reward, anchor)
+            streak = self._streak.setdefault(name, [])
+            if why is None:
+                streak.clear()
+                continue
+            streak.append(step)
+            if len(streak) >= self.persistence:
+                raised.append(self._flag(step, name, why, reward, anchor))
+        so_far = {s: v for s, v in self.outputs.items() if s <= step}
+        for name, (before, after) in degeneracy.crossings(so_far).items():
+            if not self._flagged(f"degeneracy:{name}"):
+                why = f"{degeneracy.THRESHOLDS[name].why}: {before:.3g} over the first steps, {after:.3g} now " \
+                      f"(threshold {degeneracy.THRESHOLDS[name].limit:g})"
+                raised.append(self._flag(step, f"degeneracy:{name}", why, reward, None))
+        return raised
+
+    @property
+    def onset_step(self) -> int | None:
+        return min((f.onset_step for f in self.flags), default=None)
+
+    def report(self) -> dict[str, Any]:
+        """summary.json's `monitor` entry for this stage: flags, onset and the curves."""
+        return {"stage": self.stage, "flags": [asdict(f) for f in self.flags], "onset_step": self.onset_step,
+                "reward_curve": [[s, round(r.mean, 6), r.n] for s, r in sorted(self.rewards.items())],
+                "anchor_curves": {name: [[s, round(sum(v.values()) / len(v), 6), len(v)]
+                                         for s, v in sorted(series.items()) if v]
+                                  for name, series in self.anchors.items()},
+                "degeneracy": {str(s): v for s, v in sorted(self.outputs.items())}}
+
+    def _flagged(self, anchor: str) -> bool:
+        return any(f.anchor == anchor for f in self.flags)
+
+    def _flag(self, step: int, anchor: str, why: str, reward: Trend | None, trend: Trend | None) -> Flag:
+        first = self._streak.get(anchor, [step])[0]
+        start = onset(self.rewards, first) if self.rewards else first
+        flag = Flag(step=step, stage=self.stage, anchor=anchor, why=why, onset_step=min(start, first),
+                    reward_trend=reward.as_dict() if reward else None, anchor_trend=trend.as_dict() if trend else None)
+        self.flags.append(flag)
+        log.warning("reward hacking? %s step %d, %s: %s (onset: step %d)", self.stage or "training", step, anchor,
+                    why, flag.onset_step)
+        return flag
+
