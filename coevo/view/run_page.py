@@ -16,6 +16,7 @@ from coevo.store import RunStore, stage_round
 from coevo.view import plots
 from coevo.view.audit import audit_section
 from coevo.view.context import RunRef
+from coevo.view.monitor import monitor_section
 from coevo.view.targets import target_section
 
 #: What the store's round column counts, where it is not a round.
@@ -49,6 +50,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
     task = (store.get_meta("config", {}) or {}).get("task")
     targets = target_section(info.algorithm, task, metrics, logs, kinds, summary)
     audit = audit_section(metrics, _audit_records(store, summary))
+    monitor = monitor_section(store)
     return {
         "title": f"{info.algorithm} run {ref.id}",
         "info": info,
@@ -70,6 +72,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "figures": figures,
         "targets": targets,
         "audit": audit,
+        "monitor": monitor,
         "images": {title: image for title, image in (store.get_meta("figures", {}) or {}).items()
                    if str(image).startswith("data:image/png;base64,")},
         "judgments": _judgment_rows(store),
@@ -77,7 +80,7 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "examples": examples(store, rows=rows),
         "skills": skill_history(store),
         "needs_plotly": any(figures.values()) or bool(targets and targets["figure"])
-        or bool(audit and audit["figure"]),
+        or bool(audit and audit["figure"]) or bool(monitor and monitor["figure"]),
     }
 
 
