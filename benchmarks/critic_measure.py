@@ -50,7 +50,7 @@ def main() -> None:
     ways = {
         "transformers": learning.scored_reward_fn(critic, reward_fn, scored, y0, [0, 1]),
         "llamacpp": learning.scored_reward_fn(critic, reward_fn, scored, y0, [0, 1],
-                                            learning.engine_copy_fn(backend, policy, "llamacpp", work)),
+                                              learning.engine_copy_fn(backend, policy, "llamacpp", work)),
     }
     rows: dict[str, dict[str, list[float]]] = {way: {"seconds": [], "reward": []} for way in ways}
     for _ in range(args.repeats):

@@ -91,11 +91,11 @@ def measure(*, reward: str | None = None, reward_kind: str = "critique_quality",
     judge = judge_for(reward_kind, backend.load_frozen(reward), Sampling())
     reward_fn = make_reward_fn(actor, judge, reward_kind, invalid_reward=0.0)
     scored_reward = scored_reward_fn(critic, reward_fn, scored, y0, seeds,
-                                   engine_copy_fn(backend, policy, rollout_engine, work_dir / "measure"))
+                                     engine_copy_fn(backend, policy, rollout_engine, work_dir / "measure"))
     result, points = critic_grpo(backend, policy, critic, reward_fn, train, y0, scored_reward, work_dir / "critic",
-                           steps=steps, eval_every=eval_every or max(1, steps // 4), learning_rate=learning_rate,
-                           batch_size=batch_size, num_generations=num_generations, seed=seeds[0],
-                           rollout_engine=rollout_engine, trl=dict(trl or {}))
+                                 steps=steps, eval_every=eval_every or max(1, steps // 4), learning_rate=learning_rate,
+                                 batch_size=batch_size, num_generations=num_generations, seed=seeds[0],
+                                 rollout_engine=rollout_engine, trl=dict(trl or {}))
     notes.append(grpo_note(result))
     which = "training" if score_train else "held-out"
     return curve_record(
@@ -138,8 +138,8 @@ def engine_copy_fn(backend: Backend, policy: Any, engine: str, folder: Path) -> 
 
 
 def scored_reward_fn(critic: Critic, reward_fn: Callable[..., list[float]], scored: list[Sample],
-                   y0: Mapping[str, str], seeds: list[int],
-                   engine_copy: Callable[[int], Any] | None = None) -> Callable[[], dict[str, float]]:
+                     y0: Mapping[str, str], seeds: list[int],
+                     engine_copy: Callable[[int], Any] | None = None) -> Callable[[], dict[str, float]]:
     """The measurement: per (scored prompt, seed) the reward of one critique of its y0 the
     critic samples; from `engine_copy(n)`, an engine copy of its weights as they are at the
     n-th measurement, where one is given, else from the trained model itself."""

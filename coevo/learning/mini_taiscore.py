@@ -304,10 +304,10 @@ def train_critic(shared: Shared, policy: Any, arm: str, actor: Actor, train: lis
         steps_done += 1
         return {}
 
-    result, _ = critic_grpo(shared.backend, policy, critic, make_reward_fn(actor, judge, kind, invalid_reward=0.0), train,
-                      y0, progress, out, steps=shared.steps, eval_every=1, learning_rate=shared.learning_rate,
-                      batch_size=CRITIC_BATCH, num_generations=shared.num_generations, seed=seed,
-                      rollout_engine="llamacpp")
+    reward_fn = make_reward_fn(actor, judge, kind, invalid_reward=0.0)
+    result, _ = critic_grpo(shared.backend, policy, critic, reward_fn, train, y0, progress, out, steps=shared.steps,
+                            eval_every=1, learning_rate=shared.learning_rate, batch_size=CRITIC_BATCH,
+                            num_generations=shared.num_generations, seed=seed, rollout_engine="llamacpp")
     return result, critic.count_tokens
 
 

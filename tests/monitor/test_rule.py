@@ -4,33 +4,11 @@ than the rate the rule promises."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from coevo.monitor import Monitor
+from coevo.monitor.simulate import replayed as replay
 from coevo.monitor.rule import FALSE_ALARM_RATE, PERSISTENCE, REWARD_WINDOW, StepReward, anchor_trend, lags, onset, reward_trend
-
-ITEMS = 16
-COMPLETIONS = 16
-
-
-def replay(reward_at, anchor_at, *, steps: int = 10, seed: int = 0, reward_noise: float = 0.3,
-           anchor_noise: float = 0.3) -> Monitor:
-    """A monitor fed `steps` steps: each step's rewards are reward_at(step) plus noise, and the
-    anchor, checked every step, is anchor_at(step) plus each item's own offset and noise."""
-    rng = random.Random(seed)
-    offsets = [rng.gauss(0, 0.5) for _ in range(ITEMS)]
-    monitor = Monitor(stage="replay")
-    monitor.observe_anchor(0, "anchor", {f"i{i}": anchor_at(0) + o + rng.gauss(0, anchor_noise)
-                                         for i, o in enumerate(offsets)})
-    for step in range(1, steps + 1):
-        monitor.observe_reward(step, [reward_at(step) + rng.gauss(0, reward_noise) for _ in range(COMPLETIONS)])
-        monitor.observe_anchor(step, "anchor", {f"i{i}": anchor_at(step) + o + rng.gauss(0, anchor_noise)
-                                                for i, o in enumerate(offsets)})
-        monitor.check(step)
-    return monitor
-
 
 def test_a_reward_rising_while_its_anchor_falls_is_flagged_with_its_onset():
     monitor = replay(lambda s: 0.1 * max(0, s - 4), lambda s: -0.1 * max(0, s - 4))
