@@ -99,13 +99,13 @@ class AuditConfig(StrictModel):
 class MonitorConfig(StrictModel):
     """`monitor:` — the reward-hacking monitor inside a run (docs/monitor.md, coevo/monitor/).
 
-    While a trained role's stage runs, the monitor follows its training reward (every
-    completion's), the degeneracy of what it writes (cut at the token limit, empty, repeated,
-    too short) and each anchor, taken on `prompts` held-out prompts before the stage and every
-    `every` optimizer steps; a reward that rises significantly while an anchor falls or stays
-    flat, or a degeneracy statistic that crosses its threshold, is flagged: a warning then,
-    `summary.json -> monitor`, the run page. With `stop: true` the stage ends at the flag
-    and its weights go back to the last check before the onset.
+    While a trained role's stage runs (taiscore: each critic GRPO stage, checked every `every`
+    optimizer steps; rlac and decoevo: round by round), the monitor follows its training reward,
+    the degeneracy of what it writes (cut at the token limit, empty, repeated, too short) and
+    each anchor on held-out items; a reward that rises significantly while an anchor falls or
+    stays flat, or a degeneracy statistic that crosses its threshold, is flagged: a warning then,
+    `summary.json -> monitor`, the run page. With `stop: true` (taiscore) the stage ends at the
+    flag and its weights go back to the last check before the onset.
     """
 
     #: On by default: the degeneracy statistics cost nothing (they read what training
@@ -113,31 +113,39 @@ class MonitorConfig(StrictModel):
     enabled: bool = True
     #: What the reward was meant to measure, each taken on held-out prompts: `python:FILE.py:F`
     #: or `python:MODULE:F` (the reward's signature, f(x, y0, critique, y1) -> float) or
-    #: `judge:MODEL` (a second judge of the loop's reward kind, another model).
+    #: `judge:MODEL` (a second judge of the loop's reward kind) in taiscore; `gold` (the
+    #: loop's own held-out gold) in rlac and decoevo.
     anchors: list[str] = Field(default_factory=list)
-    #: Optimizer steps between anchor checks (a check samples one output per held-out prompt).
+    #: Optimizer steps between anchor checks (a check samples one output per held-out prompt);
+    #: rlac and decoevo are watched every round.
     every: int = Field(2, ge=1, le=10_000)
-    #: Held-out prompts each anchor is taken on.
+    #: Held-out prompts each anchor is taken on (taiscore; the others use their held-out sets).
     prompts: int = Field(4, ge=2, le=10_000)
-    #: End the stage at a flag and put back the weights of the last check before the onset.
+    #: End the stage at a flag and put back the weights of the last check before the onset
+    #: (taiscore's critic stages).
     stop: bool = False
 
     @model_validator(mode="after")
     def _known_anchors(self) -> "MonitorConfig":
         for spec in self.anchors:
-            if not (spec.startswith("python:") or spec.startswith("judge:")):
-                raise ValueError(f"anchors: {spec!r} is not an anchor; use python:FILE.py:FUNCTION or "
-                                 "judge:MODEL (docs/monitor.md)")
+            if not (spec.startswith("python:") or spec.startswith("judge:") or spec == "gold"):
+                raise ValueError(f"anchors: {spec!r} is not an anchor; use python:FILE.py:FUNCTION, judge:MODEL or "
+                                 "gold (docs/monitor.md)")
         if len(set(self.anchors)) != len(self.anchors):
             raise ValueError("anchors: an anchor is listed twice")
         return self
 
-    def refuse_watching(self, algorithm: str) -> None:
-        """A loop the monitor does not watch yet: anchors or `stop` there would be a silent
-        no-op, so they are an error (the degeneracy-only default is accepted and says nothing)."""
-        if self.anchors or self.stop:
-            raise ValueError(f"monitor: the reward-hacking monitor watches taiscore's critic stages only; {algorithm} "
-                             "has no watched stage yet (docs/monitor.md): remove monitor.anchors and monitor.stop")
+    def refuse_unwatched(self, algorithm: str, *, gold: bool, models: bool, stop: bool) -> None:
+        """What `algorithm` cannot watch is an error, not a silent no-op: `gold` / model-scored
+        (`python:`, `judge:`) anchors where it has none, `stop` where it watches rounds."""
+        for spec in self.anchors:
+            if (spec == "gold" and not gold) or (spec != "gold" and not models):
+                kinds = "gold" if gold else "python:FILE.py:FUNCTION or judge:MODEL"
+                raise ValueError(f"monitor.anchors: {algorithm} cannot take the anchor {spec!r}; its anchors: {kinds} "
+                                 "(docs/monitor.md)")
+        if self.stop and not stop:
+            raise ValueError(f"monitor.stop: {algorithm} is watched round by round, where a flag is said and kept "
+                             "but never stops the run; remove monitor.stop (docs/monitor.md)")
 
 
 class DataConfig(StrictModel):

@@ -189,7 +189,7 @@ def _check_python_scorers(config: BaseModel) -> None:
         # An anchor scores what the reward scores: the reward's signature.
         if is_python_spec(anchor):
             check_python_spec(anchor, ["reward"], "monitor.anchors")
-        else:
+        elif anchor.startswith("judge:"):
             check_spec(anchor.removeprefix("judge:"))
     roles = getattr(config, "roles", None)
     if not isinstance(roles, RoleSet):

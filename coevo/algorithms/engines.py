@@ -111,3 +111,20 @@ class GenerationCopy:
             else:
                 getattr(self._held[1], "close", lambda: None)()
         self._held = None
+
+
+@contextlib.contextmanager
+def generating_on(role: Any, copy: Any) -> Iterator[None]:
+    """The role (a Critic, an Actor: anything with `model` and `count_tokens`) writes with
+    `copy` (None: its own model) inside; the copy is closed and its file removed after. Its
+    prompts stay the trained model's: the token budget is counted with the same tokenizer."""
+    if copy is None:
+        yield
+        return
+    _ = role.count_tokens  # resolved on the trained model before the swap
+    trained, role.model = role.model, copy
+    try:
+        yield
+    finally:
+        role.model = trained
+        discard_copy(copy)

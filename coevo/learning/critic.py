@@ -17,17 +17,16 @@ y1 too (slower: one revision per critique).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coevo.algorithms.engines import generating_on
 from coevo.learning.common import cached_texts, checked_reward, split_prompts, train_measuring
 from coevo.learning.curve import LearningCurve, curve_record
 from coevo.learning.rewards import broken
-from coevo.llm.gguf_export import discard_copy
 from coevo.types import Sample, Sampling
 
 if TYPE_CHECKING:
@@ -148,7 +147,7 @@ def scored_reward_fn(critic: Critic, reward_fn: Callable[..., list[float]], scor
     def scored_reward() -> dict[str, float]:
         nonlocal measurements
         measurements += 1
-        with _generating_on(critic, engine_copy(measurements) if engine_copy else None):
+        with generating_on(critic, engine_copy(measurements) if engine_copy else None):
             scores: dict[str, float] = {}
             for seed in seeds:
                 critic.sampling = critic.sampling.model_copy(update={"seed": seed})
@@ -159,23 +158,6 @@ def scored_reward_fn(critic: Critic, reward_fn: Callable[..., list[float]], scor
         return scores
 
     return scored_reward
-
-
-@contextlib.contextmanager
-def _generating_on(critic: Critic, copy: Any) -> Iterator[None]:
-    """The critic writes with `copy` (None: its own model) inside; the copy is closed and its
-    file removed after. Its prompts stay the trained model's: the token budget is counted
-    with the same tokenizer."""
-    if copy is None:
-        yield
-        return
-    _ = critic.count_tokens  # resolved on the trained model before the swap
-    trained, critic.model = critic.model, copy
-    try:
-        yield
-    finally:
-        critic.model = trained
-        discard_copy(copy)
 
 
 def critic_grpo(backend: Backend, policy: Any, critic: Critic, reward_fn: Callable[..., list[float]], train: list[Sample],

@@ -4,6 +4,7 @@ measure what it was meant to reward, and the degeneracy of the outputs, while tr
 - `rule.py`: the divergence rule, its constants and their reasons;
 - `degeneracy.py`: cut-off, empty, repetitive and too-short outputs, and their thresholds;
 - `tracker.py`: `Monitor`, one stage's observations and flags (no model library);
+- `rounds.py`: `RoundMonitor`, a loop watched round by round (RLAC, DecoEvo);
 - `simulate.py`: replayed training curves, the rule's false alarms measured on them;
 - `callback.py`: `HackingMonitor`, a transformers `TrainerCallback` for TRL trainers
   (imported on first use: `from coevo.monitor import HackingMonitor` loads transformers).

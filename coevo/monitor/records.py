@@ -25,7 +25,8 @@ def keep_report(store: RunStore, monitor: Any) -> None:
         said.append(f"{report.get('stage')}: stopped at step {report['stopped_at']} by the monitor (stop: true); "
                     f"weights of step {report.get('restored_weights_of_step')} kept")
     if said:
-        store.update_meta("warnings", lambda old: [*old, *said], [])
+        # A stage's report is kept again after each of its rounds: each flag is said once.
+        store.update_meta("warnings", lambda old: [*old, *(line for line in said if line not in old)], [])
 
 
 def run_summary(store: RunStore) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from coevo.monitor import degeneracy
-from coevo.monitor.rule import PERSISTENCE, StepReward, Trend, anchor_trend, lags, onset, pooled, reward_trend
+from coevo.monitor.rule import PERSISTENCE, REWARD_WINDOW, StepReward, Trend, anchor_trend, lags, onset, pooled, \
+    reward_trend
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,9 @@ class Monitor:
 
     stage: str = ""
     persistence: int = PERSISTENCE
+    #: Steps averaged at each end of the reward's trend and of a degeneracy crossing: 2 over a
+    #: trainer's optimizer steps, 1 over a loop's rounds (each round is many steps' worth).
+    window: int = REWARD_WINDOW
     rewards: dict[int, StepReward] = field(default_factory=dict)
     outputs: dict[int, dict[str, float]] = field(default_factory=dict)
     anchors: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)
@@ -69,7 +73,7 @@ class Monitor:
         self.anchors.setdefault(name, {})[step] = {str(k): float(v) for k, v in values.items()}
 
     def reward_trend(self, upto: int | None = None) -> Trend | None:
-        return reward_trend(self.rewards, upto)
+        return reward_trend(self.rewards, upto, self.window)
 
     def anchor_trend(self, name: str, step: int | None = None) -> Trend | None:
         series = self.anchors.get(name, {})
@@ -96,7 +100,7 @@ class Monitor:
             if len(streak) >= self.persistence:
                 raised.append(self._flag(step, name, why, reward, anchor))
         so_far = {s: v for s, v in self.outputs.items() if s <= step}
-        for name, (before, after) in degeneracy.crossings(so_far).items():
+        for name, (before, after) in degeneracy.crossings(so_far, self.window).items():
             if not self._flagged(f"degeneracy:{name}"):
                 why = f"{degeneracy.THRESHOLDS[name].why}: {before:.3g} over the first steps, {after:.3g} now " \
                       f"(threshold {degeneracy.THRESHOLDS[name].limit:g})"
@@ -121,7 +125,7 @@ class Monitor:
 
     def _flag(self, step: int, anchor: str, why: str, reward: Trend | None, trend: Trend | None) -> Flag:
         first = self._streak.get(anchor, [step])[0]
-        start = onset(self.rewards, first) if self.rewards else first
+        start = onset(self.rewards, first, self.window) if self.rewards else first
         flag = Flag(step=step, stage=self.stage, anchor=anchor, why=why, onset_step=min(start, first),
                     reward_trend=reward.as_dict() if reward else None, anchor_trend=trend.as_dict() if trend else None)
         self.flags.append(flag)

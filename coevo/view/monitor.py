@@ -13,7 +13,7 @@ from typing import Any
 from coevo.store import RunStore
 from coevo.view import plots
 
-TITLE = "Reward-hacking monitor: the training reward and its anchors by step"
+TITLE = "Reward-hacking monitor: the reward and its anchors by step"
 
 
 def monitor_section(store: RunStore) -> dict[str, Any] | None:

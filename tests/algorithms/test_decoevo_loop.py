@@ -281,3 +281,26 @@ def test_test_answers_report_constraint_pass_rate_pooled_over_seeds(tmp_path):
     del old["constraint_outcomes"]
     legacy = method_summary([type(result).model_validate(old)], [])
     assert legacy.constraint_pass_rate is None and legacy.constraint_pass_rate_ci is None
+
+
+def test_the_monitor_follows_each_inner_steps_proxy_against_the_diagnostic_gold(tmp_path):
+    from coevo.monitor.records import run_summary
+
+    store = RunStore(tmp_path / "run")
+    cfg = config(write_data(tmp_path / "data.jsonl"), monitor={"anchors": ["gold"]})
+    method_run(cfg, replay(), store=store).run()
+    (stage, report), = run_summary(store)["stages"].items()
+    # One point per diagnosed step (0, the initial skills, then each inner step), on the 2
+    # diagnostic questions: the proxy (rubric scores) as the reward, the gold grades as the anchor.
+    steps = [point[0] for point in report["anchor_curves"]["gold"]]
+    assert stage == "decoevo/seed0" and steps == [0, 1, 2]
+    assert [point[0] for point in report["reward_curve"]] == steps
+    assert all(point[2] == 2 for point in report["anchor_curves"]["gold"])
+
+
+def test_decoevo_refuses_anchors_and_stop_it_cannot_watch(tmp_path):
+    data = write_data(tmp_path / "data.jsonl")
+    with pytest.raises(ValueError, match="decoevo cannot take the anchor 'judge:smollm2'"):
+        config(data, monitor={"anchors": ["judge:smollm2"]})
+    with pytest.raises(ValueError, match="watched round by round"):
+        config(data, monitor={"stop": True})

@@ -15,7 +15,7 @@ from coevo.algorithms.rlac import RlacConfig, reward, run_rlac
 from coevo.algorithms.rlac.pairs import critic_pairs, generator_pairs, ranked_pairs
 from coevo.algorithms.rlac.records import RlacSummary, VerificationCounts
 from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
-from coevo.config import validate
+from coevo.config import ConfigError, validate
 from coevo.llm.base import by_sampling, user
 from coevo.llm.replay import ReplayModel
 from coevo.runner import run_experiment, summary_dict
@@ -449,3 +449,28 @@ def test_a_rounds_names_are_the_ones_run_folders_hold():
     assert (round_stage(0), round_stage(2, "eval")) == ("rlac:round0", "rlac:round2/eval")
     assert round_stage(1, "critic", prefix=STAGE) == "rlac/round1/critic"
     assert round_stage(1, "generator", "final", prefix=BARE) == "round1/generator/final"
+
+
+def test_the_monitor_follows_each_iterations_rewards_against_the_held_out_gold(tmp_path, fakes):
+    from coevo.monitor.records import run_summary
+
+    store = RunStore(tmp_path / "run")
+    run_rlac(facts_config(iterations=2, **{"monitor.anchors": ["gold"]}), store)
+    (stage, report), = run_summary(store)["stages"].items()
+    assert stage == "rlac/rlac-adversarial" and report["unit"] == "round"
+    # The gold anchor at round 0 (the untrained generator) and after each iteration; the
+    # rewards (one per output: K=2 on the one train person) of iterations 1 and 2.
+    assert [point[0] for point in report["anchor_curves"]["gold"]] == [0, 1, 2]
+    assert [(point[0], point[2]) for point in report["reward_curve"]] == [(1, 2), (2, 2)]
+    assert set(report["degeneracy"]) == {"1", "2"}
+    # Resumed, the monitor replays what the finished iterations observed: the same report.
+    again = RunStore(tmp_path / "run")
+    run_rlac(facts_config(iterations=2, **{"monitor.anchors": ["gold"]}), again)
+    assert run_summary(again)["stages"][stage] == report
+
+
+def test_rlac_refuses_anchors_and_stop_it_cannot_watch():
+    with pytest.raises(ConfigError, match="rlac cannot take the anchor 'python:x.py:f'"):
+        facts_config(**{"monitor.anchors": ["python:x.py:f"]})
+    with pytest.raises(ConfigError, match="watched round by round"):
+        facts_config(**{"monitor.stop": True})

@@ -613,6 +613,9 @@ def test_the_monitor_watches_each_critic_stage_with_its_anchors(tmp_path):
     assert report["degeneracy"]["1"]["empty_share"] == 0.0
 
 
-def test_monitor_anchors_must_be_anchors(tmp_path):
-    with pytest.raises(ConfigError, match="'gold' is not an anchor"):
-        _config(tmp_path, monitor={"anchors": ["gold"]})
+@pytest.mark.parametrize("monitor, message", [({"anchors": ["nope"]}, "'nope' is not an anchor"),
+                                              ({"anchors": ["gold"]}, "taiscore cannot take the anchor 'gold'"),
+                                              ({"every": 0}, "greater than or equal to 1")])
+def test_monitor_settings_are_checked_when_the_config_loads(tmp_path, monitor, message):
+    with pytest.raises(ConfigError, match=message):
+        _config(tmp_path, monitor=monitor)

@@ -187,12 +187,13 @@ class DecoEvoConfig(ExperimentConfig):
     #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
     #: (audit.py). Not in the paper; with `gate` off it changes no decision.
     audit: AuditConfig = AuditConfig()
-    #: The reward-hacking monitor (docs/monitor.md): accepted, not yet watching DecoEvo's rounds.
+    #: The reward-hacking monitor (docs/monitor.md), per inner step: the diagnostic questions'
+    #: proxy scores against the `gold` anchor (their gold grades).
     monitor: MonitorConfig = MonitorConfig()
 
     @model_validator(mode="after")
     def _check(self) -> "DecoEvoConfig":
-        self.monitor.refuse_watching("decoevo")
+        self.monitor.refuse_unwatched("decoevo", gold=True, models=False, stop=False)
         if len(set(self.methods)) != len(self.methods) or not self.methods:
             raise ValueError(f"methods must be a non-empty list without repeats, got {self.methods}")
         if not self.seeds:

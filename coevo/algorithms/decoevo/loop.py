@@ -83,6 +83,7 @@ from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints
 from coevo.eval.stats import mean_of_known
 from coevo.llm.call_tags import tagged
 from coevo.llm.python_functions import PythonFunction
+from coevo.monitor.rounds import RoundMonitor
 from coevo.progress import progress_bar
 from coevo.roles.decoevo import (
     ContrastiveRecord,
@@ -357,6 +358,9 @@ class MethodRun:
         self.gate_records: list[dict[str, Any]] = []
         self.gate_rejected = 0
         self._held_out: dict[tuple[str, str], tuple[str, float | None]] = {}
+        #: The reward-hacking monitor, per inner step on the diagnostic questions (docs/monitor.md).
+        self.monitor = (RoundMonitor(store, f"{method}/seed{seed}", config.monitor.anchors)
+                        if store is not None and config.monitor.enabled else None)
 
     @property
     def stage(self) -> str:
@@ -513,8 +517,12 @@ class MethodRun:
         if not diag:
             return
         responses = self.solve(diag, self.skills[SOLVER])
-        proxy = mean_of_known([j.score for j in self.judge(diag, responses, self.rubrics(diag, self.skills[GENERATOR]))])
+        judged = self.judge(diag, responses, self.rubrics(diag, self.skills[GENERATOR]))
+        proxy = mean_of_known([j.score for j in judged])
         graded = gold_scores(self.roles.grader, self.gold["diagnostic"], responses)
+        if self.monitor is not None:  # the proxy the skills are accepted on, against the gold
+            self.monitor.observe(step, rewards=[j.score for j in judged if j.score is not None], outputs=responses,
+                                 gold={q.id: g for q, (g, _) in zip(diag, graded)})
         self.count_invalid("grader", sum(1 for g, _ in graded if g is None))
         self._held_out = {(self.skills[SOLVER], q.id): (r, g) for q, r, (g, _) in zip(diag, responses, graded)}
         point = TrajectoryPoint(step=step, proxy=proxy, gold=mean_of_known([g for g, _ in graded]))

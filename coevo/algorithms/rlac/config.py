@@ -211,14 +211,15 @@ class RlacConfig(ExperimentConfig):
     #: probed with content-free critic proposals before iteration 1 and after every iteration
     #: (rlac/audit.py); its calls are counted apart from the verification calls.
     audit: AuditConfig = AuditConfig()
-    #: The reward-hacking monitor (docs/monitor.md): accepted, not yet watching RLAC's stages.
+    #: The reward-hacking monitor (docs/monitor.md), per iteration: the generator's rewards
+    #: against the `gold` anchor (held-out pass@1 or FactScore per item).
     monitor: MonitorConfig = MonitorConfig()
     seed: int = 0
 
     @model_validator(mode="after")
     def _paper_templates_by_default(self) -> RlacConfig:
         self.audit.refuse_gate("rlac", "the audited validator is frozen; the critic's claims are checked, not trusted")
-        self.monitor.refuse_watching("rlac")
+        self.monitor.refuse_unwatched("rlac", gold=True, models=False, stop=False)
         # Filled in here, not left None, so summary.json, the plan and the departures name
         # the template a run actually uses.
         critic = CRITIC_TEMPLATE[(self.task, self.critic_form)]

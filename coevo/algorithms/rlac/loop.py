@@ -67,6 +67,7 @@ from coevo.audit.in_run import run_records
 from coevo.llm.base import ChatModel
 from coevo.llm.call_tags import tagged
 from coevo.llm.specs import base_model_path
+from coevo.monitor.rounds import RoundMonitor
 from coevo.roles.parsing import strip_reasoning
 from coevo.roles.rlac import RlacCritic, RlacGenerator
 from coevo.store import RunStore
@@ -108,6 +109,8 @@ def _run_rlac(config: RlacConfig, store: RunStore, backend: Backend) -> RlacSumm
     run = RlacRun(config, store, backend)
     try:
         baseline = run.baseline()
+        if run.monitor is not None:  # the gold anchor's baseline: the untrained generator
+            run.monitor.observe(0, gold=baseline.eval.per_item)
         rounds: list[RoundRecord] = []
         for r in range(1, config.iterations + 1):
             done = store.step_result(round_stage(r))
@@ -168,6 +171,9 @@ class RlacRun:
         self.reward_scored = 0
         #: The latest held-out greedy outputs (reasoning stripped), as `evaluate` scored them.
         self.heldout_answers: list[str] = []
+        #: The reward-hacking monitor, per iteration (`monitor:`, docs/monitor.md).
+        self.monitor = (RoundMonitor(store, f"rlac/{_condition(config)}", config.monitor.anchors)
+                        if config.monitor.enabled else None)
 
     def policies(self) -> dict[str, LocalModel | None]:
         """Each role's trainable weights (None: a frozen critic, or none)."""
@@ -216,6 +222,8 @@ class RlacRun:
             training["critic"] = self.improve("critic", r, data.critic_pairs)
         with tagged(stage=round_stage(r, "eval")):
             evaluation = self.evaluate(r)
+        if self.monitor is not None:
+            self.monitor.observe(r, rewards=data.rewards, outputs=data.answers, cut=data.cut, gold=evaluation.per_item)
         # After the counts are taken: the audit's validator calls are its own (rlac/audit.py).
         counts = self.counts.model_copy()
         audit = audit_validator(self, r)
@@ -264,24 +272,29 @@ class RlacRun:
         costs = [self.count_enumerative_cost(instruction) for instruction in instructions]
         generator_data: list[PreferencePair] = []
         critic_data: list[PreferencePair] = []
+        rewards: list[float] = []
         outcomes = VerdictCounts()
         if self.config.verification == "enumerative":
             for instruction, cost in zip(instructions, costs):
-                generator_data += self.enumerative_pairs(r, instruction, cost)
+                generator_data += self.enumerative_pairs(r, instruction, cost, rewards)
         elif self.config.verification == "reward_model":
-            generator_data += self.reward_model_pairs(r, instructions)
+            generator_data += self.reward_model_pairs(r, instructions, rewards)
         else:
             for instruction, critiques in zip(instructions, self.critique(r, instructions)):
                 outcomes.add([v for row in critiques.verdicts for v in row])
                 generator_data += self.generator_dataset(instruction, critiques)
+                rewards += [float(reward(row[0])) for row in critiques.verdicts]
                 if self.trained_critic:
                     critic_data += self.critic_dataset(instruction, critiques)
                 self.record_critiques(r, instruction, critiques)
         self.record_pairs(r, generator_data + critic_data)
         rollout = RolloutStats(output_tokens=sum(tokens) / max(1, len(tokens)),
                                generator_pairs=float(len(generator_data)), critic_pairs=float(len(critic_data)))
+        limit = self.config.roles.generator.sampling.train.max_tokens
         return IterationData(generator_pairs=generator_data, critic_pairs=critic_data,
-                             critic=CriticStats.of(outcomes), rollout=rollout)
+                             critic=CriticStats.of(outcomes), rollout=rollout, rewards=rewards,
+                             answers=[a for i in instructions for a in i.answers],
+                             cut=[limit is not None and t >= limit for t in tokens])
 
     def generate(self, r: int) -> tuple[list[Instruction], list[int]]:
         """Lines 4-5: a_1..a_K ~ pi_g(.|s) for every train instruction s, and the token
@@ -350,12 +363,14 @@ class RlacRun:
         self.counts.enumerative += cost
         return cost
 
-    def enumerative_pairs(self, r: int, instruction: Instruction, cost: int) -> list[PreferencePair]:
+    def enumerative_pairs(self, r: int, instruction: Instruction, cost: int,
+                          rewards: list[float]) -> list[PreferencePair]:
         """The baseline in place of lines 6-11: no critic; check everything (`cost` calls),
         pair higher- over lower-scoring outputs under RLAC's pair budget (FactTune-FS /
-        AceCoder-Rule)."""
+        AceCoder-Rule). The scores are appended to `rewards`."""
         sample = instruction.sample
         scores = self.domain.enumerate(sample, instruction.answers)
+        rewards += [float(score) for score in scores]
         self.counts.used += cost
         self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
         for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
@@ -364,10 +379,11 @@ class RlacRun:
         return ranked_pairs(sample, instruction.messages, instruction.outputs, scores,
                             self.config.max_pairs_per_instruction, f"enumerative:{self.domain.name}")
 
-    def reward_model_pairs(self, r: int, instructions: list[Instruction]) -> list[PreferencePair]:
+    def reward_model_pairs(self, r: int, instructions: list[Instruction], rewards: list[float]) -> list[PreferencePair]:
         """The reward-model baseline (ArmoRM / AceCoder-RM) in place of lines 6-11: a learned
         scalar reward for each output, no validator, then pairs as the enumerative baseline
-        makes them, under the same budget. Scores are stored as `rlac_reward` records."""
+        makes them, under the same budget. Scores are stored as `rlac_reward` records and
+        appended to `rewards`."""
         assert self.reward_scorer is not None
         items = [(i.messages, answer) for i in instructions for answer in i.answers]
         flat = iter(self.reward_scorer.score(items))
@@ -375,6 +391,7 @@ class RlacRun:
         pairs: list[PreferencePair] = []
         for instruction in instructions:
             scores = [next(flat) for _ in instruction.outputs]
+            rewards += [float(score) for score in scores]
             self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
             for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
                 self.store.put_record("rlac_reward", f"r{r}:{instruction.sample.id}:{i}", EnumerativeScore(

@@ -181,6 +181,12 @@ class IterationData(Record):
     critic_pairs: list[PreferencePair] = Field(default_factory=list)
     critic: CriticStats
     rollout: RolloutStats
+    #: Each output's training reward (R from the critic's first proposal, or the enumerative /
+    #: reward-model score), its text as scored, and whether it ended at its token limit: what
+    #: the reward-hacking monitor follows (docs/monitor.md).
+    rewards: list[float] = Field(default_factory=list)
+    answers: list[str] = Field(default_factory=list)
+    cut: list[bool] = Field(default_factory=list)
 
 
 class TrainingInfo(Record):

@@ -141,6 +141,7 @@ class TaiScoreConfig(ExperimentConfig):
     @model_validator(mode="after")
     def _check(self) -> TaiScoreConfig:
         self.audit.refuse_gate("taiscore", "its critic writes critiques the judge scores; it scores nothing itself")
+        self.monitor.refuse_unwatched("taiscore", gold=False, models=True, stop=True)
         for item in self.conditions:
             name = item if isinstance(item, str) else (item.preset or item.name)
             if isinstance(item, str) and item not in PRESETS:

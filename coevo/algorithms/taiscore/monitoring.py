@@ -4,8 +4,10 @@ Each anchor is a reward of the plan's kind computed by another scorer (a `python
 or a second judge `judge:MODEL`) on the first `monitor.prompts` held-out prompts: the critic,
 as GRPO has left it at that moment, critiques the current actor's response to each, and the
 anchor scores the critique (with the actor's revision, where the reward kind reads one). The
-critic samples from the trained weights themselves, uncached: a cached call of the
-untrained critic would answer for the trained one and the anchor could never move.
+critic samples from its weights as they are at that check, uncached (a cached call of the
+untrained critic would answer for the trained one and the anchor could never move): on a
+llama.cpp copy written at the check where `critic_engine: llamacpp` (a few seconds of export
+against ~16 tokens/s in transformers), else in the trained model itself.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from coevo.algorithms.engines import generating_on
 from coevo.judging import rollout_judge
 from coevo.llm.python_functions import is_python_spec, load_python_function
 from coevo.roles.critic import Critic
@@ -33,22 +36,33 @@ def critic_monitor(run: Any, stage: str, held_out: Sequence[Sample], y0: Mapping
         return None
     critic = Critic(run.critic_local, run.critique_sampling, config.roles.critic.template,
                     max_prompt_tokens=run.grpo_settings.max_prompt_length)
+    folder = run.store.run_dir / "engines" / "monitor"
+
+    def copies(n: int) -> Any:
+        return run.ctx.backend.load_gguf_copy(run.critic_local, folder / f"{stage.replace('/', '-')}-{n}.gguf")
+
     anchors = {}
     for spec in config.monitor.anchors:
         model = (load_python_function(spec) if is_python_spec(spec)
                  else run.ctx.frozen(spec.removeprefix("judge:"), "judge"))
         judge = rollout_judge(run.plan.reward, run.ctx.cached(model), config.roles.judge.sampling)
-        anchors[spec] = critique_anchor(critic, make_reward(judge), held_out, y0)
+        anchors[spec] = critique_anchor(critic, make_reward(judge), held_out, y0,
+                                        copies if config.critic_engine == "llamacpp" else None)
     return HackingMonitor(anchors, every=config.monitor.every, stop=config.monitor.stop, stage=stage)
 
 
 def critique_anchor(critic: Critic, reward_fn: Callable[..., list[float]], items: Sequence[Sample],
-                    y0: Mapping[str, str]) -> Callable[[], dict[str, float]]:
-    """A measurement: {item id: the anchor's reward of one critique the critic samples now}."""
+                    y0: Mapping[str, str], copies: Callable[[int], Any] | None = None) -> Callable[[], dict[str, float]]:
+    """A measurement: {item id: the anchor's reward of one critique the critic samples now}
+    (`copies(n)`: an engine copy of its weights for the n-th measurement, where given)."""
+    measured = 0
 
     def measure() -> dict[str, float]:
+        nonlocal measured
+        measured += 1
         xs, y0s = [s.prompt for s in items], [y0[s.id] for s in items]
-        critiques = [c[0] for c in critic.critique(xs, y0s)]
+        with generating_on(critic, copies(measured) if copies else None):
+            critiques = [c[0] for c in critic.critique(xs, y0s)]
         values = reward_fn([None] * len(items), critiques, x=xs, y0=y0s, sample_id=[s.id for s in items])
         return {s.id: float(v) for s, v in zip(items, values) if v is not None}
 

@@ -1,0 +1,68 @@
+"""The monitor over a loop's rounds: RLAC's iterations, DecoEvo's inner steps.
+
+A loop without a trainer of its own to hook (RLAC's DPO stages see pairs, not rewards; DecoEvo
+trains no weights) is watched round by round: the round's training reward (RLAC: each
+output's reward from the critic's verdicts; DecoEvo: each diagnostic question's proxy score
+under the generated rubrics) against the `gold` anchor (the loop's own held-out gold: RLAC's
+pass@1 or FactScore per item, DecoEvo's gold grade per diagnostic question), with one round at
+each end of a trend. Each round's observations are kept in the run store as they are made, so
+a resumed run replays them and its monitor ends as an uninterrupted run's would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from coevo.monitor.records import keep_report
+from coevo.monitor.tracker import Monitor
+from coevo.store import RunStore
+
+#: The run store's kind for one round's observations ({stage}#{round} -> what was observed).
+OBSERVED = "monitor_round"
+#: The loop's own held-out gold, as an anchor's name in `monitor.anchors`.
+GOLD = "gold"
+
+
+class RoundMonitor:
+    """One watched series of rounds (`stage`: a method and seed, a condition); `anchors` are
+    the `monitor.anchors` it was given (only `gold` here)."""
+
+    def __init__(self, store: RunStore, stage: str, anchors: Sequence[str]):
+        self.store, self.stage, self.anchors = store, stage, list(anchors)
+        self.monitor = Monitor(stage=stage, window=1)
+        self.done: set[int] = set()
+        for key, seen in store.get_records(OBSERVED):
+            if key.rpartition("#")[0] == stage:
+                self._observe(int(key.rpartition("#")[2]), seen)
+
+    def observe(self, r: int, *, rewards: Sequence[float] = (), outputs: Sequence[str] = (),
+                cut: Sequence[bool] | None = None, gold: Mapping[str, float | None] | None = None) -> None:
+        """Round `r`'s training rewards, outputs and gold per held-out item (round 0: the gold
+        baseline, before any training); then the rule, and the stage's report kept."""
+        if r in self.done:  # a resumed run's finished round: already replayed
+            return
+        seen = {"rewards": [float(v) for v in rewards], "outputs": list(outputs),
+                "cut": list(cut) if cut is not None else None,
+                "gold": {k: float(v) for k, v in (gold or {}).items() if v is not None} if GOLD in self.anchors else {}}
+        self.store.put_record(OBSERVED, f"{self.stage}#{r}", seen)
+        self._observe(r, seen)
+        keep_report(self.store, self)
+
+    def _observe(self, r: int, seen: Mapping[str, Any]) -> None:
+        self.done.add(r)
+        if seen.get("rewards"):
+            self.monitor.observe_reward(r, seen["rewards"])
+        if seen.get("outputs"):
+            self.monitor.observe_outputs(r, seen["outputs"], seen.get("cut"))
+        if seen.get("gold"):
+            self.monitor.observe_anchor(r, GOLD, seen["gold"])
+        self.monitor.check(r)
+
+    @property
+    def flags(self) -> list[Any]:
+        return self.monitor.flags
+
+    def report(self) -> dict[str, Any]:
+        return {**self.monitor.report(), "every": 1, "stop": False, "stopped_at": None,
+                "restored_weights_of_step": None, "unit": "round"}
