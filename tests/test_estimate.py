@@ -54,9 +54,24 @@ def test_taiscore_tiny_counts_every_call_the_loop_makes():
     assert [(t.stage, t.kind, t.steps) for t in plan.estimate.training] == [
         ("coevolution/round1/critic", "grpo", 2), ("coevolution/round1/actor", "dpo", 2),
         ("coevolution/round2/critic", "grpo", 2), ("coevolution/round2/actor", "dpo", 2)]
+    # The reward-hacking monitor's anchor (a python: function: no judge call) on 2 held-out
+    # prompts: their y0 once, then at 2 checks (before the 2 GRPO steps and after) a critique
+    # and a revision of each.
+    assert calls[("coevolution/round1/monitor_y0", "actor")] == 2
+    assert calls[("coevolution/round1/monitor", "critic")] == calls[("coevolution/round1/monitor", "actor")] == 4
     total = plan.estimate.total
     assert total["calls"] == sum(calls.values()) and total["training_steps"] == 8
     assert total["seconds"] is None or total["seconds"] > 0  # None without this machine's calibration
+
+
+def test_a_second_judge_anchor_is_counted_under_its_own_model():
+    calls = _calls(plan_experiment(EXAMPLES / "taiscore_tiny.yaml", ["monitor.anchors=[judge:smollm2]",
+                                                                     "monitor.every=1"]))
+    # 3 checks (before training and after each of its 2 steps) x 2 held-out prompts.
+    assert calls[("coevolution/round1/monitor", "judge:taiscore")] == 6
+    assert ("coevolution/round1/monitor", "critic") in calls and not any(
+        stage.endswith("monitor") for stage, _ in _calls(plan_experiment(EXAMPLES / "taiscore_tiny.yaml",
+                                                                           ["monitor.enabled=false"])))
 
 
 def test_a_critique_s_tokens_follow_its_limit_and_a_prompt_its_template():

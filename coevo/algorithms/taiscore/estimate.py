@@ -122,6 +122,29 @@ def count_audit(k: _Counter, stage: str, held: int) -> None:
         k.pairwise(stage, 2 * m * (1 + keys + 2) + m)
 
 
+def count_monitor(k: _Counter, r: int, steps: int, held: int) -> None:
+    """The reward-hacking monitor's anchors on round r's critic stage (`monitor:`,
+    taiscore/monitoring.py): the current actor's responses to its held-out prompts once, then
+    at every check (before training, every `every` steps and at the last) a critique of each,
+    and for each anchor its revision (where the reward reads one) and a judge call (a second
+    judge; a `python:` anchor calls no model)."""
+    monitor = k.config.monitor
+    m = min(monitor.prompts, held) if monitor.enabled and monitor.anchors else 0
+    if not m:
+        return
+    s, stage = k.s, f"round{r}/monitor"
+    checks = 1 + steps // monitor.every + (1 if steps % monitor.every else 0)
+    k.responses(f"round{r}/monitor_y0", m)
+    for anchor in monitor.anchors:
+        k.add(stage, "critic", checks * m, template=k.critic_template, filled=s.x + s.y0, completion=s.c)
+        if k.plan.reward in REVISES_IN_REWARD:
+            k.add(stage, "actor", checks * m, template=k.reviser, filled=s.x + s.y0 + s.c, completion=s.y1)
+        if anchor.startswith("judge:"):
+            filled = s.x + s.y0 + s.c + (s.y1 if k.plan.reward in REVISES_IN_REWARD else 0)
+            k.add(stage, f"judge:{k.plan.reward}", checks * m, template=f"judge_{k.plan.reward}", filled=filled,
+                  completion=s.judged, spec=anchor.removeprefix("judge:"))
+
+
 def count_round(k: _Counter, r: int, pools: dict[int, int], critic_queries: int, held: int
                 ) -> list[TrainingEstimate]:
     """Round r over `pools` (shard id -> size): its calls (into `k`) and its training stages."""
@@ -145,6 +168,7 @@ def count_round(k: _Counter, r: int, pools: dict[int, int], critic_queries: int,
                                          spec=plan.critic, steps=steps, tokens=samples * (prompt + s.c),
                                          sampled_tokens=samples * s.c,
                                          sampling_batch=config.grpo.completions_per_step))
+        count_monitor(k, r, steps, held)
     if config.evaluation.refinement and r >= 1:
         k.critiques_and_revisions(f"round{r}/eval_before_dpo", held)
         if config.evaluation.gold_rubric:

@@ -267,7 +267,7 @@ class ConditionRun:
         held_out = self.ctx.held_out[:config.monitor.prompts] if config.monitor.anchors else []
         y0 = _stored_responses(self.store, f"{prefix}/monitor_y0", held_out, actor, config.batch_size)
         return critic_monitor(self, f"{prefix}/critic", held_out, y0, lambda judge: make_reward_fn(
-            actor, judge, self.plan.reward, invalid_reward=config.invalid_reward))
+            actor, judge, self.plan.reward, invalid_reward=config.invalid_reward), f"{prefix}/monitor")
 
     def update_actor(self, r: int, shard_ids: Sequence[int], y0: dict[str, str]) -> dict[str, float | None]:
         """Step 2: pairs from κ_r's critiques of π_{r-1}'s responses, then π_r ← DPO(π_{r-1})."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from coevo.algorithms.engines import generating_on
 from coevo.judging import rollout_judge
+from coevo.llm.call_tags import tagged
 from coevo.llm.python_functions import is_python_spec, load_python_function
 from coevo.roles.critic import Critic
 from coevo.types import Sample
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
 
 
 def critic_monitor(run: Any, stage: str, held_out: Sequence[Sample], y0: Mapping[str, str],
-                   make_reward: Callable[[Any], Callable[..., list[float]]]) -> HackingMonitor | None:
+                   make_reward: Callable[[Any], Callable[..., list[float]]],
+                   calls_stage: str = "monitor") -> HackingMonitor | None:
     """The monitor of a critic GRPO stage named `stage` (None where `monitor.enabled` is off):
-    one anchor per `monitor.anchors` entry, each `make_reward(judge)` over the held-out (x, y0)."""
+    one anchor per `monitor.anchors` entry, each `make_reward(judge)` over the held-out (x, y0),
+    its calls filed under `calls_stage`."""
     from coevo.monitor.callback import HackingMonitor
 
     config = run.ctx.config
@@ -47,23 +50,26 @@ def critic_monitor(run: Any, stage: str, held_out: Sequence[Sample], y0: Mapping
                  else run.ctx.frozen(spec.removeprefix("judge:"), "judge"))
         judge = rollout_judge(run.plan.reward, run.ctx.cached(model), config.roles.judge.sampling)
         anchors[spec] = critique_anchor(critic, make_reward(judge), held_out, y0,
-                                        copies if config.critic_engine == "llamacpp" else None)
+                                        copies if config.critic_engine == "llamacpp" else None, calls_stage)
     return HackingMonitor(anchors, every=config.monitor.every, stop=config.monitor.stop, stage=stage)
 
 
 def critique_anchor(critic: Critic, reward_fn: Callable[..., list[float]], items: Sequence[Sample],
-                    y0: Mapping[str, str], copies: Callable[[int], Any] | None = None) -> Callable[[], dict[str, float]]:
+                    y0: Mapping[str, str], copies: Callable[[int], Any] | None = None,
+                    calls_stage: str = "monitor") -> Callable[[], dict[str, float]]:
     """A measurement: {item id: the anchor's reward of one critique the critic samples now}
-    (`copies(n)`: an engine copy of its weights for the n-th measurement, where given)."""
+    (`copies(n)`: an engine copy of its weights for the n-th measurement, where given), its
+    model calls filed under `calls_stage`."""
     measured = 0
 
     def measure() -> dict[str, float]:
         nonlocal measured
         measured += 1
         xs, y0s = [s.prompt for s in items], [y0[s.id] for s in items]
-        with generating_on(critic, copies(measured) if copies else None):
+        # Its calls are the monitor's own stage, not the GRPO reward's it runs inside.
+        with tagged(stage=calls_stage), generating_on(critic, copies(measured) if copies else None):
             critiques = [c[0] for c in critic.critique(xs, y0s)]
-        values = reward_fn([None] * len(items), critiques, x=xs, y0=y0s, sample_id=[s.id for s in items])
+            values = reward_fn([None] * len(items), critiques, x=xs, y0=y0s, sample_id=[s.id for s in items])
         return {s.id: float(v) for s, v in zip(items, values) if v is not None}
 
     return measure
