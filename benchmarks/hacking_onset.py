@@ -1,7 +1,7 @@
 """Does the reward-hacking monitor flag a reward built to be gamed, and spare an honest one? (issue 44)
 
     .venv/bin/python benchmarks/hacking_onset.py --reward python:FILE.py:F --anchor python:FILE.py:G
-        [--steps 8] [--every 2] [--seeds 3] [--json OUT] [--work-dir DIR]
+        [--steps 8] [--every 2] [--seeds 3] [--heldout 8] [--rollout-engine llamacpp] [--json OUT] [--work-dir DIR]
 
 Trains the TAIScore critic with GRPO on the reward F (a Python function of (x, y0, critique,
 y1) -> float, as `coevo.learning.rewards`' are) on bundled writing prompts, with
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=2, help="steps between anchor checks (default 2)")
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (0, 1, ...; default 3)")
     parser.add_argument("--heldout", type=int, default=8, help="held-out prompts the anchor is taken on (default 8)")
+    parser.add_argument("--rollout-engine", choices=["llamacpp", "transformers"], default="llamacpp",
+                        help="where the GRPO samples and the anchor's critiques are generated: llama.cpp copies of "
+                             "the current weights (default, ~6x faster on a CPU) or the trained model")
     parser.add_argument("--json", help="write the result here")
     parser.add_argument("--work-dir", help="where the runs go (default: a temporary folder)")
     args = parser.parse_args(argv)
@@ -47,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="coevo-hacking-") as scratch:
         try:
             result = measure(reward=args.reward, anchor=args.anchor, steps=args.steps, every=args.every,
-                             seeds=list(range(args.seeds)), heldout=args.heldout,
+                             seeds=list(range(args.seeds)), heldout=args.heldout, rollout_engine=args.rollout_engine,
                              work_dir=Path(args.work_dir or scratch))
         except (ModelError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from coevo.learning.common import checked_reward, split_prompts
-from coevo.learning.critic import CRITIQUE_TOKENS, Y0_SAMPLING, critic_grpo_settings, initial_responses, \
-    scored_reward_fn, train_critic
+from coevo.learning.critic import CRITIQUE_TOKENS, Y0_SAMPLING, critic_grpo_settings, engine_copy_fn, \
+    initial_responses, scored_reward_fn, train_critic
 from coevo.types import Record, Sampling
 
 if TYPE_CHECKING:
@@ -59,9 +59,11 @@ class HackingOnset(Record):
 def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None = None, every: int = 2,
             work_dir: Path, model: str = "smollm2", heldout: int = 8, train_prompts: int | None = 16,
             learning_rate: float = 5e-5, batch_size: int = 2, num_generations: int = 4,
-            backend: Backend | None = None) -> HackingOnset:
+            rollout_engine: str = "transformers", backend: Backend | None = None) -> HackingOnset:
     """GRPO of the critic on `reward` for `steps` steps under each seed, the monitor watching
-    `anchor` on `heldout` held-out prompts every `every` steps."""
+    `anchor` on `heldout` held-out prompts every `every` steps. With `rollout_engine="llamacpp"`
+    the GRPO samples and the anchor's critiques come from llama.cpp copies of the critic's
+    current weights (~6x transformers' speed on a CPU)."""
     from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import make_reward_fn
     from coevo.eval.stats import wilson_interval
@@ -90,10 +92,11 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
         policy = backend.load_trainable(model)
         critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS, seed=seed),
                         max_prompt_tokens=1024)
-        monitor = HackingMonitor({"anchor": scored_reward_fn(critic, anchor_fn, scored, y0, [seed])}, every=every,
-                                 stage=f"critic seed {seed}")
+        copies = engine_copy_fn(backend, policy, rollout_engine, work_dir / f"anchor-seed{seed}")
+        monitor = HackingMonitor({"anchor": scored_reward_fn(critic, anchor_fn, scored, y0, [seed], copies)},
+                                 every=every, stage=f"critic seed {seed}")
         settings = critic_grpo_settings(steps=steps, learning_rate=learning_rate, batch_size=batch_size,
-                                        num_generations=num_generations, seed=seed)
+                                        num_generations=num_generations, seed=seed, rollout_engine=rollout_engine)
         train_critic(backend, policy, critic, monitor.wrap_reward(reward_fn), train, y0,
                      work_dir / f"critic-seed{seed}", settings, [monitor])
         report = monitor.report()
@@ -114,4 +117,4 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
         seeds=runs, steps=steps, every=every, seconds=round(time.perf_counter() - started, 1),
         settings={"model": model, "train_prompts": len(train), "heldout_prompts": len(scored),
                   "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
-                  "max_completion_length": CRITIQUE_TOKENS, "beta": 0.0})
+                  "max_completion_length": CRITIQUE_TOKENS, "beta": 0.0, "rollout_engine": rollout_engine})
