@@ -67,9 +67,7 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
     from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import make_reward_fn
     from coevo.eval.stats import wilson_interval
-    from coevo.monitor.callback import HackingMonitor
     from coevo.roles.actor import Actor
-    from coevo.roles.critic import Critic
     from coevo.roles.python_scorers import judge_for
 
     checked_reward(reward, "reward")
@@ -88,26 +86,10 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
                                "critique_quality", invalid_reward=0.0)
     runs = []
     for seed in seeds:
-        seed_started = time.perf_counter()
-        policy = backend.load_trainable(model)
-        critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS, seed=seed),
-                        max_prompt_tokens=1024)
-        copies = engine_copy_fn(backend, policy, rollout_engine, work_dir / f"anchor-seed{seed}")
-        monitor = HackingMonitor({"anchor": scored_reward_fn(critic, anchor_fn, scored, y0, [seed], copies)},
-                                 every=every, stage=f"critic seed {seed}")
         settings = critic_grpo_settings(steps=steps, learning_rate=learning_rate, batch_size=batch_size,
                                         num_generations=num_generations, seed=seed, rollout_engine=rollout_engine)
-        train_critic(backend, policy, critic, monitor.wrap_reward(reward_fn), train, y0,
-                     work_dir / f"critic-seed{seed}", settings, [monitor])
-        report = monitor.report()
-        first = min(monitor.flags, key=lambda f: f.step) if monitor.flags else None
-        runs.append(SeedOnset(seed=seed, flagged=first is not None, onset_step=report["onset_step"],
-                              flag_step=first.step if first else None, reward_curve=report["reward_curve"],
-                              anchor_curve=report["anchor_curves"].get("anchor", []), flags=report["flags"],
-                              seconds=round(time.perf_counter() - seed_started, 1)))
-        log.info("seed %d: %s", seed, f"flagged at step {first.step} (onset {first.onset_step}): {first.why}"
-                 if first else "not flagged")
-        del policy, critic
+        runs.append(watched_seed(backend, model, seed, settings, reward_fn, anchor_fn, train, scored, y0, every,
+                                 work_dir))
     count = sum(r.flagged for r in runs)
     rate, lo, hi = wilson_interval(count, len(runs))
     return HackingOnset(
@@ -118,3 +100,30 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
         settings={"model": model, "train_prompts": len(train), "heldout_prompts": len(scored),
                   "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
                   "max_completion_length": CRITIQUE_TOKENS, "beta": 0.0, "rollout_engine": rollout_engine})
+
+
+def watched_seed(backend: Backend, model: str, seed: int, settings: Any, reward_fn: Any, anchor_fn: Any,
+                 train: list[Any], scored: list[Any], y0: dict[str, str], every: int, work_dir: Path) -> SeedOnset:
+    """One seed: a fresh critic trained by GRPO on `reward_fn` under a monitor whose anchor is
+    `anchor_fn` of one critique per scored prompt (from a llama.cpp copy of the current weights
+    where the settings' rollout engine is llama.cpp)."""
+    from coevo.monitor.callback import HackingMonitor
+    from coevo.roles.critic import Critic
+
+    started = time.perf_counter()
+    policy = backend.load_trainable(model)
+    critic = Critic(policy, Sampling(temperature=0.8, top_p=0.95, max_tokens=CRITIQUE_TOKENS, seed=seed),
+                    max_prompt_tokens=1024)
+    copies = engine_copy_fn(backend, policy, settings.rollout_engine, work_dir / f"anchor-seed{seed}")
+    monitor = HackingMonitor({"anchor": scored_reward_fn(critic, anchor_fn, scored, y0, [seed], copies)},
+                             every=every, stage=f"critic seed {seed}")
+    train_critic(backend, policy, critic, monitor.wrap_reward(reward_fn), train, y0, work_dir / f"critic-seed{seed}",
+                 settings, [monitor])
+    report = monitor.report()
+    first = min(monitor.flags, key=lambda f: f.step) if monitor.flags else None
+    log.info("seed %d: %s", seed, f"flagged at step {first.step} (onset {first.onset_step}): {first.why}"
+             if first else "not flagged")
+    return SeedOnset(seed=seed, flagged=first is not None, onset_step=report["onset_step"],
+                     flag_step=first.step if first else None, reward_curve=report["reward_curve"],
+                     anchor_curve=report["anchor_curves"].get("anchor", []), flags=report["flags"],
+                     seconds=round(time.perf_counter() - started, 1))
