@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from coevo.monitor import degeneracy
 from coevo.monitor.records import keep_report
 from coevo.monitor.tracker import Monitor
 from coevo.store import RunStore
@@ -42,8 +43,8 @@ class RoundMonitor:
         baseline, before any training); then the rule, and the stage's report kept."""
         if r in self.done:  # a resumed run's finished round: already replayed
             return
-        seen = {"rewards": [float(v) for v in rewards], "outputs": list(outputs),
-                "cut": list(cut) if cut is not None else None,
+        # The outputs' statistics, not their texts: the store has the texts already (rollouts).
+        seen = {"rewards": [float(v) for v in rewards], "degeneracy": degeneracy.statistics(outputs, cut),
                 "gold": {k: float(v) for k, v in (gold or {}).items() if v is not None} if GOLD in self.anchors else {}}
         self.store.put_record(OBSERVED, f"{self.stage}#{r}", seen)
         self._observe(r, seen)
@@ -53,8 +54,8 @@ class RoundMonitor:
         self.done.add(r)
         if seen.get("rewards"):
             self.monitor.observe_reward(r, seen["rewards"])
-        if seen.get("outputs"):
-            self.monitor.observe_outputs(r, seen["outputs"], seen.get("cut"))
+        for name, value in (seen.get("degeneracy") or {}).items():
+            self.monitor.observe_statistic(r, name, value)
         if seen.get("gold"):
             self.monitor.observe_anchor(r, GOLD, seen["gold"])
         self.monitor.check(r)

@@ -619,3 +619,23 @@ def test_the_monitor_watches_each_critic_stage_with_its_anchors(tmp_path):
 def test_monitor_settings_are_checked_when_the_config_loads(tmp_path, monitor, message):
     with pytest.raises(ConfigError, match=message):
         _config(tmp_path, monitor=monitor)
+
+
+def test_the_taiscore_anchors_of_one_check_share_its_critiques():
+    from coevo.algorithms.taiscore.monitoring import critique_anchor, critique_sampler
+    from coevo.types import Sample
+
+    class Critic:
+        calls = 0
+
+        def critique(self, xs, y0s):
+            Critic.calls += 1
+            return [[f"critique {Critic.calls} of {x}"] for x in xs]
+
+    items, y0 = [Sample(id="a", prompt="x1"), Sample(id="b", prompt="x2")], {"a": "y", "b": "y"}
+    sample = critique_sampler(Critic(), items, y0, None)
+    length = critique_anchor(sample, lambda p, c, **k: [len(t) for t in c], items, y0)
+    words = critique_anchor(sample, lambda p, c, **k: [len(t.split()) for t in c], items, y0)
+    assert (length(), words(), Critic.calls) == ({"a": 16.0, "b": 16.0}, {"a": 4.0, "b": 4.0}, 1)
+    length(), words()  # the next check samples again, once
+    assert Critic.calls == 2

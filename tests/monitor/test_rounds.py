@@ -49,3 +49,4 @@ def test_without_the_gold_anchor_only_the_rewards_and_outputs_are_kept(tmp_path)
     feed(monitor, range(0, 4))
     report = monitor.report()
     assert report["anchor_curves"] == {} and monitor.flags == [] and len(report["reward_curve"]) == 3
+

@@ -125,9 +125,9 @@ def count_audit(k: _Counter, stage: str, held: int) -> None:
 def count_monitor(k: _Counter, r: int, steps: int, held: int) -> None:
     """The reward-hacking monitor's anchors on round r's critic stage (`monitor:`,
     taiscore/monitoring.py): the current actor's responses to its held-out prompts once, then
-    at every check (before training, every `every` steps and at the last) a critique of each,
-    and for each anchor its revision (where the reward reads one) and a judge call (a second
-    judge; a `python:` anchor calls no model)."""
+    at every check (before training, every `every` steps and at the last) a critique of each
+    and its revision (where the reward reads one), shared by the anchors, and for each anchor a
+    judge call (a second judge; a `python:` anchor calls no model)."""
     monitor = k.config.monitor
     m = min(monitor.prompts, held) if monitor.enabled and monitor.anchors else 0
     if not m:
@@ -135,10 +135,11 @@ def count_monitor(k: _Counter, r: int, steps: int, held: int) -> None:
     s, stage = k.s, f"round{r}/monitor"
     checks = 1 + steps // monitor.every + (1 if steps % monitor.every else 0)
     k.responses(f"round{r}/monitor_y0", m)
+    # One critique set per check, shared by the anchors; their revisions are the same calls.
+    k.add(stage, "critic", checks * m, template=k.critic_template, filled=s.x + s.y0, completion=s.c)
+    if k.plan.reward in REVISES_IN_REWARD:
+        k.add(stage, "actor", checks * m, template=k.reviser, filled=s.x + s.y0 + s.c, completion=s.y1)
     for anchor in monitor.anchors:
-        k.add(stage, "critic", checks * m, template=k.critic_template, filled=s.x + s.y0, completion=s.c)
-        if k.plan.reward in REVISES_IN_REWARD:
-            k.add(stage, "actor", checks * m, template=k.reviser, filled=s.x + s.y0 + s.c, completion=s.y1)
         if anchor.startswith("judge:"):
             filled = s.x + s.y0 + s.c + (s.y1 if k.plan.reward in REVISES_IN_REWARD else 0)
             k.add(stage, f"judge:{k.plan.reward}", checks * m, template=f"judge_{k.plan.reward}", filled=filled,

@@ -44,22 +44,37 @@ def critic_monitor(run: Any, stage: str, held_out: Sequence[Sample], y0: Mapping
     def copies(n: int) -> Any:
         return run.ctx.backend.load_gguf_copy(run.critic_local, folder / f"{stage.replace('/', '-')}-{n}.gguf")
 
+    sample = critique_sampler(critic, held_out, y0, copies if config.critic_engine == "llamacpp" else None)
     anchors = {}
     for spec in config.monitor.anchors:
         model = (load_python_function(spec) if is_python_spec(spec)
                  else run.ctx.frozen(spec.removeprefix("judge:"), "judge"))
         judge = rollout_judge(run.plan.reward, run.ctx.cached(model), config.roles.judge.sampling)
-        anchors[spec] = critique_anchor(critic, make_reward(judge), held_out, y0,
-                                        copies if config.critic_engine == "llamacpp" else None, calls_stage)
+        anchors[spec] = critique_anchor(sample, make_reward(judge), held_out, y0, calls_stage)
     return HackingMonitor(anchors, every=config.monitor.every, stop=config.monitor.stop, stage=stage)
 
 
-def critique_anchor(critic: Critic, reward_fn: Callable[..., list[float]], items: Sequence[Sample],
-                    y0: Mapping[str, str], copies: Callable[[int], Any] | None = None,
+def critique_sampler(critic: Critic, items: Sequence[Sample], y0: Mapping[str, str],
+                     copies: Callable[[int], Any] | None) -> Callable[[int], list[str]]:
+    """`sample(n)`: the critic's critiques of the items at the n-th check, sampled once and
+    shared by every anchor of that check (`copies(n)`: an engine copy of its weights, where given)."""
+    sampled: dict[int, list[str]] = {}
+
+    def sample(n: int) -> list[str]:
+        if n not in sampled:
+            with generating_on(critic, copies(n) if copies else None):
+                sampled.clear()  # only the current check's critiques are asked for again
+                sampled[n] = [c[0] for c in critic.critique([s.prompt for s in items], [y0[s.id] for s in items])]
+        return sampled[n]
+
+    return sample
+
+
+def critique_anchor(sample: Callable[[int], list[str]], reward_fn: Callable[..., list[float]],
+                    items: Sequence[Sample], y0: Mapping[str, str],
                     calls_stage: str = "monitor") -> Callable[[], dict[str, float]]:
-    """A measurement: {item id: the anchor's reward of one critique the critic samples now}
-    (`copies(n)`: an engine copy of its weights for the n-th measurement, where given), its
-    model calls filed under `calls_stage`."""
+    """A measurement: {item id: the anchor's reward of the critique `sample` gives at this
+    check}, its model calls filed under `calls_stage`."""
     measured = 0
 
     def measure() -> dict[str, float]:
@@ -67,9 +82,8 @@ def critique_anchor(critic: Critic, reward_fn: Callable[..., list[float]], items
         measured += 1
         xs, y0s = [s.prompt for s in items], [y0[s.id] for s in items]
         # Its calls are the monitor's own stage, not the GRPO reward's it runs inside.
-        with tagged(stage=calls_stage), generating_on(critic, copies(measured) if copies else None):
-            critiques = [c[0] for c in critic.critique(xs, y0s)]
-            values = reward_fn([None] * len(items), critiques, x=xs, y0=y0s, sample_id=[s.id for s in items])
+        with tagged(stage=calls_stage):
+            values = reward_fn([None] * len(items), sample(measured), x=xs, y0=y0s, sample_id=[s.id for s in items])
         return {s.id: float(v) for s, v in zip(items, values) if v is not None}
 
     return measure
