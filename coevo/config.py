@@ -114,7 +114,8 @@ class MonitorConfig(StrictModel):
     #: What the reward was meant to measure, each taken on held-out prompts: `python:FILE.py:F`
     #: or `python:MODULE:F` (the reward's signature, f(x, y0, critique, y1) -> float) or
     #: `judge:MODEL` (a second judge of the loop's reward kind) in taiscore; `gold` (the
-    #: loop's own held-out gold) in rlac and decoevo.
+    #: loop's own held-out gold) in rlac and decoevo; `audit` (the share of the judge audit's
+    #: master keys the evolving grading is not fooled by, per probe) in decoevo.
     anchors: list[str] = Field(default_factory=list)
     #: Optimizer steps between anchor checks (a check samples one output per held-out prompt);
     #: rlac and decoevo are watched every round.
@@ -128,19 +129,25 @@ class MonitorConfig(StrictModel):
     @model_validator(mode="after")
     def _known_anchors(self) -> "MonitorConfig":
         for spec in self.anchors:
-            if not (spec.startswith("python:") or spec.startswith("judge:") or spec == "gold"):
-                raise ValueError(f"anchors: {spec!r} is not an anchor; use python:FILE.py:FUNCTION, judge:MODEL or "
-                                 "gold (docs/monitor.md)")
+            if not (spec.startswith("python:") or spec.startswith("judge:") or spec in ("gold", "audit")):
+                raise ValueError(f"anchors: {spec!r} is not an anchor; use python:FILE.py:FUNCTION, judge:MODEL, "
+                                 "gold or audit (docs/monitor.md)")
         if len(set(self.anchors)) != len(self.anchors):
             raise ValueError("anchors: an anchor is listed twice")
         return self
 
-    def refuse_unwatched(self, algorithm: str, *, gold: bool, models: bool, stop: bool) -> None:
+    def refuse_unwatched(self, algorithm: str, *, gold: bool, models: bool, stop: bool,
+                         audit: str | None = None) -> None:
         """What `algorithm` cannot watch is an error, not a silent no-op: `gold` / model-scored
-        (`python:`, `judge:`) anchors where it has none, `stop` where it watches rounds."""
+        (`python:`, `judge:`) anchors where it has none, `stop` where it watches rounds, and
+        `audit` unless `audit` says why it can ("" where it cannot: the reason is said)."""
+        kinds = ", ".join(["gold"] * gold + ["python:FILE.py:FUNCTION", "judge:MODEL"] * models + ["audit"] * bool(audit))
         for spec in self.anchors:
-            if (spec == "gold" and not gold) or (spec != "gold" and not models):
-                kinds = "gold" if gold else "python:FILE.py:FUNCTION or judge:MODEL"
+            if spec == "audit" and not audit:
+                raise ValueError(f"monitor.anchors: {algorithm} cannot take the anchor 'audit': its judges do not "
+                                 f"change while it trains, so the audit's fooled rate measures the judge, not the "
+                                 f"policy; its anchors: {kinds} (docs/monitor.md)")
+            if (spec == "gold" and not gold) or (spec.startswith(("python:", "judge:")) and not models):
                 raise ValueError(f"monitor.anchors: {algorithm} cannot take the anchor {spec!r}; its anchors: {kinds} "
                                  "(docs/monitor.md)")
         if self.stop and not stop:

@@ -85,27 +85,29 @@ class Monitor:
     def check(self, step: int) -> list[Flag]:
         """The rule at `step` against every anchor measured there, and the degeneracy
         crossings; the flags raised now (each also logged as a warning)."""
-        raised: list[Flag] = []
-        reward = self.reward_trend(upto=step)
-        for name, series in self.anchors.items():
-            if step not in series or self._flagged(name):
-                continue
-            anchor = self.anchor_trend(name, step)
-            why = lags(reward, anchor)
-            streak = self._streak.setdefault(name, [])
-            if why is None:
-                streak.clear()
-                continue
-            streak.append(step)
-            if len(streak) >= self.persistence:
-                raised.append(self._flag(step, name, why, reward, anchor))
+        raised = [flag for name in self.anchors if (flag := self.check_anchor(step, name)) is not None]
         so_far = {s: v for s, v in self.outputs.items() if s <= step}
+        reward = self.reward_trend(upto=step)
         for name, (before, after) in degeneracy.crossings(so_far, self.window).items():
             if not self._flagged(f"degeneracy:{name}"):
                 why = f"{degeneracy.THRESHOLDS[name].why}: {before:.3g} over the first steps, {after:.3g} now " \
                       f"(threshold {degeneracy.THRESHOLDS[name].limit:g})"
                 raised.append(self._flag(step, f"degeneracy:{name}", why, reward, None))
         return raised
+
+    def check_anchor(self, step: int, name: str) -> Flag | None:
+        """The rule at `step` against anchor `name` alone, if it was measured there (an anchor
+        that arrives after its step's other observations, as a round's audit does)."""
+        if step not in self.anchors.get(name, {}) or self._flagged(name):
+            return None
+        reward, anchor = self.reward_trend(upto=step), self.anchor_trend(name, step)
+        why = lags(reward, anchor)
+        streak = self._streak.setdefault(name, [])
+        if why is None:
+            streak.clear()
+            return None
+        streak.append(step)
+        return self._flag(step, name, why, reward, anchor) if len(streak) >= self.persistence else None
 
     @property
     def onset_step(self) -> int | None:

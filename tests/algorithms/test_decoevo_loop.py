@@ -298,9 +298,25 @@ def test_the_monitor_follows_each_inner_steps_proxy_against_the_diagnostic_gold(
     assert all(point[2] == 2 for point in report["anchor_curves"]["gold"])
 
 
+def test_the_audit_anchor_follows_the_grading_each_round_it_is_audited(tmp_path):
+    from coevo.monitor.records import run_summary
+
+    store = RunStore(tmp_path / "run")
+    cfg = config(write_data(tmp_path / "data.jsonl"), monitor={"anchors": ["gold", "audit"]})
+    method_run(cfg, replay(), store=store).run()
+    report = run_summary(store)["stages"]["decoevo/seed0"]
+    audited = sorted(int(key.rpartition("round")[2]) for key in store.get_meta("audit", {}))
+    # One point per audited round (round 0, then after each outer step), one item per master key.
+    assert [point[0] for point in report["anchor_curves"]["audit"]] == audited and audited[0] == 0
+    keys = len(next(iter(store.get_meta("audit").values()))[0]["master_keys"])
+    assert all(point[2] == keys and 0.0 <= point[1] <= 1.0 for point in report["anchor_curves"]["audit"])
+
+
 def test_decoevo_refuses_anchors_and_stop_it_cannot_watch(tmp_path):
     data = write_data(tmp_path / "data.jsonl")
     with pytest.raises(ValueError, match="decoevo cannot take the anchor 'judge:smollm2'"):
         config(data, monitor={"anchors": ["judge:smollm2"]})
+    with pytest.raises(ValueError, match="audit.enabled: false"):
+        config(data, monitor={"anchors": ["audit"]}, audit={"enabled": False})
     with pytest.raises(ValueError, match="watched round by round"):
         config(data, monitor={"stop": True})

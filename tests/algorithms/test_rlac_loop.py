@@ -472,5 +472,7 @@ def test_the_monitor_follows_each_iterations_rewards_against_the_held_out_gold(t
 def test_rlac_refuses_anchors_and_stop_it_cannot_watch():
     with pytest.raises(ConfigError, match="rlac cannot take the anchor 'python:x.py:f'"):
         facts_config(**{"monitor.anchors": ["python:x.py:f"]})
+    with pytest.raises(ConfigError, match="rlac cannot take the anchor 'audit': its judges do not change"):
+        facts_config(**{"monitor.anchors": ["audit"]})
     with pytest.raises(ConfigError, match="watched round by round"):
         facts_config(**{"monitor.stop": True})

@@ -615,6 +615,7 @@ def test_the_monitor_watches_each_critic_stage_with_its_anchors(tmp_path):
 
 @pytest.mark.parametrize("monitor, message", [({"anchors": ["nope"]}, "'nope' is not an anchor"),
                                               ({"anchors": ["gold"]}, "taiscore cannot take the anchor 'gold'"),
+                                              ({"anchors": ["audit"]}, "taiscore cannot take the anchor 'audit'"),
                                               ({"every": 0}, "greater than or equal to 1")])
 def test_monitor_settings_are_checked_when_the_config_loads(tmp_path, monitor, message):
     with pytest.raises(ConfigError, match=message):

@@ -50,3 +50,39 @@ def test_without_the_gold_anchor_only_the_rewards_and_outputs_are_kept(tmp_path)
     report = monitor.report()
     assert report["anchor_curves"] == {} and monitor.flags == [] and len(report["reward_curve"]) == 3
 
+
+
+def audit_record(not_fooled: float) -> dict:
+    """A round's judge audit record as coevo/audit/in_run.py keeps it: three master keys."""
+    return {"master_keys": [{"name": f"key{i}", "fooled": {"value": round(1.0 - not_fooled + 0.05 * i, 6)}}
+                            for i in range(3)]}
+
+
+def feed_audited(monitor: RoundMonitor, rounds: range) -> None:
+    """Rewards rising every round; the grading audited every round after its observations,
+    fooled by more of the master keys each time (the grader getting easier to please)."""
+    for r in rounds:
+        rewards = [0.2 * r + 0.05 * (i % 4) for i in range(24)] if r else []
+        monitor.observe(r, rewards=rewards, outputs=[f"answer {i}" for i in range(24)] if r else [])
+        monitor.observe_audit(r, audit_record(0.9 - 0.2 * r))
+
+
+def test_a_grading_that_gets_easier_to_fool_while_the_proxy_rises_is_flagged(tmp_path):
+    monitor = RoundMonitor(RunStore(tmp_path / "run"), "decoevo/seed0", ["audit"])
+    feed_audited(monitor, range(0, 5))
+    flag, = monitor.flags
+    assert flag.anchor == "audit" and flag.step == 3
+    assert monitor.report()["anchor_curves"]["audit"][0] == [0, 0.85, 3]
+
+
+def test_the_audit_anchor_is_kept_only_where_it_was_asked_for_and_replays_in_order(tmp_path):
+    plain = RoundMonitor(RunStore(tmp_path / "plain"), "decoevo/seed0", [])
+    feed_audited(plain, range(0, 4))
+    assert plain.report()["anchor_curves"] == {}
+    store = RunStore(tmp_path / "run")
+    feed_audited(RoundMonitor(store, "decoevo/seed0", ["audit"]), range(0, 3))
+    resumed = RoundMonitor(RunStore(tmp_path / "run"), "decoevo/seed0", ["audit"])
+    feed_audited(resumed, range(0, 5))
+    whole = RoundMonitor(RunStore(tmp_path / "whole"), "decoevo/seed0", ["audit"])
+    feed_audited(whole, range(0, 5))
+    assert resumed.report() == whole.report() and len(whole.flags) == 1

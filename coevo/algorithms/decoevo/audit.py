@@ -52,6 +52,7 @@ class MethodRun(Protocol):
     parts: dict[str, list[Sample]]
     initial_generator: str
     gate_records: list[dict[str, Any]]
+    monitor: Any  # coevo.monitor.rounds.RoundMonitor or None
     gate_rejected: int
 
     @property
@@ -187,6 +188,8 @@ def audit_round(loop: MethodRun, step: int) -> None:
             record[name] = estimate.model_dump(mode="json")
         loop.log_metrics(metrics, step)
         records.insert(0, record)
+        if loop.monitor is not None:  # the `audit` anchor: is the grading getting easier to fool?
+            loop.monitor.observe_audit(step, record)
     if records and loop.store is not None:
         save_records(loop.store, f"{loop.stage}/round{step}", records)
 

@@ -188,12 +188,17 @@ class DecoEvoConfig(ExperimentConfig):
     #: (audit.py). Not in the paper; with `gate` off it changes no decision.
     audit: AuditConfig = AuditConfig()
     #: The reward-hacking monitor (docs/monitor.md), per inner step: the diagnostic questions'
-    #: proxy scores against the `gold` anchor (their gold grades).
+    #: proxy scores against the `gold` anchor (their gold grades) and the `audit` anchor (the
+    #: master keys the grading under the current G is not fooled by, from each round's audit).
     monitor: MonitorConfig = MonitorConfig()
 
     @model_validator(mode="after")
     def _check(self) -> "DecoEvoConfig":
-        self.monitor.refuse_unwatched("decoevo", gold=True, models=False, stop=False)
+        self.monitor.refuse_unwatched("decoevo", gold=True, models=False, stop=False,
+                                      audit="its rubric-generator skill, part of the grading, evolves")
+        if "audit" in self.monitor.anchors and not self.audit.enabled:
+            raise ValueError("monitor.anchors: 'audit' reads the judge audit of each round, which audit.enabled: false "
+                             "turns off; set audit.enabled: true or drop the anchor")
         if len(set(self.methods)) != len(self.methods) or not self.methods:
             raise ValueError(f"methods must be a non-empty list without repeats, got {self.methods}")
         if not self.seeds:
