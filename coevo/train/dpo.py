@@ -99,10 +99,12 @@ def pairs_to_dataset(
 
     TRL applies the tokenizer's chat template to conversational rows, so the policy is trained
     on exactly the messages it was sampled with. With `tokenizer` and `max_prompt_length`,
-    prompts longer than that many tokens keep their *end* (the instruction nearest the
-    answer), as TRL's former `max_prompt_length` did; TRL 1.16 only truncates the whole
-    sequence. A system message is kept whole and counts against the limit: the user
-    message is what gets shortened.
+    prompts longer than that many tokens lose their *middle*: their start (a role's header,
+    an RLAC critic's instructions) and their end (the instruction nearest the answer) are
+    kept around a marker saying how much is missing, as GRPO's critic prompts are built
+    (roles/prompt_budget.py). TRL's former `max_prompt_length` kept the end only, and TRL
+    1.16 truncates just the whole sequence. A system message is kept whole and counts
+    against the limit: the user message is what gets shortened.
     """
     import datasets
 
@@ -114,7 +116,7 @@ def pairs_to_dataset(
         prompt = pair.prompt
         if tokenizer is not None and max_prompt_length is not None:
             system_tokens = len(tokenizer(pair.system, add_special_tokens=False)["input_ids"]) if pair.system else 0
-            prompt = _keep_end(prompt, tokenizer, max(1, max_prompt_length - system_tokens))
+            prompt = keep_ends(prompt, tokenizer, max(1, max_prompt_length - system_tokens))
         asked = pair.model_copy(update={"prompt": prompt}).conversation()
         rows["prompt"].append([m.model_dump() for m in asked])
         rows["chosen"].append([{"role": "assistant", "content": pair.chosen}])
@@ -122,10 +124,29 @@ def pairs_to_dataset(
     return datasets.Dataset.from_dict(rows)
 
 
-def _keep_end(text: str, tokenizer: Any, limit: int) -> str:
+#: What replaces an over-long DPO prompt's middle (the wording of roles/prompt_budget.py's marker).
+OMITTED = "\n[… {n} tokens of the prompt omitted …]\n"
+
+
+def keep_ends(text: str, tokenizer: Any, limit: int) -> str:
+    """`text` within `limit` tokens: unchanged if it fits, else its first and last tokens in
+    equal parts around `OMITTED`; only the end where the limit leaves no room for the marker."""
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     if len(ids) <= limit:
         return text
+
+    def count(piece: str) -> int:
+        return len(tokenizer(piece, add_special_tokens=False)["input_ids"])
+
+    keep = limit - count(OMITTED.format(n=len(ids)))
+    while keep >= 2:
+        head, tail = ids[:(keep + 1) // 2], ids[len(ids) - keep // 2:]
+        shortened = (tokenizer.decode(head, skip_special_tokens=False) + OMITTED.format(n=len(ids) - keep)
+                     + tokenizer.decode(tail, skip_special_tokens=False))
+        # Decoded and tokenized again, the pieces can merge into a token more or less: re-counted.
+        if count(shortened) <= limit:
+            return shortened
+        keep -= 1
     return tokenizer.decode(ids[-limit:], skip_special_tokens=False)
 
 

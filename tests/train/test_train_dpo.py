@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 from pathlib import Path
@@ -49,8 +50,8 @@ def test_a_system_message_goes_first_in_the_prompt_and_is_never_cut(tokenizer):
     assert ds[0]["prompt"] == [{"role": "system", "content": "You write biographies of exactly four sentences."},
                                {"role": "user", "content": "Write a biography of Ada Lovelace."}]
     assert ds[1]["prompt"] == [{"role": "user", "content": "Say hello."}]  # no system: none added
-    # Over max_prompt_length the system message stays whole and the user message keeps its end,
-    # the two together within the limit.
+    # Over max_prompt_length the system message stays whole and the user message keeps its
+    # start and its end, the two together within the limit.
     long = pair.model_copy(update={"prompt": "filler " * 200 + "Write a biography of Ada Lovelace."})
     system, user = pairs_to_dataset([long], tokenizer, max_prompt_length=20)[0]["prompt"]
     assert system["content"] == pair.system and user["content"].endswith("Ada Lovelace.")
@@ -58,12 +59,19 @@ def test_a_system_message_goes_first_in_the_prompt_and_is_never_cut(tokenizer):
     assert count(system["content"]) + count(user["content"]) <= 20 < count(long.prompt)
 
 
-def test_long_prompts_keep_their_end(tokenizer):
-    long = PreferencePair(prompt="filler " * 200 + "Final question: what is 2+2?", chosen="4", rejected="5")
-    ds = pairs_to_dataset([long], tokenizer, max_prompt_length=16)
-    prompt = ds[0]["prompt"][0]["content"]
-    assert prompt.endswith("what is 2+2?")
-    assert len(tokenizer(prompt, add_special_tokens=False)["input_ids"]) <= 16
+def test_long_prompts_lose_their_middle_not_their_header_or_question(tokenizer):
+    long = PreferencePair(prompt="You are a critic. Name one error.\n" + "filler " * 200 + "Final question: what is 2+2?",
+                          chosen="4", rejected="5")
+    prompt = pairs_to_dataset([long], tokenizer, max_prompt_length=40)[0]["prompt"][0]["content"]
+    assert prompt.startswith("You are a critic.") and prompt.endswith("what is 2+2?")
+    assert re.search(r"\[… \d+ tokens of the prompt omitted …\]", prompt)
+    assert len(tokenizer(prompt, add_special_tokens=False)["input_ids"]) <= 40
+
+
+def test_a_limit_too_small_for_the_marker_keeps_the_end(tokenizer):
+    long = PreferencePair(prompt="filler " * 200 + "what is 2+2?", chosen="4", rejected="5")
+    prompt = pairs_to_dataset([long], tokenizer, max_prompt_length=6)[0]["prompt"][0]["content"]
+    assert prompt.endswith("2+2?") and len(tokenizer(prompt, add_special_tokens=False)["input_ids"]) <= 6
 
 
 def test_empty_pairs_are_a_clear_error(tmp_path):
