@@ -6,8 +6,12 @@ who runs a tiny config must be told every way it is not the paper. So each algor
 beside its config, a list of `PaperSetting`s (a dotted config path, the paper's value, and
 one line on what departing from it changes), and `find_departures` lists every setting
 where a config differs. `summary.json → departures`, the run page and `coevo plan` all
-show that one list. A setting the paper is silent on is not in the table (the full configs
-say so in a comment).
+show that one list; `coevo plan --json → settings` shows every row (`setting_rows`), the
+ones that agree too. A row's value can be read from the config (its dotted path) or worked
+out from it (`here_of`: what coevo does where the config has no key for it, such as how a
+judge's output is decoded), and the paper's value can depend on the config (`paper_of`:
+RLAC's iterations differ with the model and the output length). A setting the paper is
+silent on is not in the table (the full configs say so in a comment).
 """
 
 from __future__ import annotations
@@ -26,6 +30,20 @@ class Departure(BaseModel):
     paper: Any        # what the paper uses (JSON-able)
     here: Any         # what this run uses
     why: str          # one line: what the departure changes
+    #: False where no setting of coevo's can make it the paper's (the benchmarks' own
+    #: evaluators, unconstrained judges): the full configs list only these.
+    settable: bool = True
+
+
+class SettingRow(BaseModel):
+    """One row of a paper's settings table against a config: `coevo plan --json → settings`."""
+
+    setting: str
+    paper: Any
+    here: Any
+    departs: bool
+    why: str          # what departing from it changes (said whether or not this config departs)
+    settable: bool = True
 
 
 @dataclass(frozen=True)
@@ -40,9 +58,43 @@ class PaperSetting:
     why: str
     matches: Callable[[Any], bool] | None = None
     applies: Callable[[Any], bool] | None = None
+    #: The paper's value for this config, where it depends on other settings (else `paper`).
+    paper_of: Callable[[Any], Any] | None = None
+    #: This config's value, where no config key holds it (else the value at `setting`).
+    here_of: Callable[[Any], Any] | None = None
+    #: False where no coevo setting can make it the paper's (a departure coevo cannot avoid yet).
+    settable: bool = True
 
-    def departs(self, here: Any) -> bool:
-        return not (self.matches(here) if self.matches is not None else _same(here, self.paper))
+    def departs(self, here: Any, paper: Any = None) -> bool:
+        paper = self.paper if paper is None else paper
+        return not (self.matches(here) if self.matches is not None else _same(here, paper))
+
+    def row(self, config: Any) -> SettingRow:
+        """This setting of `config` beside the paper's."""
+        here = self.here_of(config) if self.here_of is not None else config_value(config, self.setting)
+        paper = self.paper_of(config) if self.paper_of is not None else self.paper
+        return SettingRow(setting=self.setting, paper=paper, here=here, departs=self.departs(here, paper), why=self.why,
+                          settable=self.settable)
+
+
+#: How every coevo judge's answer is read: sampled under a JSON schema (constrained decoding),
+#: its reasons capped (roles/schemas.py).
+SCHEMA_BOUND = "JSON schema-bound decoding, reasons cut at 160 characters"
+
+
+def judge_output_setting(setting: str, paper_says: str | None, applies: Callable[[Any], bool] | None = None
+                         ) -> PaperSetting:
+    """The row for how a loop's judges answer: what the paper's prompts ask for against
+    coevo's schema-bound decoding, a departure wherever the paper states its format (coevo
+    has no unconstrained judge reading yet); `paper_says=None`: the paper does not say."""
+    if paper_says is None:
+        return PaperSetting(setting, "not stated (the paper gives no judge prompt)", "the paper does not say how its "
+                            "judges answer", here_of=lambda config: SCHEMA_BOUND, matches=lambda here: True,
+                            applies=applies)
+    return PaperSetting(setting, paper_says, "a judge decoded under a JSON schema cannot think aloud before it "
+                        "answers, and its reasons are cut short (a 135M judge needs the schema to answer at all)",
+                        here_of=lambda config: SCHEMA_BOUND, matches=lambda here: False, applies=applies,
+                        settable=False)
 
 
 def _same(here: Any, paper: Any) -> bool:
@@ -100,16 +152,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def setting_rows(config: Any, paper: Iterable[PaperSetting]) -> list[SettingRow]:
+    """Every setting of `paper` that applies to `config`, beside `config`'s value, in the table's order."""
+    return [row.row(config) for row in paper if row.applies is None or row.applies(config)]
+
+
 def find_departures(config: Any, paper: Iterable[PaperSetting]) -> list[Departure]:
     """Every setting of `paper` where `config` differs, in the table's order."""
-    found = []
-    for row in paper:
-        if row.applies is not None and not row.applies(config):
-            continue
-        here = config_value(config, row.setting)
-        if row.departs(here):
-            found.append(Departure(setting=row.setting, paper=row.paper, here=here, why=row.why))
-    return found
+    return [Departure(setting=r.setting, paper=r.paper, here=r.here, why=r.why, settable=r.settable)
+            for r in setting_rows(config, paper) if r.departs]
 
 
 def departure_lines(departures: Iterable[Departure | dict[str, Any]]) -> list[str]:
@@ -117,8 +168,10 @@ def departure_lines(departures: Iterable[Departure | dict[str, Any]]) -> list[st
     lines = []
     for item in departures:
         d = item if isinstance(item, Departure) else Departure.model_validate(item)
-        lines.append(f"{d.setting}: paper {d.paper!r}, here {d.here!r} — {d.why}")
+        fixed = "" if d.settable else " [no coevo setting changes this yet]"
+        lines.append(f"{d.setting}: paper {d.paper!r}, here {d.here!r} — {d.why}{fixed}")
     return lines
 
 
-__all__ = ["Departure", "PaperSetting", "config_value", "departure_lines", "find_departures", "model_id", "model_named"]
+__all__ = ["SCHEMA_BOUND", "Departure", "PaperSetting", "SettingRow", "config_value", "departure_lines",
+           "find_departures", "judge_output_setting", "model_id", "model_named", "setting_rows"]

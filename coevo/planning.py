@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from coevo.departures import Departure, departure_lines
+from coevo.departures import Departure, SettingRow, departure_lines
 from coevo.estimate import RunEstimate, estimate_lines
 
 T = TypeVar("T")
@@ -46,6 +46,9 @@ class RunPlan(BaseModel):
     stages: list[PlanStage] = Field(default_factory=list)
     roles: list[PlanRole] = Field(default_factory=list)
     departures: list[Departure] = Field(default_factory=list)
+    #: Every row of the paper's settings table beside this config's value (the departures
+    #: are the rows with `departs`).
+    settings: list[SettingRow] = Field(default_factory=list)
     #: Plain-words remarks: model calls the run will make before training (query
     #: filtering), data the user must bring, and the like.
     notes: list[str] = Field(default_factory=list)
@@ -122,7 +125,8 @@ def plan_lines(plan: RunPlan) -> list[str]:
         size = f" ({s.items})" if s.items is not None else ""
         note = f" — {s.note}" if s.note else ""
         lines.append(f"  {s.name:<40} {s.kind}{size}{note}")
-    lines += ["", f"departures from the paper ({len(plan.departures)}):"]
+    compared = f", of {len(plan.settings)} settings compared (--json: settings)" if plan.settings else ""
+    lines += ["", f"departures from the paper ({len(plan.departures)}){compared}:"]
     lines += [f"  {line}" for line in departure_lines(plan.departures)] or ["  none: this config is the paper's"]
     if plan.estimate is not None:
         lines += ["", *estimate_lines(plan.estimate)]

@@ -105,6 +105,11 @@ def test_plan_of_the_full_config_without_a_model(tmp_path):
     assert {r.role: (r.engine, r.trained) for r in made.roles} == {
         "backbone": ("vllm", False), "grader": ("vllm", False)}
     assert made.departures == []
+    # Every row of the paper's table is in `settings`; how the judges answer is one the paper
+    # does not state (its copy has no prompts), so it is no departure.
+    rows = {row.setting: row for row in made.settings}
+    assert not any(row.departs for row in rows.values()) and "roles.judge.output" in rows
+    assert rows["roles.judge.output"].paper.startswith("not stated") and "roles.grader.model" in rows
     names = [s.name for s in made.stages]
     # 5 seeds x (zero_shot: diag, test; skillopt: inner, diag, test; sc_coevo / decoevo: + outer).
     assert len(names) == 5 * (2 + 3 + 4 + 4)

@@ -39,7 +39,10 @@ def no_model_loads(monkeypatch):
 
 @pytest.mark.parametrize("name", ["rlac_bio_full.yaml", "rlac_code_full.yaml"])
 def test_the_full_configs_are_the_paper(name):
-    assert departures(load(name)) == []
+    # But for what no coevo setting changes yet: the fact judge's unconstrained answer.
+    found = departures(load(name))
+    assert [d for d in found if d.settable] == []
+    assert [d.setting for d in found] == (["facts.judge_output"] if "bio" in name else [])
 
 
 @pytest.mark.parametrize("name", ["rlac_bio_full.yaml", "rlac_code_full.yaml"])
@@ -47,7 +50,7 @@ def test_every_paper_setting_is_a_config_path(name):
     config = load(name)
     rows = PAPER_FACTS if config.task == "facts" else PAPER_CODE
     assert len(rows) >= 10
-    for row in rows:
+    for row in (r for r in rows if r.here_of is None):  # a row worked out from the config has no path
         # Each part of the path a declared field (getattr alone would take a method or a
         # property, and `departures` would then compare the paper's value with that).
         *sections, last = row.setting.split(".")
@@ -85,7 +88,7 @@ def test_the_full_configs_use_the_papers_templates_and_any_other_is_listed(tmp_p
                                                               "generator_code_instructed")
     own = tmp_path / "my_critic.md"
     own.write_text("<<system>>\nBe harsh.\n<<user>>\n{topic}: {numbered_paragraph}\n")
-    [critic] = departures(load("rlac_bio_full.yaml", **{"roles.critic.template": str(own)}))
+    [critic] = settable(load("rlac_bio_full.yaml", **{"roles.critic.template": str(own)}))
     assert critic.setting == "roles.critic.template" and critic.paper == "critic_fact"
     # The schema form brings its own critic prompt: the default follows the form.
     assert load("rlac_bio_full.yaml", critic_form="schema").roles.critic.template == "critic_fact_schema"
@@ -132,19 +135,35 @@ def test_the_tiny_yaml_comments_name_every_departure():
         comments = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
         found = departures(load(name))
         assert found and comments, name  # a small config departs: else the check below checks nothing
-        missing = [d.setting for d in found if d.setting not in comments]
+        missing = [d.setting for d in found if d.setting not in comments and d.settable]
         assert missing == [], f"{name}: departures not named in its comment block: {missing}"
 
 
+def settable(config) -> list:
+    """The departures a config could remove (not the fact judge's schema-bound answer, which
+    no coevo setting changes yet)."""
+    return [d for d in departures(config) if d.settable]
+
+
 def test_a_baseline_switch_is_no_departure_but_another_reward_model_is():
-    assert departures(load("rlac_bio_full.yaml", verification="enumerative")) == []
-    assert departures(load("rlac_bio_full.yaml", verification="reward_model")) == []
-    [other] = departures(load("rlac_bio_full.yaml", verification="reward_model", reward_model="hf:/models/my-rm"))
+    assert settable(load("rlac_bio_full.yaml", verification="enumerative")) == []
+    assert settable(load("rlac_bio_full.yaml", verification="reward_model")) == []
+    [other] = settable(load("rlac_bio_full.yaml", verification="reward_model", reward_model="hf:/models/my-rm"))
     assert other.setting == "reward_model" and other.here == "hf:/models/my-rm"
-    # The paper's Table 1 grid (Qwen3-4B, four sentences) is the paper too.
-    assert departures(load("rlac_bio_full.yaml", **{"roles.generator.model": "vllm:/m/Qwen3-4B",
-                                                    "roles.critic.model": "hf:Qwen/Qwen3-4B",
-                                                    "data.sentences": 4})) == []
+    # The paper's Table 1 grid (Qwen3-4B, four sentences) is the paper too, at Table 1's 12 rounds.
+    small = {"roles.generator.model": "vllm:/m/Qwen3-4B", "roles.critic.model": "hf:Qwen/Qwen3-4B", "data.sentences": 4}
+    assert settable(load("rlac_bio_full.yaml", iterations=12, **small)) == []
+    [rounds] = settable(load("rlac_bio_full.yaml", **small))
+    assert (rounds.setting, rounds.paper, rounds.here) == ("iterations", 12, 16)
+
+
+def test_the_settings_rows_give_table_1s_rounds_for_each_backbone_and_length():
+    from coevo.algorithms.rlac.paper import settings
+
+    for model, sentences, rounds in (("Qwen3-4B", 4, 12), ("Qwen3-4B", 8, 10), ("Qwen3-8B", 4, 8), ("Qwen3-8B", 8, 16)):
+        config = load("rlac_bio_full.yaml", **{"roles.generator.model": f"hf:Qwen/{model}", "data.sentences": sentences})
+        [row] = [r for r in settings(config) if r.setting == "iterations"]
+        assert row.paper == rounds and row.departs == (rounds != 16)
 
 
 def test_the_code_baselines_say_how_they_differ_from_acecoder():
@@ -170,7 +189,7 @@ def test_plan_of_the_full_bio_config_splits_120_and_50_people(tmp_path, no_model
     write_people(tmp_path / "people.jsonl", 170)
     config = load("rlac_bio_full.yaml", **{"data.source": str(tmp_path / "people.jsonl")})
     got = plan(config)
-    assert got.departures == [] and got.algorithm == "rlac"
+    assert [d.setting for d in got.departures] == ["facts.judge_output"] and got.algorithm == "rlac"
     assert got.data["train_size"] == 120 and got.data["held_out_size"] == 50
     assert len(set(got.data["train"]) | set(got.data["held_out"])) == 170  # disjoint, every person
     assert got.data["train"] != [f"bio:person-{i}" for i in range(120)]    # a seeded draw, not file order

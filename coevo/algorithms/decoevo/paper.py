@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coevo.departures import Departure, PaperSetting, find_departures, model_named
+from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+    model_named, setting_rows
 from coevo.planning import PlanStage, RunPlan, read_data, role
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ PAPER: list[PaperSetting] = [
                  "a rubric-generator update that its rule accepts is refused when the judge audit flags "
                  "its grading for master keys; the paper accepts by the Pareto rule (or SC-CoEvo's) alone",
                  applies=lambda config: bool({"sc_coevo", "decoevo"} & set(config.methods))),
+    judge_output_setting("roles.judge.output", None),
 ]
 
 GRADER_WHY = ("the backbone grades its own test answers: the paper scores them with each benchmark's "
@@ -100,6 +102,14 @@ def grader_departure(config: Any) -> Departure | None:
     return Departure(setting="roles.grader.model", paper="the benchmark's own grader",
                      here=grader if grader is not None else f"{config.roles.backbone.model} (the backbone)",
                      why=GRADER_WHY)
+
+
+def settings(config: Any) -> list[SettingRow]:
+    """Every row of the paper's table beside `config`'s value, the grader's last."""
+    grader = grader_departure(config)
+    here = grader.here if grader is not None else config.roles.grader.model
+    return setting_rows(config, PAPER) + [SettingRow(setting="roles.grader.model", paper="the benchmark's own grader",
+                                                     here=here, departs=grader is not None, why=GRADER_WHY)]
 
 
 def departures(config: Any) -> list[Departure]:
@@ -143,7 +153,7 @@ def plan(config: Any) -> RunPlan:
              role("grader", grader_spec, trained=False, options=config.roles.options_for("grader"))]
     notes = missing + _notes(config, parts, lacking)
     return RunPlan(algorithm="decoevo", data=data, stages=_stages(config, parts), roles=roles,
-                   departures=departures(config), notes=notes)
+                   departures=departures(config), settings=settings(config), notes=notes)
 
 
 def _stages(config: Any, parts: dict[str, list]) -> list[PlanStage]:

@@ -18,7 +18,8 @@ import functools
 from typing import Any
 
 from coevo.algorithms.rlac.stages import STAGE, round_stage
-from coevo.departures import Departure, PaperSetting, find_departures, model_named
+from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+    model_named, setting_rows
 from coevo.planning import PlanStage, RunPlan, role, source_missing
 
 _BUNDLED = ("bundled:bios", "humaneval", "bundled:humaneval", "bundled:code_easy")
@@ -39,6 +40,18 @@ def _paper_critic_form(config: Any) -> bool:
     return config.critic_form == "paper"
 
 
+#: Table 1's rounds per setting: its RLAC verification calls over 120 people x 10 outputs x 4
+#: proposals (4,800 a round), by (backbone, sentences).
+TABLE1_ITERATIONS = {("Qwen3-4B", 4): 12, ("Qwen3-4B", 8): 10, ("Qwen3-8B", 4): 8, ("Qwen3-8B", 8): 16}
+
+
+def table1_iterations(config: Any) -> int:
+    """The rounds Table 1 trained this config's backbone at its length (Qwen3-8B's where the
+    backbone or length is another: Fig. 2's setting)."""
+    backbone = "Qwen3-4B" if model_named("Qwen3-4B")(config.roles.generator.model) else "Qwen3-8B"
+    return TABLE1_ITERATIONS.get((backbone, config.data.sentences), TABLE1_ITERATIONS[("Qwen3-8B", 8)])
+
+
 #: §4.1 and Table 1 (factual biographies). Table 1 runs Qwen3-4B and Qwen3-8B at 4 and 8
 #: sentences; the headline (Fig. 2) is Qwen3-8B at 8 sentences, so either model and either
 #: length is the paper.
@@ -51,8 +64,10 @@ PAPER_FACTS: list[PaperSetting] = [
                  matches=model_named("Qwen3-8B", "Qwen3-4B")),
     PaperSetting("k", 10, "§4.1: 10 outputs per prompt; fewer outputs give fewer and less diverse pairs"),
     PaperSetting("n", 4, "§4.1: 4 critic proposals per output; fewer give the critic fewer pairs"),
-    PaperSetting("iterations", 16, "Fig. 3 trains 16 rounds (the paper gives no other count); fewer rounds "
-                 "stop before the critic's two-phase dynamics (Fig. 2a)"),
+    PaperSetting("iterations", 16, "Table 1's verification calls are 120 people x k=10 outputs x n=4 proposals "
+                 "a round: 57,600 / 48,000 / 38,400 / 76,800 calls are 12 / 10 / 8 / 16 rounds for Qwen3-4B at 4 / 8 "
+                 "sentences and Qwen3-8B at 4 / 8 (Fig. 2's 8B, 8 sentences: 16); fewer rounds stop before the "
+                 "critic's two-phase dynamics (Fig. 2a)", paper_of=table1_iterations),
     PaperSetting("data.source", "Wikipedia pages of the 170 WikiBio people (FactScore's knowledge source)",
                  "§4.1 / App. B.1: facts are checked against Wikipedia; the bundled corpus is a few pages",
                  matches=_brought),
@@ -70,6 +85,8 @@ PAPER_FACTS: list[PaperSetting] = [
                  "message; another prompt asks the critic something else", applies=_paper_critic_form),
     PaperSetting("facts.judge", "llm", "App. B.1: FactScore's model-based verification; `hybrid`/`lexical` "
                  "gate or replace it by word overlap"),
+    judge_output_setting("facts.judge_output", "FactScore's free-form True/False answer (App. B.1)",
+                         applies=lambda config: config.facts.judge != "lexical"),
     PaperSetting("facts.atomic_facts", "llm", "§4.1: FactScore's atomic facts (model-split); `sentences` "
                  "counts sentences as facts, which changes FactScore and the enumerative cost"),
     PaperSetting("reward_model", "hf:RLHFlow/ArmoRM-Llama3-8B-v0.1",
@@ -110,6 +127,11 @@ PAPER_CODE: list[PaperSetting] = [
 ]
 
 PAPER: dict[str, list[PaperSetting]] = {"facts": PAPER_FACTS, "code": PAPER_CODE}
+
+
+def settings(config: Any) -> list[SettingRow]:
+    """Every row of the paper's table of `config`'s task beside `config`'s value."""
+    return setting_rows(config, PAPER[config.task])
 
 
 def departures(config: Any) -> list[Departure]:
@@ -177,6 +199,7 @@ def plan(config: Any) -> RunPlan:
         notes.append("held-out metric: pass@1 on data.heldout_source with its reference tests; the paper's "
                      "HumanEval+, MBPP(+), BigCodeBench and LiveCodeBench are not run (docs/rlac.md)")
     return RunPlan(algorithm="rlac", data=data, stages=stages, roles=roles, departures=departures(config),
+                   settings=settings(config),
                    notes=notes)
 
 

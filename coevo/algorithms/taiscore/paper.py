@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.departures import Departure, PaperSetting, find_departures, model_named
+from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+    model_named, setting_rows
 from coevo.planning import PlanRole, PlanStage, RunPlan, read_data, role
 
 #: Table 1's conditions and Table 4's critics tailored to other actors (§5.4); the third of
@@ -74,6 +75,15 @@ PAPER: list[PaperSetting] = [
                  matches=lambda here: here is not None),
     PaperSetting("evaluation.output_sets", 3, "each checkpoint is scored on another number of generated "
                  "output sets (§5.1: three, mean ± sd)"),
+    PaperSetting("evaluation.evaluator", "each benchmark's own: WritingBench's critic model, HelloBench's "
+                 "GPT-4o-mini, DeepResearch-Gym's GPT-4.1-mini (§5.1)",
+                 "the gold score is the run's judge under the benchmark's criteria with coevo's gold-rubric "
+                 "prompt, not the benchmark's evaluator: score the saved checkpoints with it for Table 1's numbers",
+                 here_of=lambda config: f"the run's judge ({config.roles.judge.model}) with coevo's gold-rubric prompt",
+                 matches=lambda here: False, applies=lambda config: config.evaluation.gold_rubric, settable=False),
+    judge_output_setting("roles.judge.output", "unconstrained generation of the JSON each prompt asks for, "
+                         "parsed after (Tables 8, 9, 11, 14); the outcome-gain judge one token, 1, 0.5 or 0 "
+                         "(Table 13)"),
     PaperSetting("conditions", [*PAPER_CONDITIONS, *(f"matching: tailored to {m}" for m in PAPER_TAILORED)],
                  "a comparison without all of Table 1's conditions and Table 4's three tailored critics",
                  matches=_conditions_are_the_papers, applies=lambda config: bool(config.conditions)),
@@ -88,8 +98,14 @@ def estimate(config: Any, plan: RunPlan) -> Any:
 
 
 def departures(config: Any) -> list[Departure]:
-    """Every setting of `config` that is not the paper's (empty for taiscore_full.yaml)."""
+    """Every setting of `config` that is not the paper's (for taiscore_full.yaml: only what
+    coevo cannot do the paper's way, the benchmarks' evaluators and free-form judges)."""
     return find_departures(config, PAPER)
+
+
+def settings(config: Any) -> list[SettingRow]:
+    """Every row of the paper's table beside `config`'s value."""
+    return setting_rows(config, PAPER)
 
 
 def plan(config: Any) -> RunPlan:
@@ -111,7 +127,8 @@ def plan(config: Any) -> RunPlan:
         return RunPlan(algorithm="taiscore", data={"source": config.data.source, "pools": None,
                                                   "critic_queries": None, "held_out": None},
                        stages=_stages(config, conditions, {"held_out": None}),
-                       roles=_roles(config, conditions), departures=departures(config), notes=notes)
+                       roles=_roles(config, conditions), departures=departures(config), settings=settings(config),
+                       notes=notes)
     eval_samples = None
     if (ev := config.evaluation.data) is not None:
         # Its own query filter (if any) needs the judge: the plan shows the held-out set unfiltered.
@@ -138,7 +155,7 @@ def plan(config: Any) -> RunPlan:
     data["held_out"] = [s.id for s in held_out]
     return RunPlan(algorithm="taiscore", data=data, stages=_stages(config, conditions, data),
                    roles=_roles(config, conditions),
-                   departures=departures(config), notes=notes)
+                   departures=departures(config), settings=settings(config), notes=notes)
 
 
 def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
