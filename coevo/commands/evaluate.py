@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -70,10 +70,15 @@ def eval_skill(
                                help="A solver skill file (e.g. RUN/skills/decoevo/seed0/solver_v3.md)."),
     data: str = typer.Option(..., "--data", metavar="SOURCE",
                              help="bundled:NAME, a JSONL/Parquet file or a datasets folder, with gold rubrics."),
-    model: str = typer.Option("smollm2", "--model", metavar="SPEC",
-                              help="Model of the solver (and of the grader unless --judge)."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="SPEC",
+                                        help="Model of the solver (and of the grader unless --judge); default: "
+                                             "the --run's backbone, else smollm2."),
     grader: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
-                                         help="Model of the gold_rubric judge that grades the answers."),
+                                         help="Model of the gold_rubric judge that grades the answers; default: "
+                                              "the --run's grader, else the solver's model."),
+    run: Optional[Path] = typer.Option(None, "--run", metavar="DIR",
+                                       help="A DecoEvo run folder: its roles (backbone, grader, each role's "
+                                            "decoding) are the defaults, and its store caches the calls."),
     limit: Optional[int] = typer.Option(None, min=1, metavar="N", help="Use only the first N samples."),
     cache: Optional[Path] = typer.Option(None, "--cache", metavar="DIR",
                                          help="A run folder whose store caches the model calls."),
@@ -82,9 +87,12 @@ def eval_skill(
     """A DecoEvo solver skill on another dataset (transfer).
 
     Applies a final solver skill to other data with no updates, and scores the answers with
-    the gold_rubric judge (0-1).
+    the gold_rubric judge (0-1). With --run, as that run did: its backbone answers with its
+    solver's decoding and its grader grades (the paper's transfer evaluation); without, the
+    bundled defaults (384-token answers, the solver's model grading itself).
     """
-    transfer_skill(skill, data, model=model, grader=grader, limit=limit, cache=cache, as_json=as_json)
+    transfer_skill(skill, data, model=model, grader=grader, limit=limit, cache=cache or run, as_json=as_json,
+                   run=run)
 
 
 def print_agreement(a: Path, b: Path, *, as_json: bool) -> None:
@@ -128,8 +136,8 @@ def export_or_merge_labels(sources: list[Path], out_dir: Path | None, *, stage: 
     print_plain(written_lines(labels, out_dir))
 
 
-def transfer_skill(skill_file: Path, data: str, *, model: str, grader: str | None, limit: int | None,
-                   cache: Path | None, as_json: bool) -> None:
+def transfer_skill(skill_file: Path, data: str, *, model: str | None, grader: str | None, limit: int | None,
+                   cache: Path | None, as_json: bool, run: Path | None = None) -> None:
     """A DecoEvo solver skill applied to `data` and graded against its gold rubrics, printed."""
     from coevo.algorithms.decoevo import evaluate_skill
     from coevo.algorithms.decoevo.skills import read_skill_file
@@ -138,13 +146,35 @@ def transfer_skill(skill_file: Path, data: str, *, model: str, grader: str | Non
     from coevo.tasks.loaders import load_samples
 
     text = read_skill_file(skill_file)
+    roles = run_roles(run) if run is not None else None
+    model = model or (roles.backbone.model if roles is not None else "smollm2")
+    grader = grader or (roles.grader.model if roles is not None else None)
     samples = load_samples(data, limit=limit)
     store = RunStore(cache) if cache else None
     solver = load_model(model, store=store)
-    result = evaluate_skill(text, samples, solver, load_model(grader, store=store) if grader else None)
-    result.update({"skill": str(skill_file), "data": data, "model": model})
+    result = evaluate_skill(text, samples, solver, load_model(grader, store=store) if grader else None, roles=roles)
+    result.update({"skill": str(skill_file), "data": data, "model": model, "grader": grader or model,
+                   "roles_from": str(run) if run is not None else "defaults"})
     if as_json:
         print(json.dumps(result))
         return
     row = {k: result[k] for k in ("data", "n_samples", "n_valid", "n_invalid", "gold_mean")}
     print_rows([row], title=f"solver skill {skill_file} (gold-rubric score, 0-1)")
+    if grader is None:
+        out.print(f"graded by the solver's own model ({model}): pass --judge or --run for another grader",
+                  highlight=False, markup=False)
+
+
+def run_roles(run: Path) -> Any:
+    """The `roles:` of the DecoEvo run in folder `run` (its stored config), or a clear error."""
+    from coevo.algorithms.decoevo.config import DecoEvoConfig
+    from coevo.store import STORE_FILE, RunStore
+
+    if not (run / STORE_FILE).is_file():
+        raise typer.BadParameter(f"--run {run}: not a run folder (no run store in it); give the folder a "
+                                 "`coevo run` wrote")
+    stored = RunStore(run).get_meta("config")
+    if not stored or stored.get("algorithm") != "decoevo":
+        found = stored.get("algorithm") if stored else "no config"
+        raise typer.BadParameter(f"--run {run}: a DecoEvo run's roles are needed, this run is {found}")
+    return DecoEvoConfig.model_validate(stored).roles

@@ -106,6 +106,16 @@ def test_cli_show_skills_and_eval_skill(setup):
     report = json.loads(result.output.strip().splitlines()[-1])
     # decoevo's v1 is "SKILL V1" (every optimising method's first accepted solver skill).
     assert report["n_samples"] == 4 and report["gold_mean"] == pytest.approx(_expected_mean("sc_coevo"))
+    assert report["roles_from"] == "defaults" and report["grader"] == f"replay:{model}"
+    # --run: the run's roles (its backbone, its grader, their decoding) and its store as the cache.
+    again = runner.invoke(app, ["eval", "skill", "--skill", str(skill), "--data", str(data),
+                                "--run", str(tmp_path / "run"), "--limit", "4", "--json"])
+    assert again.exit_code == 0, again.output
+    same = json.loads(again.output.strip().splitlines()[-1])
+    assert same["roles_from"] == str(tmp_path / "run") and same["model"] == config["roles"]["backbone"]["model"]
+    assert same["gold_mean"] == pytest.approx(report["gold_mean"])
+    refused = runner.invoke(app, ["eval", "skill", "--skill", str(skill), "--data", str(data), "--run", str(tmp_path)])
+    assert refused.exit_code == 2 and "not a run folder" in refused.output
 
 
 def test_data_without_gold_rubrics_is_refused_with_the_fix(setup):
