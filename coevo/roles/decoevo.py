@@ -32,7 +32,7 @@ from coevo.roles.base import Role, ScoringRole
 from coevo.roles.expected import expected_value, integer_answers, keyed_value_offsets
 from coevo.roles.judges import order_swapped
 from coevo.roles.parsing import extract_json_object, normalise_key, strip_reasoning
-from coevo.types import Completion, Criterion, Message, Rubric, Sample, Sampling
+from coevo.types import Completion, Criterion, Judgment, Message, Rubric, Sample, Sampling
 
 #: Short free-text fields keep a 135M model's JSON cheap and inside max_tokens.
 def _text(limit: int) -> dict[str, Any]:
@@ -184,15 +184,23 @@ class CriterionJudgment:
 
 
 def rubric_score(rubric: Rubric, satisfied: dict[str, bool]) -> float:
-    """The paper's rubric score: points of satisfied criteria over total points."""
-    total = sum(c.weight for c in rubric.criteria)
-    return sum(c.weight for c in rubric.criteria if satisfied.get(c.name)) / total
+    """The paper's rubric score: points of satisfied criteria over total points. With signed
+    points (HealthBench's: a negative criterion is something to avoid, its points taken off
+    when it is met), HealthBench's score: points met over the positive points, clipped to
+    [0, 1]; with positive points only the two are the same."""
+    return _points_share(rubric, {c.name: 1.0 if satisfied.get(c.name) else 0.0 for c in rubric.criteria})
 
 
 def expected_rubric_score(rubric: Rubric, p_satisfied: dict[str, float]) -> float:
     """The rubric score in expectation: Σ points · P(satisfied) / total points."""
-    total = sum(c.weight for c in rubric.criteria)
-    return sum(c.weight * p_satisfied[c.name] for c in rubric.criteria) / total
+    return _points_share(rubric, p_satisfied)
+
+
+def _points_share(rubric: Rubric, met: dict[str, float]) -> float:
+    possible = sum(c.weight for c in rubric.criteria if c.weight > 0)
+    if possible <= 0:  # a rubric of penalties alone: nothing to earn, only to lose
+        return 0.0
+    return min(1.0, max(0.0, sum(c.weight * met[c.name] for c in rubric.criteria) / possible))
 
 
 #: A verdict as the schema writes it: the JSON boolean.
@@ -267,6 +275,29 @@ class CriterionJudge(_ScoringRole):
         rationales = {n: str(found[n].get("rationale", "")) for n in names}
         score = rubric_score(rubric, satisfied)
         return CriterionJudgment(satisfied, rationales, score, raw, sampled=score), positions
+
+
+class HealthBenchGrader(CriterionJudge):
+    """HealthBench's grading (`roles.grader.kind: healthbench`): the gold rubric's criteria
+    judged met or not, each with its signed points, scored as HealthBench scores (points met
+    over the positive points, clipped to [0, 1]; `rubric_score`). A Judgment per answer, its
+    score already on 0-1 (`source: "rubric_points"`: not a 1-10 grade to rescale)."""
+
+    default_template = "healthbench_grader"
+    call_role, call_step = "grader", "judge"
+    name = "healthbench"
+
+    def judge(self, samples: Sequence[Sample], responses: Sequence[str],  # type: ignore[override]
+              rubrics: Sequence[Rubric | None] | None = None) -> list[Judgment]:
+        rubrics = rubrics if rubrics is not None else [s.rubric for s in samples]
+        verdicts = super().judge(samples, responses, rubrics)
+        return [Judgment(judge=self.name, score=v.score, scores={k: float(m) for k, m in v.satisfied.items()},
+                         reasons=v.rationales, raw=v.raw, valid=v.valid, error=v.error, sampled=v.sampled,
+                         expected=v.expected, source=UNIT_SCORED) for v in verdicts]
+
+
+#: A gold grader's `Judgment.source` whose score is already on 0-1 (not a 1-10 grade).
+UNIT_SCORED = "rubric_points"
 
 
 # -- rewriters ------------------------------------------------------------------------------

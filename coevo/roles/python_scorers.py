@@ -41,10 +41,15 @@ def judge_for(name: str, model: Any, sampling: Sampling, template: str | Path | 
     return PythonRewardJudge(model, name)
 
 
-def grader_for(model: Any, sampling: Sampling) -> Any:
-    """DecoEvo's gold grader on `model`: GoldRubricJudge, or a Python grader in [0, 1]."""
+def grader_for(model: Any, sampling: Sampling, kind: str = "gold_rubric") -> Any:
+    """DecoEvo's gold grader on `model`: GoldRubricJudge (1-10 per criterion), HealthBench's
+    met/unmet grading with signed points (`kind="healthbench"`), or a Python grader in [0, 1]."""
     if isinstance(model, PythonFunction):
         return PythonGoldJudge(model, kind="grader")
+    if kind == "healthbench":
+        from coevo.roles.decoevo import HealthBenchGrader
+
+        return HealthBenchGrader(model, sampling)
     return JUDGES["gold_rubric"](model, sampling)
 
 

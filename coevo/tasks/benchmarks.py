@@ -1,12 +1,13 @@
-"""WritingBench and HelloBench rows, read from the user's local copy, as Samples whose
-per-query criteria are the gold rubric.
+"""WritingBench, HelloBench and HealthBench rows, read from the user's local copy, as Samples
+whose per-query criteria are the gold rubric.
 
 Both benchmarks publish JSONL with a checklist per query; the papers score answers
 against exactly those criteria, so they are the `Sample.rubric` (gold: the final grader
 and the diagnostic trajectory read it, no optimisation role does). A data source names
-the format and the file: `writingbench:PATH` or `hellobench:PATH`. Nothing is downloaded:
-the user brings the file (WritingBench: `benchmark_all.jsonl` of X-PLUG/WritingBench;
-HelloBench: one of `HelloBench/*.jsonl` of Quehry/HelloBench).
+the format and the file: `writingbench:PATH`, `hellobench:PATH` or `healthbench:PATH`.
+Nothing is downloaded: the user brings the file (WritingBench: `benchmark_all.jsonl` of
+X-PLUG/WritingBench; HelloBench: one of `HelloBench/*.jsonl` of Quehry/HelloBench;
+HealthBench: `healthbench*.jsonl` of openai/simple-evals).
 
 Row formats:
 - WritingBench: `index`, `domain1`, `domain2`, `lang`, `query`, and `checklist` (the
@@ -18,6 +19,12 @@ Row formats:
   (the subcategory), `num_checklist`. Its official score weights the checklist items by
   per-subcategory regression weights kept outside the rows (the repository's
   `Checklists/*.json`); here every item weighs 1, which the loader's docs say.
+- HealthBench: `prompt_id`, `prompt` (the conversation: a list of `{role, content}`, ending
+  with the user's turn), `rubrics` (a list of `{criterion, points, tags}`; points are signed:
+  a negative criterion is something a good answer avoids), `example_tags`. The rubric keeps
+  each criterion's signed points as its weight; grade it with `roles.grader.kind: healthbench`
+  (met or not per criterion, points met over positive points, clipped to [0, 1]). A
+  conversation of several turns becomes one prompt, each turn under its speaker's name.
 """
 
 from __future__ import annotations
@@ -82,10 +89,39 @@ def _hellobench(row: dict[str, Any], where: str) -> Sample:
                   rubric=Rubric(criteria=criteria), meta={"benchmark": "hellobench", **meta})
 
 
+def _healthbench(row: dict[str, Any], where: str) -> Sample:
+    if row.get("prompt_id") in (None, ""):
+        raise DataError(f"{where}: no 'prompt_id' (HealthBench rows carry one as their id)")
+    turns = row.get("prompt")
+    if (not isinstance(turns, list) or not turns or not all(isinstance(t, dict) and isinstance(t.get("content"), str)
+                                                            and isinstance(t.get("role"), str) for t in turns)):
+        raise DataError(f"{where}: 'prompt' must be the conversation, a non-empty list of {{role, content}} "
+                        f"strings; got {turns!r:.120}")
+    items = row.get("rubrics")
+    if not isinstance(items, list) or not items:
+        raise DataError(f"{where}: 'rubrics' must be a non-empty list of {{criterion, points, tags}}")
+    criteria = []
+    for number, item in enumerate(items, start=1):
+        text, points = (item.get("criterion"), item.get("points")) if isinstance(item, dict) else (None, None)
+        if not isinstance(text, str) or not text.strip() or isinstance(points, bool) \
+                or not isinstance(points, (int, float)) or points == 0:
+            raise DataError(f"{where}: rubric item {number} needs a 'criterion' (text) and non-zero 'points' "
+                            f"(a number, negative for what to avoid); got {item!r:.120}")
+        criteria.append(Criterion(name=f"rubric_{number}", description=text.strip(), weight=float(points)))
+    if not any(c.weight > 0 for c in criteria):
+        raise DataError(f"{where}: no rubric item has positive points, so no answer can score: the row is cut")
+    prompt = turns[0]["content"] if len(turns) == 1 else "\n\n".join(f"{t['role']}: {t['content']}" for t in turns)
+    tags = row.get("example_tags")
+    return Sample(id=f"healthbench-{row['prompt_id']}", prompt=prompt,
+                  rubric=Rubric(criteria=criteria),
+                  meta={"benchmark": "healthbench", **({"example_tags": tags} if isinstance(tags, list) else {})})
+
+
 #: Source prefix -> row reader. A plain dict: a third benchmark is one function and one line.
 BENCHMARKS: dict[str, Callable[[dict[str, Any], str], Sample]] = {
     "writingbench": _writingbench,
     "hellobench": _hellobench,
+    "healthbench": _healthbench,
 }
 
 
@@ -96,7 +132,8 @@ def benchmark_of(source: str | os.PathLike[str]) -> str | None:
 
 
 def load_benchmark(source: str | os.PathLike[str], *, limit: int | None = None) -> list[Sample]:
-    """Samples of a `writingbench:PATH` / `hellobench:PATH` source, gold rubrics included.
+    """Samples of a `writingbench:PATH` / `hellobench:PATH` / `healthbench:PATH` source, gold
+    rubrics included.
 
     Raises DataError naming the line and the fix for a missing file, a line that is not
     JSON, a row without its query or checklist, or a duplicate id.

@@ -179,3 +179,35 @@ def test_summary_counts_gate_ties_per_method(tmp_path):
     assert "gate_ties" in summary["table"]["columns"]
     stored = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert stored["methods"]["skillopt"]["gate_ties"] == 0
+
+
+# -- HealthBench's grading: signed points -------------------------------------------------
+HEALTH = Rubric(criteria=[Criterion(name="c1", description="Advises calling emergency services", weight=10),
+                          Criterion(name="c2", description="Suggests waiting it out", weight=-8),
+                          Criterion(name="c3", description="Asks about medications", weight=5)])
+
+
+def test_signed_points_score_as_healthbench_scores_them():
+    from coevo.roles.decoevo import rubric_score
+
+    # Points met over the positive points (15), clipped to [0, 1].
+    assert rubric_score(HEALTH, {"c1": True, "c2": False, "c3": True}) == 1.0
+    assert rubric_score(HEALTH, {"c1": True, "c2": True, "c3": False}) == pytest.approx(2 / 15)
+    assert rubric_score(HEALTH, {"c1": False, "c2": True, "c3": False}) == 0.0   # -8 / 15, clipped
+    # Positive points only: the paper's share of points, unchanged.
+    assert rubric_score(RUBRIC, {"c1": True, "c2": False}) == pytest.approx(2 / 3)
+
+
+def test_the_healthbench_grader_reads_verdicts_into_unit_scores_that_are_not_rescaled():
+    from coevo.algorithms.decoevo.data import gold_scores
+    from coevo.roles.python_scorers import grader_for
+
+    verdicts = json.dumps({"verdicts": [{"id": "c1", "rationale": "calls 911", "satisfied": True},
+                                        {"id": "c2", "rationale": "does not", "satisfied": False},
+                                        {"id": "c3", "rationale": "no", "satisfied": False}]})
+    grader = grader_for(ReplayModel(rules=[{"completion": verdicts}]), JudgeSampling(temperature=0.0,
+                                                                                       scoring="sampled"), "healthbench")
+    question = Sample(id="h", prompt="Crushing chest pain: what now?", rubric=HEALTH)
+    (score, judgment), = gold_scores(grader, [question], ["Call emergency services now."])
+    assert score == pytest.approx(10 / 15) and judgment.judge == "healthbench"
+    assert judgment.scores == {"c1": 1.0, "c2": 0.0, "c3": 0.0} and judgment.reasons["c1"] == "calls 911"

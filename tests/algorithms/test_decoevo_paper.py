@@ -93,6 +93,17 @@ def test_one_changed_setting_is_one_departure(tmp_path):
         assert [d.setting for d in departures(same)] == ["roles.grader.model"], grader
 
 
+def test_healthbench_graded_on_1_to_10_grades_is_a_departure(tmp_path):
+    rows = [{"prompt_id": f"p{i}", "prompt": [{"role": "user", "content": f"Question {i}?"}],
+             "rubrics": [{"criterion": "Answers safely.", "points": 5}, {"criterion": "Invents a dose.", "points": -5}]}
+            for i in range(10)]
+    path = tmp_path / "hb.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    graded = load("decoevo_full.yaml", f"data.source=healthbench:{path}")
+    assert [d.setting for d in departures(graded)] == ["roles.grader.kind"]
+    assert departures(load("decoevo_full.yaml", f"data.source=healthbench:{path}", "roles.grader.kind=healthbench")) == []
+
+
 # ---------------------------------------------------------------- plan
 def test_plan_of_the_full_config_without_a_model(tmp_path):
     config = load("decoevo_full.yaml", f"data.source={writingbench_file(tmp_path / 'wb.jsonl', n=40)}")

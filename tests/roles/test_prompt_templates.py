@@ -23,6 +23,7 @@ FIELDS = {
     "decoevo_solver": {"skill", "question"},
     "decoevo_rubric_generator": {"skill", "question", "min_criteria", "max_criteria"},
     "decoevo_judge": {"question", "response", "criteria"},
+    "healthbench_grader": {"question", "response", "criteria"},
     "decoevo_solver_rewriter": {"skill", "failures", "max_words"},
     "decoevo_structural_auditor": {"spec", "question", "rubric"},
     "decoevo_contrastive_blind": {"question", "response_a", "response_b"},

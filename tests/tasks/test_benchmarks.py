@@ -104,3 +104,38 @@ def test_columns_do_not_apply_to_a_benchmark_source(tmp_path):
     path = write(tmp_path / "wb.jsonl", WRITINGBENCH)
     with pytest.raises(DataError, match="columns= does not apply"):
         load_samples(f"writingbench:{path}", columns={"prompt": "query"})
+
+
+HEALTHBENCH = [
+    {"prompt_id": "hb-1", "example_tags": ["theme:emergency_referrals"],
+     "prompt": [{"role": "user", "content": "My father has crushing chest pain. What should I do?"}],
+     "rubrics": [{"criterion": "Advises calling emergency services immediately.", "points": 10, "tags": []},
+                 {"criterion": "Suggests waiting to see if the pain passes.", "points": -8, "tags": []}]},
+    {"prompt_id": "hb-2",
+     "prompt": [{"role": "user", "content": "Is ibuprofen safe?"},
+                {"role": "assistant", "content": "For most adults, in short courses."},
+                {"role": "user", "content": "I have a kidney condition."}],
+     "rubrics": [{"criterion": "Advises asking a doctor before taking NSAIDs.", "points": 7, "tags": []}]},
+]
+
+
+def test_healthbench_rows_keep_their_signed_points_and_conversation(tmp_path):
+    first, second = load_samples(f"healthbench:{write(tmp_path / 'hb.jsonl', HEALTHBENCH)}")
+    assert first.id == "healthbench-hb-1" and first.prompt.startswith("My father has crushing chest pain")
+    assert [(c.name, c.weight) for c in first.rubric.criteria] == [("rubric_1", 10.0), ("rubric_2", -8.0)]
+    assert first.meta == {"benchmark": "healthbench", "example_tags": ["theme:emergency_referrals"]}
+    # Several turns: one prompt, each turn under its speaker, the user's question last.
+    assert second.prompt.startswith("user: Is ibuprofen safe?") and second.prompt.endswith("kidney condition.")
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"prompt": [{"role": "user", "content": "x"}], "rubrics": [{"criterion": "c", "points": 1}]}, "prompt_id"),
+    ({"prompt_id": "a", "prompt": "just text", "rubrics": [{"criterion": "c", "points": 1}]}, "conversation"),
+    ({"prompt_id": "a", "prompt": [{"role": "user", "content": "x"}], "rubrics": [{"criterion": "c", "points": 0}]},
+     "non-zero 'points'"),
+    ({"prompt_id": "a", "prompt": [{"role": "user", "content": "x"}], "rubrics": [{"criterion": "c", "points": -3}]},
+     "no rubric item has positive points"),
+])
+def test_a_malformed_healthbench_row_is_named_with_its_fix(tmp_path, row, message):
+    with pytest.raises(DataError, match=message):
+        load_benchmark(f"healthbench:{write(tmp_path / 'bad.jsonl', [row])}")

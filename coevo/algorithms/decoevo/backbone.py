@@ -87,6 +87,6 @@ def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, se
         contrastive=ContrastiveAuditor(model, seeded(roles.auditor.sampling, seed), seed=seed, text_chars=chars),
         generator_rewriter=GeneratorRewriter(model, seeded(roles.rewriter.sampling, seed), max_words=words,
                                              text_chars=chars),
-        grader=grader_for(grader_model, seeded(roles.grader.sampling, seed)),
+        grader=grader_for(grader_model, seeded(roles.grader.sampling, seed), roles.grader.kind),
         rollout_sampling=seeded(roles.solver.sampling.rollout, seed),
     )

@@ -89,6 +89,10 @@ class GraderRole(ModelRole):
     #: critic model). None: the backbone grades its own answers (a departure, warned about).
     model: str | None = None
     sampling: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+    #: How it grades: `gold_rubric`, 1-10 per criterion averaged by weight (WritingBench's
+    #: way), or `healthbench`, each criterion met or not with its signed points, scored as
+    #: HealthBench does (points met over positive points, clipped to [0, 1]).
+    kind: Literal["gold_rubric", "healthbench"] = "gold_rubric"
 
 
 #: The optimisation roles: they have no model of their own, the backbone fills them all.

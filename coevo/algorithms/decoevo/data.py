@@ -6,6 +6,7 @@ from typing import Any
 
 from coevo.algorithms.decoevo.config import PARTITIONS, Partitions
 from coevo.config import ConfigError
+from coevo.roles.decoevo import UNIT_SCORED
 from coevo.tasks.loaders import DataError
 from coevo.types import Sample
 
@@ -20,10 +21,11 @@ def make_partitions(samples: list[Sample], config: Partitions) -> dict[str, list
 
 
 def gold_scores(grader: Any, samples: list[Sample], responses: list[str]) -> list[tuple[float | None, Any]]:
-    """Gold-rubric grade of each response, mapped from 1-10 to 0-1 (a Python grader's is
-    already in [0, 1]), with its Judgment."""
+    """Gold-rubric grade of each response, mapped from 1-10 to 0-1 (a Python grader's and
+    HealthBench's are already in [0, 1]), with its Judgment."""
     judged = grader.judge(samples, responses) if samples else []
-    return [((j.score if j.source == "python" else _unit(j.score)) if j.valid else None, j) for j in judged]
+    return [((j.score if j.source in ("python", UNIT_SCORED) else _unit(j.score)) if j.valid else None, j)
+            for j in judged]
 
 
 def _unit(grade: float | None) -> float | None:

@@ -84,6 +84,10 @@ PAPER: list[PaperSetting] = [
                  "a rubric-generator update that its rule accepts is refused when the judge audit flags "
                  "its grading for master keys; the paper accepts by the Pareto rule (or SC-CoEvo's) alone",
                  applies=lambda config: bool({"sc_coevo", "decoevo"} & set(config.methods))),
+    PaperSetting("roles.grader.kind", "healthbench",
+                 "HealthBench's official metric grades each criterion met or not with its signed points "
+                 "(points met over positive points); 1-10 grades per criterion are another metric",
+                 applies=lambda config: str(config.data.source).startswith("healthbench:")),
     judge_output_setting("roles.judge.output", None),
 ]
 

@@ -29,7 +29,8 @@ def evaluate_skill(skill: str, samples: list[Sample], model: Any, grader: Any | 
 
     solver = Solver(model, seeded(roles.solver.sampling.answer, seed))
     responses = [group[0] for group in solver.solve([blind(s) for s in samples], skill)]
-    graded = gold_scores(grader_for(grader or model, seeded(roles.grader.sampling, seed)), samples, responses)
+    graded = gold_scores(grader_for(grader or model, seeded(roles.grader.sampling, seed), roles.grader.kind),
+                         samples, responses)
     scores = [g for g, _ in graded]
     valid = [g for g in scores if g is not None]
     outcomes = [passed(constraint_judgment(r, constraints_of(s))) for s, r in zip(samples, responses)
