@@ -103,6 +103,8 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "agreement non-numeric score": ("eval agreement --a {d}/textscore.jsonl --b {d}/scores.jsonl", ("finite number",)),
     "skill file missing": ("eval skill --skill {d}/none.md --data bundled:writing", ("none.md",)),
     "skill limit below 1": ("eval skill --skill {d}/none.md --data bundled:writing --limit 0", ("--limit",)),
+    "average of a stray file": ("eval average {d}/scores.jsonl", ("--final-skills --json",)),
+    "average of a missing run": ("eval average {d}/no_run", ("no such run folder",)),
     # validate
     "validate code negative timeout": ("validate code --problem HumanEval/53 --solution {d}/add.py --timeout -1",
                                        ("--timeout",)),

@@ -66,8 +66,11 @@ def eval_annotations(
 
 @app.command("skill")
 def eval_skill(
-    skill: Path = typer.Option(..., "--skill", metavar="FILE",
-                               help="A solver skill file (e.g. RUN/skills/decoevo/seed0/solver_v3.md)."),
+    skill: Optional[Path] = typer.Option(None, "--skill", metavar="FILE",
+                                         help="A solver skill file (e.g. RUN/skills/decoevo/seed0/solver_v3.md)."),
+    final_skills: bool = typer.Option(False, "--final-skills",
+                                      help="Every method and seed's final solver skill of the --run, each graded: "
+                                           "a transfer benchmark's scores for `coevo eval average`."),
     data: str = typer.Option(..., "--data", metavar="SOURCE",
                              help="bundled:NAME, a JSONL/Parquet file or a datasets folder, with gold rubrics."),
     model: Optional[str] = typer.Option(None, "--model", metavar="SPEC",
@@ -91,8 +94,47 @@ def eval_skill(
     solver's decoding and its grader grades (the paper's transfer evaluation); without, the
     bundled defaults (384-token answers, the solver's model grading itself).
     """
+    if (skill is None) == (not final_skills):
+        raise typer.BadParameter("give --skill FILE, or --final-skills with --run RUN (every final solver skill)")
+    if final_skills and run is None:
+        raise typer.BadParameter("--final-skills reads a run's skills: give --run RUN")
+    if final_skills:
+        transfer_final_skills(run, data, model=model, grader=grader, limit=limit, as_json=as_json)
+        return
     transfer_skill(skill, data, model=model, grader=grader, limit=limit, cache=cache or run, as_json=as_json,
                    run=run)
+
+
+@app.command("average")
+def eval_average(
+    sources: list[Path] = typer.Argument(..., metavar="RUN_OR_FILE...",
+                                         help="DecoEvo run folders (a source benchmark each) and files of "
+                                              "`coevo eval skill --run RUN --final-skills --json` (a transfer "
+                                              "benchmark each)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """DecoEvo's "Avg." over benchmarks, per run then over runs.
+
+    Each method's score averaged over the benchmarks within each seed, then over the seeds
+    (mean ± sd), and DecoEvo − SkillOpt with its 95 % interval over matched runs.
+    """
+    from coevo.algorithms.decoevo.average import average, average_rows, scores_of
+
+    try:
+        found = average([scores_of(path) for path in sources])
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if as_json:
+        print(found.model_dump_json())
+        return
+    print_rows(average_rows(found), title=f"average over {len(found.benchmarks)} benchmarks (0-1), per run then "
+                                          f"over runs: {', '.join(found.benchmarks)}")
+    diff = found.decoevo_minus_skillopt
+    if diff is not None:
+        interval = f"[{diff.low:+.3f}, {diff.high:+.3f}]" if diff.low is not None else "(no interval)"
+        mean = f"{diff.mean_diff:+.3f}" if diff.mean_diff is not None else "n/a"
+        out.print(f"DecoEvo − SkillOpt: {mean} {interval}, n={diff.n_runs} runs; {diff.note}",
+                  highlight=False, markup=False)
 
 
 def print_agreement(a: Path, b: Path, *, as_json: bool) -> None:
@@ -163,6 +205,35 @@ def transfer_skill(skill_file: Path, data: str, *, model: str | None, grader: st
     if grader is None:
         out.print(f"graded by the solver's own model ({model}): pass --judge or --run for another grader",
                   highlight=False, markup=False)
+
+
+def transfer_final_skills(run: Path, data: str, *, model: str | None, grader: str | None, limit: int | None,
+                          as_json: bool) -> None:
+    """Every (method, seed)'s final solver skill of `run` graded on `data`, with the run's roles."""
+    from coevo.algorithms.decoevo import evaluate_skill
+    from coevo.algorithms.decoevo.average import final_solver_skills
+    from coevo.llm.specs import load_model
+    from coevo.progress import progress_bar
+    from coevo.store import RunStore
+    from coevo.tasks.loaders import load_samples
+
+    roles = run_roles(run)
+    model, grader = model or roles.backbone.model, grader or roles.grader.model
+    samples, store = load_samples(data, limit=limit), RunStore(run)
+    solver = load_model(model, store=store)
+    judge = load_model(grader, store=store) if grader else None
+    rows = []
+    skills = sorted(final_solver_skills(store).items())
+    with progress_bar("final solver skills", total=len(skills)) as advance:
+        for (method, seed), skill in skills:
+            found = evaluate_skill(skill.text, samples, solver, judge, roles=roles, seed=seed)
+            rows.append({"method": method, "seed": seed, "version": skill.version, "gold_mean": found["gold_mean"],
+                         "n_valid": found["n_valid"], "n_samples": found["n_samples"]})
+            advance(1)
+    if as_json:
+        print(json.dumps({"data": data, "run": str(run), "model": model, "grader": grader or model, "results": rows}))
+        return
+    print_rows(rows, title=f"final solver skills of {run} on {data} (gold-rubric score, 0-1)")
 
 
 def run_roles(run: Path) -> Any:

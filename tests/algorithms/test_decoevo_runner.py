@@ -144,3 +144,40 @@ def test_eval_skill_refuses_data_without_gold_rubrics_and_missing_files(setup, t
     assert isinstance(result.exception, DataError) and "gold rubric" in str(result.exception)
     result = runner.invoke(app, ["eval", "skill", "--skill", str(tmp_path / "nope.md"), "--data", str(bare)])
     assert isinstance(result.exception, FileNotFoundError)
+
+
+def test_every_final_skill_graded_on_a_transfer_set_then_averaged_with_the_source_run(setup):
+    tmp_path, _, _, data, _ = setup
+    runner = CliRunner()
+    graded = runner.invoke(app, ["eval", "skill", "--run", str(tmp_path / "run"), "--final-skills",
+                                 "--data", str(data), "--limit", "4", "--json"])
+    assert graded.exit_code == 0, graded.output
+    transfer = json.loads(graded.output.strip().splitlines()[-1])
+    # One row per method and seed, each its final accepted solver skill (the same answers as the run's).
+    rows = {(r["method"], r["seed"]): r for r in transfer["results"]}
+    assert set(rows) == {(m, s) for m in FINAL_ANSWER for s in (0, 1)}
+    assert all(rows[(m, s)]["gold_mean"] == pytest.approx(_expected_mean(m)) for m, s in rows)
+    transfer_file = tmp_path / "transfer.json"
+    transfer_file.write_text(json.dumps(transfer))
+    averaged = runner.invoke(app, ["eval", "average", str(tmp_path / "run"), str(transfer_file), "--json"])
+    assert averaged.exit_code == 0, averaged.output
+    found = json.loads(averaged.output.strip().splitlines()[-1])
+    # Two benchmarks, each method the same on both: the average is that score, over 2 runs.
+    assert len(found["benchmarks"]) == 2
+    for method in FINAL_ANSWER:
+        entry = found["methods"][method]
+        assert entry["mean"] == pytest.approx(_expected_mean(method)) and entry["n_runs"] == 2
+    diff = found["decoevo_minus_skillopt"]
+    assert diff["n_runs"] == 2 and diff["mean_diff"] == pytest.approx(_expected_mean("decoevo") - _expected_mean("skillopt"))
+    shown = runner.invoke(app, ["eval", "average", str(tmp_path / "run"), str(transfer_file)])
+    assert shown.exit_code == 0 and "DecoEvo − SkillOpt" in shown.output and "n=2 runs" in shown.output
+
+
+def test_average_refuses_what_is_not_a_benchmarks_scores(setup, tmp_path):
+    runner = CliRunner()
+    stray = tmp_path / "stray.json"
+    stray.write_text("{}")
+    result = runner.invoke(app, ["eval", "average", str(stray)])
+    assert result.exit_code == 2 and "--final-skills --json" in result.output
+    result = runner.invoke(app, ["eval", "skill", "--final-skills", "--data", "bundled:writing"])
+    assert result.exit_code == 2 and "--run RUN" in result.output

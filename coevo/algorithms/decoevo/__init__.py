@@ -13,6 +13,7 @@ One module per part of the paper's method, read in this order:
     audit.py      the grading under the current rubric generator probed for gaming
     summary.py    what a run writes: per-method results, paired CIs, summary.json
     transfer.py   a finished skill on other questions (`coevo eval skill`)
+    average.py    the "Avg." over benchmarks, per run then over runs (`coevo eval average`)
     paper.py      the paper's settings, the departures from them, and `coevo plan`
 """
 
