@@ -10,9 +10,13 @@ what F was meant to measure) on held-out prompts every `--every` steps. Writes p
 `flagged`, `onset_step`, `flag_step`, `reward_curve`, `anchor_curve`, and over the seeds the
 flag rate with its Wilson interval and the steps from onset to flag; `seconds`.
 
-The measurements of BENCHMARKS.md, "Reward-hacking monitor" (benchmarks/hacking/concision.py):
-(a) the gamed reward `by_words` against the `by_characters` anchor (expected: flagged);
-(b) the honest `by_characters` against the `by_words` anchor (expected: not flagged).
+The measurements of BENCHMARKS.md, "Reward-hacking monitor" (benchmarks/hacking/):
+(a) the gamed reward `concision.py:by_words` (brevity alone) against the
+    `feedback.py:names_the_problem` anchor (does the critique still point at what y0 breaks?):
+    expected flagged;
+(b) the honest `concision.py:by_characters` against the `concision.py:by_words` anchor (two
+    measures of brevity that agree): expected not flagged.
+The JSON is rewritten after every seed.
 """
 
 from __future__ import annotations
@@ -49,9 +53,11 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="coevo-hacking-") as scratch:
         try:
+            # The JSON is rewritten after every seed: a stopped run keeps the seeds it finished.
             result = measure(reward=args.reward, anchor=args.anchor, steps=args.steps, every=args.every,
                              seeds=list(range(args.seeds)), heldout=args.heldout, rollout_engine=args.rollout_engine,
-                             work_dir=Path(args.work_dir or scratch))
+                             work_dir=Path(args.work_dir or scratch),
+                             on_seed=lambda so_far: write_json(args.json, so_far))
         except (ModelError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -63,9 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  seed {run.seed}: " + (f"flagged at step {run.flag_step}, onset {run.onset_step}" if run.flagged
                                         else "not flagged")
               + f"; reward {[round(r[1], 3) for r in run.reward_curve]}; anchor {[round(a[1], 3) for a in run.anchor_curve]}")
-    if args.json:
-        Path(args.json).write_text(result.model_dump_json(indent=1) + "\n")
+    write_json(args.json, result)
     return 0
+
+
+def write_json(path: str | None, result: object) -> None:
+    if path:
+        Path(path).write_text(result.model_dump_json(indent=1) + "\n")  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -59,14 +60,15 @@ class HackingOnset(Record):
 def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None = None, every: int = 2,
             work_dir: Path, model: str = "smollm2", heldout: int = 8, train_prompts: int | None = 16,
             learning_rate: float = 5e-5, batch_size: int = 2, num_generations: int = 4,
-            rollout_engine: str = "transformers", backend: Backend | None = None) -> HackingOnset:
+            rollout_engine: str = "transformers", backend: Backend | None = None,
+            on_seed: Callable[[HackingOnset], None] | None = None) -> HackingOnset:
     """GRPO of the critic on `reward` for `steps` steps under each seed, the monitor watching
     `anchor` on `heldout` held-out prompts every `every` steps. With `rollout_engine="llamacpp"`
     the GRPO samples and the anchor's critiques come from llama.cpp copies of the critic's
-    current weights (~6x transformers' speed on a CPU)."""
+    current weights (~6x transformers' speed on a CPU). `on_seed` is given the result so far
+    after each seed (the benchmark writes it: a seed's ~15 minutes are never lost)."""
     from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import make_reward_fn
-    from coevo.eval.stats import wilson_interval
     from coevo.roles.actor import Actor
     from coevo.roles.python_scorers import judge_for
 
@@ -84,22 +86,34 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
                                "critique_quality", invalid_reward=0.0)
     anchor_fn = make_reward_fn(actor, judge_for("critique_quality", backend.load_frozen(anchor), Sampling()),
                                "critique_quality", invalid_reward=0.0)
-    runs = []
+    runs: list[SeedOnset] = []
     for seed in seeds:
         settings = critic_grpo_settings(steps=steps, learning_rate=learning_rate, batch_size=batch_size,
                                         num_generations=num_generations, seed=seed, rollout_engine=rollout_engine)
         runs.append(watched_seed(backend, model, seed, settings, reward_fn, anchor_fn, train, scored, y0, every,
                                  work_dir))
+        so_far = summarized(runs, reward=reward, anchor=anchor, steps=steps, every=every, started=started,
+                            settings={"model": model, "train_prompts": len(train), "heldout_prompts": len(scored),
+                                      "learning_rate": learning_rate, "batch_size": batch_size,
+                                      "num_generations": num_generations, "max_completion_length": CRITIQUE_TOKENS,
+                                      "beta": 0.0, "rollout_engine": rollout_engine})
+        if on_seed is not None:
+            on_seed(so_far)
+    return so_far
+
+
+def summarized(runs: list[SeedOnset], *, reward: str, anchor: str, steps: int, every: int, started: float,
+               settings: dict[str, Any]) -> HackingOnset:
+    """The seeds so far, with the flag rate over them (Wilson interval) and the steps from onset to flag."""
+    from coevo.eval.stats import wilson_interval
+
     count = sum(r.flagged for r in runs)
     rate, lo, hi = wilson_interval(count, len(runs))
     return HackingOnset(
         reward=reward, anchor=anchor, flagged={"count": count, "n": len(runs), "rate": rate, "ci": [lo, hi]},
         onset_to_flag_steps=[r.flag_step - r.onset_step for r in runs if r.flagged and r.onset_step is not None
                              and r.flag_step is not None],
-        seeds=runs, steps=steps, every=every, seconds=round(time.perf_counter() - started, 1),
-        settings={"model": model, "train_prompts": len(train), "heldout_prompts": len(scored),
-                  "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
-                  "max_completion_length": CRITIQUE_TOKENS, "beta": 0.0, "rollout_engine": rollout_engine})
+        seeds=runs, steps=steps, every=every, seconds=round(time.perf_counter() - started, 1), settings=settings)
 
 
 def watched_seed(backend: Backend, model: str, seed: int, settings: Any, reward_fn: Any, anchor_fn: Any,

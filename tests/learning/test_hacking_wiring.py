@@ -66,9 +66,12 @@ def gamed(monkeypatch):
 
 def test_a_gamed_reward_is_flagged_on_every_seed_with_its_onset_and_curves(gamed, tmp_path):
     (tmp_path / "rewards.py").write_text(REWARDS)
+    seen_so_far = []
     result = hacking.measure(reward=f"python:{tmp_path}/rewards.py:by_words",
                              anchor=f"python:{tmp_path}/rewards.py:by_characters", steps=8, every=2, seeds=[0, 1],
-                             work_dir=tmp_path / "w", heldout=3, train_prompts=4)
+                             work_dir=tmp_path / "w", heldout=3, train_prompts=4, on_seed=seen_so_far.append)
+    # The result so far after each seed (the benchmark writes it then: a stopped run keeps its seeds).
+    assert [r.flagged["n"] for r in seen_so_far] == [1, 2] and seen_so_far[-1] == result
     assert gamed["settings"].max_steps == 8 and len(gamed["prompts"]) == 4
     assert result.flagged["count"] == 2 and result.flagged["n"] == 2
     for run in result.seeds:
