@@ -140,7 +140,8 @@ class MonitorConfig(StrictModel):
                          audit: str | None = None) -> None:
         """What `algorithm` cannot watch is an error, not a silent no-op: `gold` / model-scored
         (`python:`, `judge:`) anchors where it has none, `stop` where it watches rounds, and
-        `audit` unless `audit` says why it can ("" where it cannot: the reason is said)."""
+        `audit` where no reason is given why its judge audit can follow the policy (`audit`:
+        that reason, kept at the call site; None where the audited judges are frozen)."""
         kinds = ", ".join(["gold"] * gold + ["python:FILE.py:FUNCTION", "judge:MODEL"] * models + ["audit"] * bool(audit))
         for spec in self.anchors:
             if spec == "audit" and not audit:
