@@ -86,6 +86,9 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
                                "critique_quality", invalid_reward=0.0)
     anchor_fn = make_reward_fn(actor, judge_for("critique_quality", backend.load_frozen(anchor), Sampling()),
                                "critique_quality", invalid_reward=0.0)
+    described = {"model": model, "train_prompts": len(train), "heldout_prompts": len(scored),
+                 "learning_rate": learning_rate, "batch_size": batch_size, "num_generations": num_generations,
+                 "max_completion_length": CRITIQUE_TOKENS, "beta": 0.0, "rollout_engine": rollout_engine}
     runs: list[SeedOnset] = []
     for seed in seeds:
         settings = critic_grpo_settings(steps=steps, learning_rate=learning_rate, batch_size=batch_size,
@@ -93,10 +96,7 @@ def measure(*, reward: str, anchor: str, steps: int = 8, seeds: list[int] | None
         runs.append(watched_seed(backend, model, seed, settings, reward_fn, anchor_fn, train, scored, y0, every,
                                  work_dir))
         so_far = summarized(runs, reward=reward, anchor=anchor, steps=steps, every=every, started=started,
-                            settings={"model": model, "train_prompts": len(train), "heldout_prompts": len(scored),
-                                      "learning_rate": learning_rate, "batch_size": batch_size,
-                                      "num_generations": num_generations, "max_completion_length": CRITIQUE_TOKENS,
-                                      "beta": 0.0, "rollout_engine": rollout_engine})
+                            settings=described)
         if on_seed is not None:
             on_seed(so_far)
     return so_far

@@ -57,8 +57,13 @@ class RoundMonitor:
         # The outputs' statistics, not their texts: the store has the texts already (rollouts).
         seen = {"rewards": [float(v) for v in rewards], "degeneracy": degeneracy.statistics(outputs, cut),
                 "gold": {k: float(v) for k, v in (gold or {}).items() if v is not None} if GOLD in self.anchors else {}}
-        self.store.put_record(OBSERVED, f"{self.stage}#{r}", seen)
-        self._observe(r, seen)
+        self._keep(OBSERVED, r, seen)
+
+    def _keep(self, kind: str, r: int, seen: dict[str, Any]) -> None:
+        """Round `r`'s observations of `kind` stored (a resumed run replays them), taken in,
+        and the stage's report kept."""
+        self.store.put_record(kind, f"{self.stage}#{r}", seen)
+        (self._observe_audit if kind == AUDITED else self._observe)(r, seen)
         keep_report(self.store, self)
 
     def _observe(self, r: int, seen: Mapping[str, Any]) -> None:
@@ -77,10 +82,7 @@ class RoundMonitor:
         if AUDIT not in self.anchors or r in self.audited:
             return
         fooled = {p["name"]: p["fooled"]["value"] for p in record.get("master_keys", [])}
-        seen = {"audit": {name: 1.0 - float(v) for name, v in fooled.items() if v is not None}}
-        self.store.put_record(AUDITED, f"{self.stage}#{r}", seen)
-        self._observe_audit(r, seen)
-        keep_report(self.store, self)
+        self._keep(AUDITED, r, {"audit": {name: 1.0 - float(v) for name, v in fooled.items() if v is not None}})
 
     def _observe_audit(self, r: int, seen: Mapping[str, Any]) -> None:
         self.audited.add(r)
