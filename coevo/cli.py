@@ -199,6 +199,14 @@ def view(
     host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS", help="Address to bind; the default is reachable from "
                              "this machine only. The viewer shows everything in the runs, and anyone who reaches it "
                              "can add annotation labels to them."),
+    conditions: Optional[list[str]] = typer.Option(
+        None, "--conditions", metavar="FIRST:SECOND", help="Two conditions of the RUN whose final held-out "
+        "answers the Annotate page compares blind, wins counted for FIRST (repeat for more; TAG/roundR for a "
+        "round). Default: the TAIScore paper's Table 2 rows the run has."),
+    against: Optional[Path] = typer.Option(None, "--against", metavar="OTHER_RUN", help="Take each comparison's "
+                                           "SECOND side from this run (default: each condition both runs have)."),
+    prompts: Optional[int] = typer.Option(None, "--prompts", min=1, metavar="N", help="Prompts per comparison, "
+                                          "a seeded sample all comparisons share [default: 50, as the paper]."),
 ) -> None:
     """Browse runs in a local web page.
 
@@ -208,7 +216,7 @@ def view(
     text each pair showed on which side), into the run's run.sqlite. It changes nothing
     else; a run still going can be watched (reload the page). Ctrl-C stops the server.
     """
-    serve_runs(run_or_runs_dir, host=host, port=port)
+    serve_runs(run_or_runs_dir, host=host, port=port, conditions=conditions, against=against, prompts=prompts)
 
 
 @app.command()

@@ -77,24 +77,39 @@ class PaperSetting:
                           settable=self.settable)
 
 
-#: How every coevo judge's answer is read: sampled under a JSON schema (constrained decoding),
-#: its reasons capped (roles/schemas.py).
+#: How a judge's answer is read where no setting of coevo's chooses it (DecoEvo's roles):
+#: sampled under a JSON schema (constrained decoding), its reasons capped (roles/schemas.py).
 SCHEMA_BOUND = "JSON schema-bound decoding, reasons cut at 160 characters"
 
 
 def judge_output_setting(setting: str, paper_says: str | None, applies: Callable[[Any], bool] | None = None
                          ) -> PaperSetting:
-    """The row for how a loop's judges answer: what the paper's prompts ask for against
-    coevo's schema-bound decoding, a departure wherever the paper states its format (coevo
-    has no unconstrained judge reading yet); `paper_says=None`: the paper does not say."""
+    """The row for how a loop's judges answer: `setting` (`schema` or `free`) against the
+    paper's free answers, where the paper states its format (`paper_says`: what its prompts
+    ask for); `paper_says=None`: the paper does not say (no departure, coevo's way shown)."""
     if paper_says is None:
         return PaperSetting(setting, "not stated (the paper gives no judge prompt)", "the paper does not say how its "
                             "judges answer", here_of=lambda config: SCHEMA_BOUND, matches=lambda here: True,
                             applies=applies)
-    return PaperSetting(setting, paper_says, "a judge decoded under a JSON schema cannot think aloud before it "
-                        "answers, and its reasons are cut short (a 135M judge needs the schema to answer at all)",
-                        here_of=lambda config: SCHEMA_BOUND, matches=lambda here: False, applies=applies,
-                        settable=False)
+    return PaperSetting(setting, "free", f"the paper's judges answer freely ({paper_says}); under a JSON schema "
+                        "(`schema`) a judge cannot think aloud before it answers and its reasons are cut short, "
+                        "which a 135M judge needs to answer at all", matches=lambda here: here == "free",
+                        applies=applies)
+
+
+def thinking_settings(*roles: str) -> list[PaperSetting]:
+    """A row per role for Qwen3's thinking switch (`roles.ROLE.thinking`), which none of
+    the three papers states: shown with this config's value, never a departure."""
+    return [PaperSetting(f"roles.{name}.thinking", "not stated",
+                         "the paper does not say whether its models think before answering (Qwen3's chat template thinks "
+                         "by default)",
+                         here_of=lambda config, name=name: _thinking_of(config, name), matches=lambda here: True)
+            for name in roles]
+
+
+def _thinking_of(config: Any, role: str) -> str:
+    value = config_value(config, f"roles.{role}.thinking")
+    return "the chat template's default" if value is None else ("on" if value else "off")
 
 
 def _same(here: Any, paper: Any) -> bool:
@@ -174,4 +189,5 @@ def departure_lines(departures: Iterable[Departure | dict[str, Any]]) -> list[st
 
 
 __all__ = ["SCHEMA_BOUND", "Departure", "PaperSetting", "SettingRow", "config_value", "departure_lines",
-           "find_departures", "judge_output_setting", "model_id", "model_named", "setting_rows"]
+           "find_departures", "judge_output_setting", "model_id", "model_named", "setting_rows",
+           "thinking_settings"]

@@ -82,6 +82,25 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
     ("gold_score", {"title": "Gold-rubric score", "definition": "Mean score the gold-rubric judge gave the "
                     "round's held-out answers (1–10; the rubric is never shown to the trained roles).",
                     "unit": "points", "low": 1.0, "high": 10.0, "kind": "score", "estimate": True}),
+    # DeepResearch-Gym's report-level metrics (TAIScore §5.1; coevo/eval/deepresearch_gym.py).
+    ("kpr", {"title": "Key-point recall (KPR)", "definition": "Mean percent of a held-out report's reference "
+             "key points that the evaluator judge found supported by the report (DeepResearch-Gym; higher "
+             "is better).", "unit": "percent of key points", "low": 0.0, "high": 100.0, "kind": "score",
+             "estimate": True}),
+    ("kpc", {"title": "Key-point contradiction (KPC)", "definition": "Mean percent of a held-out report's "
+             "reference key points that the evaluator judge found contradicted by the report "
+             "(DeepResearch-Gym; lower is better).", "unit": "percent of key points", "low": 0.0, "high": 100.0,
+             "kind": "score", "estimate": True}),
+    ("report_quality", {"title": "Report quality", "definition": "Mean over held-out reports of the evaluator "
+                        "judge's 1-10 mean over report-level criteria (clarity, depth, balance, breadth, "
+                        "support, insightfulness), mapped onto 0-100.", "unit": "points", "low": 0.0,
+                        "high": 100.0, "kind": "score", "estimate": True}),
+    ("(kpr|kpc|report_quality)_set_sd", {"title": "{1}: sd over output sets", "definition": "Standard "
+                                         "deviation of {1} across the checkpoint's output sets (Table 1's ±).",
+                                         "unit": "points", "kind": "other"}),
+    ("(kpr|kpc|report_quality)_sets", {"title": "{1}: output sets", "definition": "Output sets whose {1} "
+                                       "could be read (the mean is over these).", "unit": "sets",
+                                       "kind": "count"}),
     ("gold_score_set_sd", {"title": "Gold score: sd over seeds", "definition": "Standard deviation of the "
                            "gold-rubric score across seeds.", "unit": "points", "kind": "other"}),
     ("win_rate_vs_(round0|y0)", _rate("Win rate vs {1}", "Share of held-out pairs the pairwise judge preferred "

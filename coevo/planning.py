@@ -98,9 +98,11 @@ def source_missing(source: str) -> bool:
 
     if source.startswith("bundled:") or source in ("humaneval",):
         return False
-    kind, _, rest = source.partition(":")
-    path = rest if kind in ("writingbench", "hellobench") else source
-    return not Path(path).expanduser().exists()
+    from coevo.tasks.benchmarks import benchmark_of, benchmark_path
+
+    # A benchmark source (`writingbench:PATH`, `openscholar:bundled:NAME`, ...) names its file after the prefix.
+    path = benchmark_path(source) if benchmark_of(source) else Path(source).expanduser()
+    return not path.exists()
 
 
 def read_data(load: Callable[[], T], source: str, notes: list[str]) -> T | None:

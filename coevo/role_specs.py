@@ -62,6 +62,11 @@ class ModelRole(RoleSpec):
 
     model: str = "smollm2"
     options: dict[str, Any] = Field(default_factory=dict)
+    #: The chat template's thinking switch (Qwen3's `enable_thinking`): true / false, or None
+    #: (default) for the template's own default (Qwen3: thinking on). Templates without the
+    #: switch ignore it. Passed to every model this role loads, trained (TRL's GRPO and DPO
+    #: apply the template with it) or served; hf:, vllm: and openai: models only.
+    thinking: bool | None = None
 
 
 class RoleDefaults(StrictModel):
@@ -88,7 +93,9 @@ class RoleSet(StrictModel):
 
     def options_for(self, role: str) -> dict[str, Any]:
         """The backend options of `role`: `roles.default.options` overlaid with the role's own."""
-        return {**self.default.options, **getattr(self, role).options}
+        spec = getattr(self, role)
+        thinking = {"thinking": spec.thinking} if getattr(spec, "thinking", None) is not None else {}
+        return {**self.default.options, **spec.options, **thinking}
 
     def load(self, role: str, *, spec: str | None = None, store: Any = None) -> Any:
         """The frozen model of `role` (or `spec` in that role's place) with the role's options.

@@ -63,6 +63,7 @@ def _experiments() -> dict[str, Experiment]:
     from coevo.algorithms.decoevo import DecoEvoConfig, run_decoevo
     from coevo.algorithms.refine import RefineRunConfig, run_refinement
     from coevo.algorithms.rlac import RlacConfig, run_rlac
+    from coevo.algorithms.scaling import ScalingConfig, run_scaling
     from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
 
     return {
@@ -79,6 +80,9 @@ def _experiments() -> dict[str, Experiment]:
         "rlac": Experiment(RlacConfig, run_rlac,
                            "RLAC adversarial critic + external validator (facts or code), with baselines",
                            paper="coevo.algorithms.rlac.paper"),
+        "scaling": Experiment(ScalingConfig, run_scaling,
+                              "TAIScore's controlled analysis: critic and refiner scaling on fixed y0 (Table 5)",
+                              paper="coevo.algorithms.scaling.paper"),
     }
 
 
@@ -145,6 +149,7 @@ def preflight(config: BaseModel) -> None:
     names something that can load (`check_spec`), every data source reads and holds
     samples, and every training block's `report_to` integration is installed. A bad start
     then leaves no run folder behind to trip over once it is fixed."""
+    from coevo.algorithms.scaling import ScalingConfig
     from coevo.algorithms.taiscore import ConditionSpec
     from coevo.config import DataConfig
     from coevo.llm.specs import check_spec
@@ -167,6 +172,9 @@ def preflight(config: BaseModel) -> None:
                     check_spec(spec)
         elif isinstance(node, DataConfig):
             load_samples(node.source, columns=node.columns or None, limit=node.limit)
+        elif isinstance(node, ScalingConfig):  # its models are named in its comparisons, not its roles
+            for spec in node.model_specs():
+                check_spec(spec)
         elif isinstance(node, (DPOSettings, GRPOSettings)):  # tensorboard / wandb installed?
             require_reporters(node.report_to, "dpo" if isinstance(node, DPOSettings) else "grpo")
 
@@ -177,6 +185,7 @@ def _check_python_scorers(config: BaseModel) -> None:
     `python:` spec is refused where no judge goes (an actor, a critic, a backbone)."""
     from coevo.algorithms.decoevo import DecoEvoConfig
     from coevo.algorithms.refine import RefineRunConfig
+    from coevo.algorithms.scaling import ScalingConfig
     from coevo.algorithms.taiscore import TaiScoreConfig
     from coevo.algorithms.taiscore.config import check_python_judge
     from coevo.llm.python_functions import check_python_spec, is_python_spec
@@ -203,6 +212,8 @@ def _check_python_scorers(config: BaseModel) -> None:
             check_python_judge(config)
         elif isinstance(config, DecoEvoConfig) and role == "grader":
             check_python_spec(spec, ["grader"], where)
+        elif isinstance(config, ScalingConfig) and role == "gold":
+            check_python_spec(spec, ["gold"], where)
         elif isinstance(config, RefineRunConfig) and role == "judge":
             if config.data.filter_queries:
                 raise ConfigError(f"{where} {spec!r} is a Python function, but data.filter_queries asks the "
@@ -214,8 +225,8 @@ def _check_python_scorers(config: BaseModel) -> None:
             check_python_spec(spec, sorted({KIND_OF_JUDGE[name] for name in config.judges}), where)
         else:
             raise ConfigError(f"{where} {spec!r}: a Python scorer stands only where a judge goes (taiscore and "
-                              "refine roles.judge.model, decoevo roles.grader.model); give a model spec here "
-                              "(`coevo models`)")
+                              "refine roles.judge.model, decoevo roles.grader.model, scaling roles.gold.model); "
+                              "give a model spec here (`coevo models`)")
 
 
 def _walk(node: Any):
@@ -306,7 +317,7 @@ def plan_of(algorithm: str, config: BaseModel, calibration: Any = None, *, where
 
     experiment = _experiments()[algorithm]
     if experiment.paper is None:
-        raise ConfigError(f"{where}: `coevo plan` covers the papers' algorithms (taiscore, rlac, decoevo); "
+        raise ConfigError(f"{where}: `coevo plan` covers the papers' algorithms (taiscore, rlac, decoevo, scaling); "
                           f"{algorithm!r} reproduces no paper: see `coevo run --help`")
     paper = importlib.import_module(experiment.paper)
     plan = paper.plan(config)

@@ -61,6 +61,12 @@ class JudgeSampling(Sampling):
     #: authors' code; the others: 160). A small judge needs one: uncapped, the 135M model
     #: can repeat itself inside a reason until its token budget ends and no score is written.
     reason_limit: int | None = Field(None, ge=20)
+    #: How the answer is decoded: `schema` (default) under the answer's JSON Schema, which a
+    #: small judge needs to answer at all; `free`: generated freely and parsed after
+    #: (json-repair, then patterns), as the papers' judges answer (TAIScore's prompts ask for
+    #: JSON, FactScore's for True/False). A free answer may reason first and is not capped
+    #: (`reason_limit` shapes only the schema), so give it the tokens (`max_tokens`).
+    output: Literal["schema", "free"] = "schema"
 
 
 class Completion(BaseModel):

@@ -127,6 +127,11 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "plan measuring and reading rates": ("plan {d}/ok.yaml --calibrate --calibration {d}/none.json",
                                          ("pass one",)),
     "view a missing folder": ("view {d}/nowhere", ("nowhere is not a folder",)),
+    "view --against a folder that is not a run": ("view {d}/run --against {d}/notrun",
+                                                  ("--against", "notrun is not a run folder")),
+    "view --conditions on a run with no condition": ("view {d}/run --conditions taiscore:off_the_shelf",
+                                                     ("no TAIScore evaluation stage",)),
+    "view --conditions not a pair": ("view {d}/run --conditions taiscore", ("FIRST:SECOND",)),
     "audit an unknown judge": ("audit judge --judge replay:{d}/replay.jsonl --kind nicest", ("nicest", "taiscore")),
     "annotations file missing": ("eval annotations {d}/none.jsonl", ("none.jsonl",)),
 }

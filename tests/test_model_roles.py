@@ -11,13 +11,14 @@ from coevo.algorithms.controls import ControlsConfig
 from coevo.algorithms.decoevo import DecoEvoConfig
 from coevo.algorithms.refine import RefineRunConfig
 from coevo.algorithms.rlac import RlacConfig
+from coevo.algorithms.scaling import ScalingConfig
 from coevo.algorithms.taiscore import TaiScoreConfig
 from coevo.config import ConfigError, ExperimentConfig, apply_overrides, validate
 from coevo.llm import specs
 from coevo.llm.base import ModelError
 from coevo.role_specs import RoleSet
 
-CONFIGS = [TaiScoreConfig, RlacConfig, DecoEvoConfig, RefineRunConfig, ControlsConfig]
+CONFIGS = [TaiScoreConfig, RlacConfig, DecoEvoConfig, RefineRunConfig, ControlsConfig, ScalingConfig]
 
 
 @pytest.mark.parametrize("config_class", CONFIGS, ids=lambda c: c.__name__)

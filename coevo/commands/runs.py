@@ -138,9 +138,12 @@ def print_skills(store) -> None:
         out.print(diff, markup=False, highlight=False)
 
 
-def serve_runs(run_or_runs_dir: Path, *, host: str, port: int) -> None:
-    """`coevo view`: serve the runs in a local web page until Ctrl-C."""
+def serve_runs(run_or_runs_dir: Path, *, host: str, port: int, conditions: list[str] | None = None,
+               against: Path | None = None, prompts: int | None = None) -> None:
+    """`coevo view`: serve the runs in a local web page until Ctrl-C; `conditions`, `against`
+    and `prompts` set the conditions its Annotate page compares (checked first)."""
     from coevo.runinfo import find_runs
+    from coevo.view.annotate_conditions import PAPER_PROMPTS, comparison_spec
 
     if not run_or_runs_dir.is_dir():
         raise FileNotFoundError(f"{run_or_runs_dir} is not a folder; give a run folder or a folder of run folders "
@@ -148,9 +151,16 @@ def serve_runs(run_or_runs_dir: Path, *, host: str, port: int) -> None:
     if not find_runs(run_or_runs_dir):
         raise FileNotFoundError(f"no run folders in {run_or_runs_dir} (a run folder holds run.sqlite, here or up to two "
                                 "levels down); start one with `coevo run CONFIG --out DIR`, or point at another folder")
+    spec = None
+    if conditions or against is not None or prompts is not None:
+        spec, found = comparison_spec(run_or_runs_dir, conditions or [], against, prompts or PAPER_PROMPTS)
+        sizes = sorted({len(pairs) for _, pairs in found.values()})
+        out.print(f"Annotate: {len(found)} comparison{'s' if len(found) != 1 else ''} of conditions, on the same "
+                  f"{sizes[-1] if sizes else 0} prompts (`coevo eval annotations` names which is which)",
+                  highlight=False)
     from coevo.view.app import serve
 
-    serve([run_or_runs_dir], host=host, port=port, announce=lambda url: out.print(
+    serve([run_or_runs_dir], host=host, port=port, comparisons=spec, announce=lambda url: out.print(
         f"coevo view: {url}  (serving {run_or_runs_dir}; Ctrl-C stops it)", highlight=False))
 
 

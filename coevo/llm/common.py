@@ -68,6 +68,12 @@ def copies(completion: Completion, n: int) -> list[Completion]:
     return [completion.model_copy() for _ in range(n)]
 
 
+def thinking_tag(thinking: bool | None) -> str:
+    """What a model id gains from a role's `thinking` switch: the same weights answer
+    otherwise with thinking on or off, so the call cache must keep the two apart."""
+    return "" if thinking is None else f"+thinking={'on' if thinking else 'off'}"
+
+
 def chat_tokens(tokenizer: Any, conversation: list[dict[str, str]]) -> int:
     """Tokens of `conversation` as the model is fed it (LocalModel, TRL's GRPO): the chat
     template applied with the generation prompt, then tokenized without further special

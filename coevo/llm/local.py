@@ -18,7 +18,7 @@ from typing import Any
 
 from coevo.checkpoint_identity import checkpoint_identity
 from coevo.llm.base import ModelError
-from coevo.llm.common import copies, folder_digest, truncate_at_stop
+from coevo.llm.common import copies, folder_digest, thinking_tag, truncate_at_stop
 from coevo.types import Completion, Conversation, Sampling
 
 
@@ -46,8 +46,10 @@ class LocalModel:
         dtype: str | None = None,
         batch_size: int = 8,
         model_id: str | None = None,
+        thinking: bool | None = None,
     ):
-        """Load a model folder or hub id. dtype: "float32" (CPU default), "bfloat16", ...."""
+        """Load a model folder or hub id. dtype: "float32" (CPU default), "bfloat16", ....
+        `thinking`: the chat template's `enable_thinking` (None: the template's default)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -65,7 +67,7 @@ class LocalModel:
         model.to(device)
         if model_id is None:
             model_id = f"hf:{_name(path, local)}@{_revision(source, local, revision, model)}"
-        self._setup(model, tokenizer, model_id, batch_size)
+        self._setup(model, tokenizer, model_id, batch_size, thinking)
         self.weights_on_disk = local if local.is_dir() and revision is None else None
 
     @classmethod
@@ -83,7 +85,8 @@ class LocalModel:
             self.refresh_model_id()
         return self
 
-    def _setup(self, model: Any, tokenizer: Any, model_id: str | None, batch_size: int) -> None:
+    def _setup(self, model: Any, tokenizer: Any, model_id: str | None, batch_size: int,
+               thinking: bool | None = None) -> None:
         if batch_size < 1:
             raise ModelError(f"batch_size must be >= 1, got {batch_size}")
         if tokenizer.pad_token is None:
@@ -95,6 +98,9 @@ class LocalModel:
         self.model_id = model_id or ""
         self.batch_size = batch_size
         self.supports_logprobs = True
+        #: What the chat template is applied with, here and by TRL when this model trains.
+        self.chat_template_kwargs: dict[str, Any] = {} if thinking is None else {"enable_thinking": thinking}
+        self.model_id += thinking_tag(thinking)
         # Roles sharing one instance may call from several threads; one forward at a time.
         self._lock = threading.Lock()
         self._grammar_compiler: Any = None  # built on the first call with a json_schema
@@ -111,11 +117,11 @@ class LocalModel:
         name = Path(str(self.model.name_or_path)).name or "model"
         if saved is not None:
             folder = Path(saved)
-            self.model_id = f"hf:{name}@{checkpoint_identity(folder)}"
+            self.model_id = f"hf:{name}@{checkpoint_identity(folder)}" + _thinking_tag_of(self)
             # An adapter folder holds only the LoRA part of the weights.
             self.weights_on_disk = None if (folder / "adapter_config.json").exists() else folder
         else:
-            self.model_id = f"hf:{name}@w{weights_digest(self.model)}"
+            self.model_id = f"hf:{name}@w{weights_digest(self.model)}" + _thinking_tag_of(self)
             self.weights_on_disk = None
         return self.model_id
 
@@ -150,7 +156,8 @@ class LocalModel:
 
     def _prompt(self, conversation: Conversation) -> str:
         messages = [m.model_dump() for m in conversation]
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                  **self.chat_template_kwargs)
 
     def _compute_type(self) -> Any:
         """bf16 autocast for float32 weights on a GPU (a trained model's master weights,
@@ -284,3 +291,8 @@ def _revision(source: str, local: Path, revision: str | None, model: Any) -> str
         return folder_digest(local)
     commit = getattr(model.config, "_commit_hash", None)
     return commit or revision or "main"
+
+
+def _thinking_tag_of(model: Any) -> str:
+    """The model id's mark of the chat template's thinking switch (none where it is unset)."""
+    return thinking_tag(getattr(model, "chat_template_kwargs", {}).get("enable_thinking"))

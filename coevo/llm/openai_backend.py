@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coevo.llm.base import ModelError, PerRequestSampling
-from coevo.llm.common import copies, truncate_at_stop
+from coevo.llm.common import copies, thinking_tag, truncate_at_stop
 from coevo.types import Completion, Conversation, Sampling
 
 _SPEC = re.compile(r"^(?P<model>[^@]+?)(?:@(?P<urls>https?://.+))?$")
@@ -69,11 +69,14 @@ class OpenAIModel(PerRequestSampling):
         timeout: float = 300.0,
         extra_body: dict[str, Any] | None = None,
         model_id: str | None = None,
+        thinking: bool | None = None,
     ):
         """`base_urls` empty means the client's default (OPENAI_BASE_URL or api.openai.com).
 
         `extra_body` passes server-specific fields, e.g. {"top_k": 0, "min_p": 0} for a
         llama.cpp server, whose own defaults (top_k 40, min_p 0.05) differ from OpenAI's.
+        `thinking` becomes `chat_template_kwargs: {enable_thinking: ...}` (vLLM's and SGLang's
+        servers read it; the model id records it, so the cache keeps the two apart).
         """
         if concurrency < 1 or max_retries < 0:
             raise ModelError("openai backend needs concurrency >= 1 and max_retries >= 0")
@@ -85,9 +88,12 @@ class OpenAIModel(PerRequestSampling):
         self.max_backoff = max_backoff
         self.timeout = timeout
         self.extra_body = dict(extra_body or {})
+        if thinking is not None:
+            kwargs = self.extra_body.setdefault("chat_template_kwargs", {})
+            kwargs["enable_thinking"] = thinking
         # Named by model, not URL: replicas of one model, or a server moved to another
         # port for a resumed run, keep answering from the same cache entries.
-        self.model_id = model_id or f"openai:{model}"
+        self.model_id = (model_id or f"openai:{model}") + thinking_tag(thinking)
         # Every server coevo targets (vLLM, SGLang, llama.cpp server, OpenAI) returns them.
         self.supports_logprobs = True
         self._next_url = itertools.count()

@@ -199,6 +199,7 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
     kind, sep, rest = spec.partition(":")
     options = dict(options)
     engine = options.pop("engine", None)
+    _thinking_switch(spec, kind, trainable, options)
     if trainable:
         options.setdefault("dtype", TRAINABLE_DTYPE)
     if kind == "smollm2":
@@ -275,6 +276,20 @@ _ENGINE_HINTS = {
     "llamacpp": "pip install 'llama-cpp-python[server]==0.3.36'", "hf": "",
 }
 _said_engine: set[str] = set()
+
+
+def _thinking_switch(spec: str, kind: str, trainable: bool, options: dict[str, Any]) -> None:
+    """A role's `thinking` reaches the backends that apply the model's own chat template
+    (transformers, vLLM, a server); llama.cpp renders the GGUF's template without switches, so
+    it is refused there, and a replay model answers as recorded (dropped)."""
+    if options.get("thinking") is None:
+        options.pop("thinking", None)
+        return
+    if kind == "replay":
+        options.pop("thinking")
+    elif kind == "gguf" or (kind == "smollm2" and not trainable):
+        raise ModelError(f"{spec!r}: `thinking` (the chat template's enable_thinking) needs a model whose chat "
+                         "template coevo applies itself: hf:, vllm: or openai:; remove the role's `thinking` key")
 
 
 def _embedded(spec: str, engine: str | None, trainable: bool, options: dict[str, Any]) -> ChatModel:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.llm.base import ModelError, PerRequestSampling
-from coevo.llm.common import copies, folder_digest, truncate_at_stop
+from coevo.llm.common import copies, folder_digest, thinking_tag, truncate_at_stop
 from coevo.types import Completion, Conversation, Sampling
 
 #: How vLLM is installed where `make install` cannot do it.
@@ -60,6 +60,7 @@ class VLLMModel(PerRequestSampling):
         max_lora_rank: int = 64,
         engine_args: dict[str, Any] | None = None,
         model_id: str | None = None,
+        thinking: bool | None = None,
     ):
         """Load a transformers folder (or hub id) into a vLLM engine.
 
@@ -71,7 +72,7 @@ class VLLMModel(PerRequestSampling):
         and CUDA graphs do not exist there. `n_threads` caps the CPU worker's threads. `lora`
         names a PEFT adapter folder every request decodes with (vLLM's LoRA support: a trained
         role's adapter on its base model). `engine_args` go to `vllm.LLM` as they are, for
-        anything else vLLM takes.
+        anything else vLLM takes. `thinking`: the chat template's `enable_thinking`.
         """
         on_gpu = _on_gpu()
         # vLLM reads these when its engine starts (a user's own settings win).
@@ -98,6 +99,8 @@ class VLLMModel(PerRequestSampling):
         # Named by content for a local folder (a moved folder keeps its cache entries).
         self.model_id = model_id or ((f"vllm:{path.name}@{folder_digest(path)}" if local else f"vllm:{model}") + adapter)
         self._lock = threading.Lock()
+        self.chat_template_kwargs = {} if thinking is None else {"enable_thinking": thinking}
+        self.model_id += thinking_tag(thinking)
 
     def generate_each(
         self, conversations: list[Conversation], samplings: list[Sampling], n: int = 1
@@ -109,7 +112,8 @@ class VLLMModel(PerRequestSampling):
         params = [self._params(s, 1 if s.temperature <= 0 else n) for s in samplings]
         messages = [[m.model_dump() for m in conversation] for conversation in conversations]
         with self._lock:
-            outputs = self.llm.chat(messages, params, use_tqdm=False, lora_request=self.lora_request)
+            outputs = self.llm.chat(messages, params, use_tqdm=False, lora_request=self.lora_request,
+                                    chat_template_kwargs=self.chat_template_kwargs or None)
         results = []
         for output, sampling in zip(outputs, samplings):
             prompt_tokens = len(output.prompt_token_ids or [])

@@ -3,7 +3,8 @@
 Every role builds on `coevo.roles.base.Role` (one batched `ask`); every judge is a
 `coevo.roles.base.Scorer` (`score(rollouts, samples) -> judgments`). `Actor` writes and
 revises responses, `Critic` writes critiques, the judges in `coevo.roles.judges` score them,
-DecoEvo's roles are in `coevo.roles.decoevo`, and `coevo.roles.refinement` chains actor,
+DecoEvo's roles are in `coevo.roles.decoevo`, DeepResearch-Gym's report judges (key points,
+report quality) in `coevo.roles.deepresearch`, and `coevo.roles.refinement` chains actor,
 critic and judges into critique-guided refinement. `coevo.roles.parsing` reads answers.
 """
 

@@ -95,7 +95,14 @@ class Judge(ScoringRole):
         Attempt k > 0 is a re-ask, seeded apart from the first answer."""
         prompts = [self.template.render(**f) for f in fields]
         seed = {"seed": (self.sampling.seed or 0) + attempt} if attempt else {}
-        return self.ask(prompts, answer_schemas if self.structured else None, self.scoring_sampling(**seed))
+        return self.ask(prompts, answer_schemas if self.schema_bound else None, self.scoring_sampling(**seed))
+
+    @property
+    def schema_bound(self) -> bool:
+        """Whether answers are decoded under their schema: not for a custom template's format
+        (`structured=False`) nor where the config asks for the papers' free answers
+        (`sampling.output: free`; the parsers are lenient either way)."""
+        return self.structured and getattr(self.sampling, "output", "schema") == "schema"
 
     def _judge_all(self, fields: list[dict[str, Any]],
                    answer_schemas: Sequence[dict[str, Any] | None] | None,
@@ -498,7 +505,9 @@ class QueryFilterJudge(Judge):
     judges_rollouts = False
     default_template = "query_filter"
     expectable = False
-    _OPTIONAL_FIELDS = ("ability", "domain", "category", "language_hint")
+    #: Fields a template may show, "not available" where the sample has none (`intent`: the
+    #: OpenScholar grader's, coevo/prompts/openscholar_query_filter.md).
+    _OPTIONAL_FIELDS = ("ability", "domain", "category", "language_hint", "intent")
 
     def score(self, rollouts: Sequence[Rollout],
               samples: Mapping[str, Sample] | None = None) -> list[Judgment]:

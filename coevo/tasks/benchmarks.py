@@ -25,16 +25,27 @@ Row formats:
   each criterion's signed points as its weight; grade it with `roles.grader.kind: healthbench`
   (met or not per criterion, points met over positive points, clipped to [0, 1]). A
   conversation of several turns becomes one prompt, each turn under its speaker's name.
+- OpenScholar (`openscholar:PATH`, training queries) and DeepResearch-Gym
+  (`deepresearch_gym:PATH`, evaluation rows with reference key points): TAIScore's deep-research
+  domain, read by `tasks/deepresearch.py`. OpenScholar rows pass Appendix C's rule-based stage
+  as they are read; `read_benchmark` counts what each rule removed.
+
+A PATH of the form `bundled:NAME` names a file shipped in coevo/tasks/data/ (the tiny
+examples' samples, e.g. `openscholar:bundled:openscholar_tiny.jsonl`).
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from coevo.jsonl import iter_jsonl
+from coevo.tasks.deepresearch import RowRemoved, deepresearch_gym_row, openscholar_row
 from coevo.tasks.errors import DataError
 from coevo.types import Criterion, Rubric, Sample
 
@@ -122,7 +133,19 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], str], Sample]] = {
     "writingbench": _writingbench,
     "hellobench": _hellobench,
     "healthbench": _healthbench,
+    "openscholar": openscholar_row,
+    "deepresearch_gym": deepresearch_gym_row,
 }
+
+
+@dataclass
+class BenchmarkRead:
+    """A benchmark file read: its samples, the rows read, and the rows each rule removed
+    (OpenScholar's Appendix C rules; empty for the others)."""
+
+    samples: list[Sample]
+    rows: int = 0
+    removed: dict[str, int] = field(default_factory=dict)
 
 
 def benchmark_of(source: str | os.PathLike[str]) -> str | None:
@@ -132,37 +155,60 @@ def benchmark_of(source: str | os.PathLike[str]) -> str | None:
 
 
 def load_benchmark(source: str | os.PathLike[str], *, limit: int | None = None) -> list[Sample]:
-    """Samples of a `writingbench:PATH` / `hellobench:PATH` / `healthbench:PATH` source, gold
-    rubrics included.
+    """Samples of a benchmark source (`writingbench:PATH`, `hellobench:PATH`, `healthbench:PATH`,
+    `openscholar:PATH`, `deepresearch_gym:PATH`), gold rubrics and key points included.
 
     Raises DataError naming the line and the fix for a missing file, a line that is not
     JSON, a row without its query or checklist, or a duplicate id.
     """
+    return read_benchmark(source, limit=limit).samples
+
+
+def benchmark_path(source: str | os.PathLike[str]) -> Path:
+    """The file a benchmark source names: its PATH, or a bundled file for `bundled:NAME`."""
+    rest = os.fspath(source).split(":", 1)[1]
+    if rest.startswith("bundled:"):
+        return Path(str(resources.files("coevo.tasks").joinpath("data", rest.removeprefix("bundled:"))))
+    return Path(rest).expanduser()
+
+
+def read_benchmark(source: str | os.PathLike[str], *, limit: int | None = None) -> BenchmarkRead:
+    """`load_benchmark`, with how many rows were read and what each rule removed; `limit`
+    counts the samples kept."""
     text = os.fspath(source)
     name = benchmark_of(text)
     if name is None:
         raise DataError(f"{text}: not a benchmark source; give " + " or ".join(f"{b}:PATH" for b in BENCHMARKS))
-    path = Path(text.split(":", 1)[1]).expanduser()
+    path = benchmark_path(text)
     if not path.is_file():
         raise DataError(f"{text}: no such file {path}. Download the benchmark's JSONL yourself (coevo never "
                         f"downloads it) and give its path, e.g. {name}:/data/{name}.jsonl")
     if limit is not None and limit < 0:
         raise DataError(f"limit must be >= 0 or None, got {limit}.")
-    samples: list[Sample] = []
+    read = BenchmarkRead(samples=[])
+    removed: Counter[str] = Counter()
     seen: dict[str, int] = {}
     with path.open(encoding="utf-8-sig") as handle:
         for number, row in iter_jsonl(handle, text, DataError):
-            if limit is not None and len(samples) >= limit:
+            if limit is not None and len(read.samples) >= limit:
                 break
-            sample = BENCHMARKS[name](row, f"{text}: line {number}")
+            read.rows += 1
+            try:
+                sample = BENCHMARKS[name](row, f"{text}: line {number}")
+            except RowRemoved as rule:
+                removed[rule.rule] += 1
+                continue
             if sample.id in seen:
                 raise DataError(f"{text}: line {number}: duplicate id {sample.id!r} (first at line "
                                 f"{seen[sample.id]}); the file holds a row twice: remove one")
             seen[sample.id] = number
-            samples.append(sample)
-    if not samples:
-        raise DataError(f"{text} holds no rows{' (limit is 0)' if limit == 0 else ''}")
-    return samples
+            read.samples.append(sample)
+    read.removed = dict(removed)
+    if not read.samples:
+        because = (f": the rules removed all {read.rows} ({read.removed}); give queries that pass them"
+                   if removed else "")
+        raise DataError(f"{text} holds no rows{' (limit is 0)' if limit == 0 else because}")
+    return read
 
 
 def _text(row: dict[str, Any], key: str, where: str) -> str:
@@ -185,4 +231,4 @@ def _optional(value: Any) -> str | None:
     return None if value in (None, "") else str(value)
 
 
-__all__ = ["BENCHMARKS", "benchmark_of", "load_benchmark"]
+__all__ = ["BENCHMARKS", "BenchmarkRead", "benchmark_of", "benchmark_path", "load_benchmark", "read_benchmark"]

@@ -32,6 +32,9 @@ class PoolReport(BaseModel):
     rated_three: int = 0       # rated 3: the pool of the top-up
     topped_up: int = 0         # rated 3 and drawn
     dropped: int = 0           # rated below 3, unreadable, or past the pools' total
+    #: Rows a source's rule-based stage removed before any rating, per rule (OpenScholar's
+    #: App. C rules: unsupported_intent, too_short, not_english; empty for other sources).
+    rules_removed: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
 

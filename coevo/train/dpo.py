@@ -92,7 +92,8 @@ class DPOSettings(StrictModel):
 
 
 def pairs_to_dataset(
-    pairs: list[PreferencePair], tokenizer: Any = None, *, max_prompt_length: int | None = None
+    pairs: list[PreferencePair], tokenizer: Any = None, *, max_prompt_length: int | None = None,
+    chat_template_kwargs: dict[str, Any] | None = None,
 ) -> datasets.Dataset:
     """Conversational preference rows: prompt = [system message, user message] (the system
     message only where the pair has one), chosen/rejected = [assistant message].
@@ -104,7 +105,8 @@ def pairs_to_dataset(
     kept around a marker saying how much is missing, as GRPO's critic prompts are built
     (roles/prompt_budget.py). TRL's former `max_prompt_length` kept the end only, and TRL
     1.16 truncates just the whole sequence. A system message is kept whole and counts
-    against the limit: the user message is what gets shortened.
+    against the limit: the user message is what gets shortened. `chat_template_kwargs` (the
+    role's `thinking` switch) becomes a column TRL applies the template with.
     """
     import datasets
 
@@ -121,6 +123,8 @@ def pairs_to_dataset(
         rows["prompt"].append([m.model_dump() for m in asked])
         rows["chosen"].append([{"role": "assistant", "content": pair.chosen}])
         rows["rejected"].append([{"role": "assistant", "content": pair.rejected}])
+    if chat_template_kwargs:
+        rows["chat_template_kwargs"] = [dict(chat_template_kwargs) for _ in pairs]
     return datasets.Dataset.from_dict(rows)
 
 
@@ -183,7 +187,8 @@ def train_dpo(
     checkpoints = output_dir / "checkpoints"
     resume_from = last_checkpoint(checkpoints) if resume else None
     start_step = global_step(resume_from)
-    dataset = pairs_to_dataset(pairs, policy.tokenizer, max_prompt_length=settings.max_prompt_length)
+    dataset = pairs_to_dataset(pairs, policy.tokenizer, max_prompt_length=settings.max_prompt_length,
+                               chat_template_kwargs=getattr(policy, "chat_template_kwargs", None))
     require_reporters(settings.report_to, "dpo")
     args = dpo_config(settings, checkpoints)
     ref_model = _reference_model(policy, reference)

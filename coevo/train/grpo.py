@@ -233,6 +233,8 @@ def train_grpo(
     start_step = global_step(resume_from)
     require_reporters(settings.report_to, "grpo")
     args = grpo_config(settings, checkpoints)
+    if getattr(policy, "chat_template_kwargs", None):  # the role's `thinking`: TRL templates as the role samples
+        args.chat_template_kwargs = {**(args.chat_template_kwargs or {}), **policy.chat_template_kwargs}
     timed_reward = _Timed(reward_fn)
     rollout = rollout_for(policy, settings, output_dir / "rollout")
     trainer = _grpo_trainer(policy, dataset, timed_reward, args, callbacks, rollout)

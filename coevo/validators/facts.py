@@ -168,13 +168,15 @@ class EntailmentJudge:
     """
 
     def __init__(self, model: ChatModel | None, sampling: Sampling = JUDGE_SAMPLING, *,
-                 mode: str = "llm", threshold: float = 0.75):
+                 mode: str = "llm", threshold: float = 0.75, free: bool = False):
+        """`free`: the answer is generated freely and read after (yes/no/true/false anywhere
+        in it), as FactScore's judge answers, instead of under the answer's schema."""
         if mode not in MODES:
             raise ValueError(f"entailment mode must be one of {MODES}, got {mode!r}")
         if mode != "lexical" and model is None:
             raise ValueError(f"a {mode!r} entailment judge needs a model (or use mode='lexical')")
         self.model, self.mode, self.threshold = model, mode, threshold
-        self.sampling = sampling.model_copy(update={"json_schema": ANSWER_SCHEMA})
+        self.sampling = sampling.model_copy(update={"json_schema": None if free else ANSWER_SCHEMA})
         self.calls = 0
 
     def judge(self, template: str, items: list[dict[str, str]], premise_key: str) -> list[tuple[bool, str]]:

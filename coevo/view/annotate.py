@@ -13,6 +13,10 @@ random token; the page holds only that token, and a label is taken only with a t
 server handed out (400 otherwise). Pair urls name the pair, so the browser's Back shows the
 pair labelled last, whose label can then be changed; the pages are not cached.
 
+Two conditions' final answers (`vs_condition`, the TAIScore paper's Table 2) are offered as
+`coevo view` was told (`create_app`'s `comparisons`: --conditions, --against, --prompts), each
+comparison under an opaque id, so that neither the page nor its url names a condition.
+
 Several people can label the same run: each is asked their name once (kept in a cookie; the
 `annotator` url parameter switches) and sees their own progress. `coevo eval annotations`
 (coevo.view.annotate_export) writes each one's labels, their majority vote and Fleiss' κ.
@@ -31,6 +35,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Request
 
 from coevo.eval.annotators import DEFAULT_ANNOTATOR
+from coevo.view.annotate_conditions import ComparisonSpec, run_comparisons
 from coevo.view.annotate_pairs import (
     KIND,
     KIND_TITLES,
@@ -85,9 +90,22 @@ def labels(store: RunStore, stage: str | None = None,
     return labels_by_annotator(store, stage).get(annotator, {})
 
 
-def stages_overview(store: RunStore, seed: int = 0, annotator: str | None = DEFAULT_ANNOTATOR) -> list[dict[str, Any]]:
+def compared_pairs(store: RunStore, spec: ComparisonSpec | None = None) -> dict[str, list[Pair]]:
+    """The run's `vs_condition` pairs by comparison id, as `spec` (the viewer's --conditions,
+    --against, --prompts) asks; none where the run has nothing to compare."""
+    from coevo.tasks.errors import DataError
+
+    try:
+        return {cid: pairs for cid, (_, pairs) in run_comparisons(store, spec or ComparisonSpec()).items()}
+    except (DataError, FileNotFoundError):  # checked when the viewer started: a run changed since offers none
+        return {}
+
+
+def stages_overview(store: RunStore, seed: int = 0, annotator: str | None = DEFAULT_ANNOTATOR,
+                    compared: dict[str, list[Pair]] | None = None) -> list[dict[str, Any]]:
     """Per stage and kind with pairs: how many pairs there are and how many `annotator` has
-    labelled; `headline` marks the last round's `vs_round0` pairs (win_rate_vs_round0's)."""
+    labelled; `headline` marks the last round's `vs_round0` pairs (win_rate_vs_round0's).
+    `compared`: the `vs_condition` pairs by comparison id, listed last, under their ids."""
     done = labels(store, annotator=annotator) if annotator else {}
     out = []
     for stage, _ in store.rollout_stages():
@@ -95,6 +113,10 @@ def stages_overview(store: RunStore, seed: int = 0, annotator: str | None = DEFA
             if pairs:
                 out.append({"stage": stage, "kind": kind, "pairs": len(pairs), "headline": False,
                             "labelled": sum(p.key in done for p in pairs)})
+    for stage, pairs in (compared or {}).items():
+        if pairs:
+            out.append({"stage": stage, "kind": "vs_condition", "pairs": len(pairs), "headline": False,
+                        "labelled": sum(p.key in done for p in pairs)})
     last: dict[str | None, dict[str, Any]] = {}
     for row in out:
         if row["kind"] == "vs_round0":
@@ -180,9 +202,19 @@ def shown_label(record: dict[str, Any] | None, left: str) -> str | None:
 # ─── routes ─────────────────────────────────────────────────────────────────────────
 
 
-def _pairs_of(store: RunStore, stage: str, kind: str, seed: int) -> list[Pair]:
+def _spec(request: Request) -> ComparisonSpec:
+    return getattr(request.app.state, "comparisons", None) or ComparisonSpec()
+
+
+def _pairs_of(request: Request, store: RunStore, stage: str, kind: str, seed: int) -> list[Pair]:
     if kind not in PAIR_KINDS:
         raise HTTPException(status_code=400, detail=f"kind must be one of {', '.join(PAIR_KINDS)}, not {kind!r}")
+    if kind == "vs_condition":
+        compared = compared_pairs(store, _spec(request))
+        if stage not in compared:
+            raise HTTPException(status_code=404, detail=f"no comparison {stage!r} in this run; its comparisons: "
+                                f"{', '.join(compared) or 'none'} (the Annotate page lists them)")
+        return queue(compared[stage], seed)
     stages = [s for s, _ in store.rollout_stages()]
     if stage not in stages:
         raise HTTPException(status_code=404, detail=f"no stage {stage!r} with rollouts in this run; "
@@ -227,11 +259,12 @@ def annotate_page(request: Request, run_id: str, stage: str = "", kind: str = "r
     with reading(request, run_id) as store:
         if not stage:
             everyone = labels_by_annotator(store)
-            page = render(request, "annotate.html", overview=stages_overview(store, seed, who), stage=None,
+            page = render(request, "annotate.html", stage=None,
+                          overview=stages_overview(store, seed, who, compared_pairs(store, _spec(request))),
                           total_labels=store.record_count(KIND), mine=len(everyone.get(who or "", {})),
                           annotators={name: len(done) for name, done in everyone.items()}, **common)
             return _remember(page, given, who)
-        pairs = _pairs_of(store, stage, kind, seed)
+        pairs = _pairs_of(request, store, stage, kind, seed)
         if who is None:
             return _remember(render(request, "annotate.html", stage=stage, kind=kind, ask_name=True, pair_key=pair,
                                     **common), given, who)
@@ -293,7 +326,8 @@ async def annotate_label(request: Request, run_id: str):
             raise HTTPException(status_code=400, detail=f"unknown pair token {token[:40]!r}: this viewer takes "
                                 "labels only for pairs it served; reload the annotation page and label from it")
         stage, kind, who = serving["stage"], serving["kind"], serving["annotator"]
-        pair = next((p for p in _pairs_of(store, stage, kind, serving["seed"]) if p.key == serving["pair"]), None)
+        pair = next((p for p in _pairs_of(request, store, stage, kind, serving["seed"]) if p.key == serving["pair"]),
+                    None)
         earlier = store.get_record(KIND, record_key(serving["pair"], who))
     if pair is None:
         raise HTTPException(status_code=404, detail=f"stage {stage!r} no longer has {kind} pair {serving['pair']!r}")
@@ -321,6 +355,9 @@ def annotate_review(request: Request, run_id: str, annotator: str = ""):
         pairs: dict[str, Pair] = {}
         for stage in sorted({record["stage"] for record in mine.values()}):
             for kind_pairs in store_pairs(store, stage, limit=None).values():
+                pairs.update((p.key, p) for p in kind_pairs)
+        if any(record["kind"] == "vs_condition" for record in mine.values()):
+            for kind_pairs in compared_pairs(store, _spec(request)).values():
                 pairs.update((p.key, p) for p in kind_pairs)
     for key, record in sorted(mine.items(), key=lambda item: item[1].get("labelled_at", ""), reverse=True):
         pair = pairs.get(key)

@@ -13,6 +13,12 @@ Where several annotators labelled, human.jsonl is their majority vote (coevo.eva
 as the TAIScore paper merges its three annotators), `human_NAME.jsonl` each one's labels and
 `majority.jsonl` every merged pair's votes.
 
+Labels of `vs_condition` pairs (two conditions' final answers, the paper's Table 2) also give
+a Table-2 table per comparison: the majority vote's wins for the first-named condition, ties,
+wins for the second, pairs with no majority, the annotators' Fleiss' κ with its n and 95 %
+CI, and the first's share of the decided pairs with a Wilson 95 % interval
+(`conditions.jsonl`, `conditions.md`; `condition_rows`).
+
 The output folder is replaced as a whole, so an export of one stage never sits beside the
 files of an earlier export of another: the files are written into a new folder beside it,
 which then takes its place. A folder holding anything an export does not write is left
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coevo.view.annotate_pairs import Pair, labels_by_annotator, store_pairs
+from coevo.view.annotate_pairs import KIND, Pair, labels_by_annotator, store_pairs
 
 if TYPE_CHECKING:
     from coevo.eval.annotators import MergeResult
@@ -40,7 +46,7 @@ if TYPE_CHECKING:
 _JUDGE_PREFERENCE = ("pairwise_vs_round0", "pairwise", "gold_rubric", "taiscore", "outcome_gain", "critique_quality",
                      "adherence")
 #: The files an export writes; a folder holding anything else is not an export's to replace.
-_EXPORT_FILE = re.compile(r"(human|judge|majority)(_[A-Za-z0-9_.-]+)?\.jsonl")
+_EXPORT_FILE = re.compile(r"(human|judge|majority|conditions)(_[A-Za-z0-9_.-]+)?\.jsonl|conditions\.md")
 
 
 @dataclass
@@ -56,6 +62,8 @@ class AnnotationExport:
     labels: int
     annotators: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     merge: MergeResult | None = None
+    #: The Table-2 rows of the labelled comparisons of conditions (condition_rows).
+    conditions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _human_lines(name: str, done: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -104,7 +112,7 @@ def annotation_lines(store: RunStore, stage: str | None = None, annotator: str |
                                           else len(_JUDGE_PREFERENCE), n))
     return AnnotationExport(human=human, judges={n: judges[n] for n in ranked},
                             judge=ranked[0] if ranked else None, labels=len(done), annotators=per_annotator,
-                            merge=merge)
+                            merge=merge, conditions=condition_rows(by_annotator))
 
 
 def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | None = None,
@@ -123,7 +131,9 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
     try:
         names = list(labels_by_annotator(store, stage))
         lines = annotation_lines(store, stage, annotator)
-        stages = [s for s, _ in store.rollout_stages()]
+        # A comparison of conditions is a stage of its labels only (an opaque id, no rollouts).
+        stages = [s for s, _ in store.rollout_stages()] + sorted(
+            {r["stage"] for _, r in store.get_records(KIND) if r.get("kind") == "vs_condition"})
     finally:
         store.close()
     _check_labels(run_dir, lines, stage, stages, annotator, names)
@@ -136,6 +146,8 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
         for name, rows in written.items():
             (new / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
                                     encoding="utf-8")
+        if lines.conditions:
+            (new / "conditions.md").write_text(condition_table(lines.conditions), encoding="utf-8")
         _swap(new, out)
     finally:
         if new.exists():
@@ -178,6 +190,10 @@ def _export_files(lines: AnnotationExport, out: Path) -> tuple[dict[str, list[di
         written["majority.jsonl"] = majority_lines(lines.merge)
         result["majority"] = str(out / "majority.jsonl")
         result["merge"] = lines.merge.model_dump()
+    result["conditions"] = lines.conditions
+    if lines.conditions:
+        written["conditions.jsonl"] = lines.conditions
+        result["conditions_table"] = str(out / "conditions.md")
     if lines.judge is not None:
         written["judge.jsonl"] = lines.judges[lines.judge]
         result["judge"] = str(out / "judge.jsonl")
@@ -217,3 +233,78 @@ def _swap(new: Path, out: Path) -> None:
     new.rename(out)
     if old is not None:
         shutil.rmtree(old)
+
+
+# ─── Table 2: comparisons of conditions ─────────────────────────────────────────────
+
+
+def _one_annotator_counts(records: list[dict[str, Any]], first: str, second: str) -> dict[str, int]:
+    # One person's labels are their own majority: nothing to vote on, no pair without one.
+    return {"first": sum(r["winner"] == first for r in records), "second": sum(r["winner"] == second for r in records),
+            "tie": sum(r["winner"] == "tie" for r in records), "no_majority": 0}
+
+
+def condition_rows(by_annotator: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per comparison of conditions with labels (`labels_by_annotator`'s), Table 2's row:
+    majority-vote wins for the first-named condition, ties, wins for the second and pairs with
+    no majority (the paper's first / second / tie split), over the pairs every annotator of
+    the comparison labelled; their Fleiss' κ with n and 95 % CI (None with one annotator);
+    and the first's share of the decided pairs with its Wilson 95 % interval."""
+    from coevo.eval.annotators import from_records, merge_annotators
+    from coevo.eval.stats import wilson_interval
+    from coevo.tasks.errors import DataError
+
+    per: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for name, records in by_annotator.items():
+        for record in records.values():
+            if record.get("kind") == "vs_condition":
+                per.setdefault(record["stage"], {}).setdefault(name, []).append(record)
+    rows = []
+    for cid, by_name in per.items():
+        first, second = next(iter(by_name.values()))[0]["candidates"]
+        kappa = ci = None
+        partial = 0
+        if len(by_name) > 1:
+            try:
+                merge = merge_annotators([from_records(n, recs, "the run's labels") for n, recs in by_name.items()])
+            except DataError:  # they labelled different pairs of it: no vote to count yet
+                merge = None
+            counts = merge.counts if merge else {"first": 0, "second": 0, "tie": 0, "no_majority": 0}
+            n_items, partial = (merge.n_items, merge.n_partial) if merge else (0, sum(map(len, by_name.values())))
+            kappa, ci = (merge.agreement.kappa, merge.agreement.ci) if merge else (None, None)
+        else:
+            [records] = by_name.values()
+            counts, n_items = _one_annotator_counts(records, first, second), len(records)
+        decided = counts["first"] + counts["second"]
+        share = wilson_interval(counts["first"], decided) if decided else None
+        rows.append({"comparison": f"{first} vs {second}", "id": cid, "first": first, "second": second,
+                     "first_wins": counts["first"], "ties": counts["tie"], "second_wins": counts["second"],
+                     "no_majority": counts["no_majority"], "pairs": n_items, "partial_pairs": partial,
+                     "annotators": sorted(by_name), "kappa": kappa, "kappa_ci": ci,
+                     "first_share": share[0] if share else None,
+                     "first_share_ci": [share[1], share[2]] if share else None, "first_share_n": decided})
+    return sorted(rows, key=lambda row: row["comparison"])
+
+
+def _kappa_text(row: dict[str, Any]) -> str:
+    if len(row["annotators"]) < 2:
+        return "— (one annotator)"
+    if row["kappa"] is None:
+        return "undefined (one category)"
+    ci = f" [{row['kappa_ci'][0]:.2f}, {row['kappa_ci'][1]:.2f}]" if row["kappa_ci"] else ""
+    return f"{row['kappa']:.2f}{ci}, n = {row['pairs']} x {len(row['annotators'])}"
+
+
+def condition_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as the paper's Table 2 (Markdown), with what it leaves unsaid: the pairs with
+    no majority, the annotators' κ and the first's share of decided pairs, each with its n."""
+    lines = ["| Comparison (A vs. B) | A | Tie | B | no majority | pairs | Fleiss' κ [95% CI], n | "
+             "A's share of decided [95% CI], n |", "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        share = ("—" if row["first_share"] is None else
+                 f"{row['first_share']:.2f} [{row['first_share_ci'][0]:.2f}, {row['first_share_ci'][1]:.2f}], "
+                 f"n = {row['first_share_n']}")
+        lines.append(f"| {row['comparison']} | {row['first_wins']} | {row['ties']} | {row['second_wins']} | "
+                     f"{row['no_majority']} | {row['pairs']} | {_kappa_text(row)} | {share} |")
+    return "\n".join(lines) + "\n\nMajority vote of the annotators per pair (a label at least two of three chose); " \
+        "A is the first-named condition.\n"

@@ -51,6 +51,11 @@ def written_lines(labels: CollectedLabels, out_dir: Path | None) -> list[str]:
     if not labels.from_run:
         return lines + ([f"wrote {result['human']}: the majority labels as scores"] if out_dir else [])
     lines.append(f"wrote {result['human']}: {result['labels']} labelled pairs")
+    if result.get("conditions"):
+        from coevo.view.annotate_export import condition_table
+
+        lines += ["comparisons of conditions (the paper's Table 2):",
+                  *condition_table(result["conditions"]).splitlines(), f"wrote {result['conditions_table']}: that table"]
     if result["judge"] is None:
         return lines + ["no judge scored these pairs, so there is no judge.jsonl to compare with"]
     lines += [f"wrote {path}: judge {name}" for name, path in result["judges"].items()]

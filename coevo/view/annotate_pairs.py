@@ -8,7 +8,14 @@ Three kinds of pair:
   prompt, the pairs behind the headline `win_rate_vs_round0` (each judged in both shown
   orders; coevo.eval.both_orders). They come from stages `TAG/roundR/eval` (R >= 1) whose
   rollouts carry the `pairwise_vs_round0` judgments, matched by sample id to the rollouts
-  of `TAG/round0/eval`.
+  of `TAG/round0/eval`;
+- `vs_condition`: two conditions' final held-out answers to the same prompt (the TAIScore
+  paper's Table 2: TAIScore vs the off-the-shelf critic, co-evolution vs TAIScore), each
+  side the last `TAG/roundR/eval` stage of a condition (or a named round), of this run or of
+  another (`coevo view RUN --against OTHER`). A `Comparison` names its two sides, first-named
+  first; its pairs cover a seeded sample of prompts (`sample_prompts`, 50 as the paper) that
+  every comparison of the run shares. A comparison's stage is an opaque id, so no page or
+  url names a condition. They are built in coevo.view.annotate_conditions.
 
 A pair's `candidates` name its texts in the run's terms (y0 / y1, cRID, round0 / roundR);
 they stay on the server: the annotation page shows only "A" and "B" (coevo.view.annotate).
@@ -31,12 +38,13 @@ if TYPE_CHECKING:
 #: The store's record kind of a label (one per annotator and pair; coevo.view.annotate writes them).
 KIND = "annotation"
 
-PairKind = Literal["revision", "critique", "vs_round0"]
-PAIR_KINDS: tuple[PairKind, ...] = ("revision", "critique", "vs_round0")
+PairKind = Literal["revision", "critique", "vs_round0", "vs_condition"]
+PAIR_KINDS: tuple[PairKind, ...] = ("revision", "critique", "vs_round0", "vs_condition")
 #: What each kind asks, as the stages list and the pair page word it (no side's name in it).
 KIND_TITLES = {"revision": "a response and its revision (did the revision help?)",
                "critique": "two critiques of one response",
-               "vs_round0": "this round's answer and round 0's (the pairs behind win_rate_vs_round0)"}
+               "vs_round0": "this round's answer and round 0's (the pairs behind win_rate_vs_round0)",
+               "vs_condition": "two systems' answers to one prompt (which systems is not shown)"}
 #: Critique pairs per response at most: a GRPO group of 8 critiques has 28 pairs; a few,
 #: chosen by the seeded order, say as much about agreement at a fraction of the clicks.
 MAX_CRITIQUE_PAIRS = 6
@@ -44,7 +52,7 @@ MAX_CRITIQUE_PAIRS = 6
 _NOT_PER_CANDIDATE = ("pairwise_vs_round0", "pairwise_vs_round0_swapped")
 #: The both-orders judge of a `vs_round0` pair, as judge.jsonl names it.
 BOTH_ORDERS_JUDGE = "pairwise_vs_round0"
-_EVAL_STAGE = re.compile(r"(?P<tag>.+)/round(?P<round>\d+)/eval")
+EVAL_STAGE = re.compile(r"(?P<tag>.+)/round(?P<round>\d+)/eval")
 
 
 @dataclass
@@ -131,7 +139,7 @@ def _critique_pairs(rows: list[dict[str, Any]], stage: str, seed: int, limit: in
 
 def round0_stage(stage: str) -> str | None:
     """`TAG/round0/eval` for a TAIScore evaluation stage `TAG/roundR/eval` with R >= 1, else None."""
-    match = _EVAL_STAGE.fullmatch(stage)
+    match = EVAL_STAGE.fullmatch(stage)
     if match is None or int(match["round"]) == 0:
         return None
     return f"{match['tag']}/round0/eval"
@@ -152,7 +160,7 @@ def _both_orders_score(rollout: Rollout) -> float | None:
 def round0_pairs(rows: list[dict[str, Any]], base_rows: list[dict[str, Any]], stage: str) -> list[Pair]:
     """`vs_round0` pairs of evaluation stage `stage` (its rows) against round 0's (`base_rows`):
     one per prompt whose answer the pairwise judge compared with round 0's."""
-    match = _EVAL_STAGE.fullmatch(stage)
+    match = EVAL_STAGE.fullmatch(stage)
     if match is None:
         return []
     current = f"round{match['round']}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
@@ -19,13 +20,18 @@ from fastapi.staticfiles import StaticFiles
 
 from coevo.view.context import STATIC, RunIndex, plotly_js, reading, render, run_ref
 
+if TYPE_CHECKING:
+    from coevo.view.annotate_conditions import ComparisonSpec
+
 #: Modules that add pages, each exposing `router` (an APIRouter); a missing one is skipped.
 PAGE_MODULES = ("coevo.view.samples", "coevo.view.annotate", "coevo.view.rlac", "coevo.view.decoevo",
                 "coevo.view.compare")
 
 
-def create_app(paths: list[Path]) -> FastAPI:
-    """The viewer over `paths`: each a run folder or a folder of run folders (two levels deep)."""
+def create_app(paths: list[Path], comparisons: ComparisonSpec | None = None) -> FastAPI:
+    """The viewer over `paths`: each a run folder or a folder of run folders (two levels deep).
+    `comparisons`: the conditions its Annotate page offers to compare (default: the TAIScore
+    paper's Table 2 rows a run has; coevo.view.annotate_pairs)."""
     from coevo.version import __version__
 
     missing = [str(p) for p in paths if not Path(p).is_dir()]
@@ -34,6 +40,7 @@ def create_app(paths: list[Path]) -> FastAPI:
     app = FastAPI(title="coevo view", version=__version__,
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.runs = RunIndex([Path(p) for p in paths])
+    app.state.comparisons = comparisons
 
     @app.get("/", response_class=HTMLResponse)
     def runs_list(request: Request) -> HTMLResponse:
@@ -133,9 +140,10 @@ def _plotly_cached() -> str:
 
 
 def serve(paths: list[Path], host: str = "127.0.0.1", port: int = 8000,
-          announce=print) -> None:
+          announce=print, comparisons: ComparisonSpec | None = None) -> None:
     """Serve the viewer until Ctrl-C. The socket is bound first, so a port in use is a clear
-    error and `port=0` picks a free one; `announce(url)` is called once it is listening."""
+    error and `port=0` picks a free one; `announce(url)` is called once it is listening.
+    `comparisons`: as create_app's."""
     import errno
     import socket
 
@@ -143,7 +151,7 @@ def serve(paths: list[Path], host: str = "127.0.0.1", port: int = 8000,
 
     from coevo.config import ConfigError
 
-    app = create_app(paths)
+    app = create_app(paths, comparisons)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

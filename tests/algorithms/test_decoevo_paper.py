@@ -54,10 +54,19 @@ def test_an_optimisation_role_has_no_model_of_its_own():
 
 
 # ---------------------------------------------------------------- departures
+#: What no coevo setting changes yet: the final grade's prompt is coevo's, not each benchmark's.
+UNAVOIDABLE = ["roles.grader.prompt"]
+
+
+def settable(config) -> list:
+    """The departures a setting could remove (the full config has none)."""
+    return [d for d in departures(config) if d.settable]
+
+
 def test_full_config_is_the_paper(tmp_path):
-    assert departures(load("decoevo_full.yaml")) == []  # as shipped: PATH is the user's to fill
+    assert [d.setting for d in departures(load("decoevo_full.yaml"))] == UNAVOIDABLE  # as shipped
     config = load("decoevo_full.yaml", f"data.source={writingbench_file(tmp_path / 'wb.jsonl')}")
-    assert departures(config) == []
+    assert settable(config) == [] and not departures(config)[0].settable
 
 
 def test_coevo_plan_json_of_the_full_config(tmp_path):
@@ -70,13 +79,13 @@ def test_coevo_plan_json_of_the_full_config(tmp_path):
                                       "--json"])
     assert result.exit_code == 0, result.output
     made = json.loads(result.output)
-    assert made["algorithm"] == "decoevo" and made["departures"] == []
+    assert made["algorithm"] == "decoevo" and [d["setting"] for d in made["departures"]] == UNAVOIDABLE
     assert sum(made["data"]["sizes"].values()) == 40 and made["data"]["held_out"] == made["data"]["partitions"]["test"]
 
 
 def test_tiny_config_lists_each_of_its_departures():
     found = {d.setting: d for d in departures(load("decoevo_tiny.yaml"))}
-    assert set(found) == {"roles.backbone.model", "roles.grader.model", "data.source", "partitions.sizes", "seeds",
+    assert set(found) == {*UNAVOIDABLE, "roles.backbone.model", "roles.grader.model", "data.source", "partitions.sizes", "seeds",
                           "roles.judge.sampling.scoring", "roles.auditor.sampling.scoring",
                           "roles.grader.sampling.scoring"}
     assert found["roles.grader.model"].here == "smollm2 (the backbone)"
@@ -87,10 +96,10 @@ def test_tiny_config_lists_each_of_its_departures():
 def test_one_changed_setting_is_one_departure(tmp_path):
     source = writingbench_file(tmp_path / "wb.jsonl")
     config = load("decoevo_full.yaml", f"data.source={source}", "seeds=[0,1,2]", "roles.backbone.model=hf:Qwen/Qwen3-4B")
-    assert [d.setting for d in departures(config)] == ["seeds"]  # Qwen3-4B is one of the paper's
+    assert [d.setting for d in settable(config)] == ["seeds"]  # Qwen3-4B is one of the paper's
     for grader in ("vllm:Qwen/Qwen3-8B", "hf:Qwen/Qwen3-8B"):  # the backbone, on any engine
         same = load("decoevo_full.yaml", f"data.source={source}", f"roles.grader.model={grader}")
-        assert [d.setting for d in departures(same)] == ["roles.grader.model"], grader
+        assert [d.setting for d in settable(same)] == ["roles.grader.model"], grader
 
 
 def test_healthbench_graded_on_1_to_10_grades_is_a_departure(tmp_path):
@@ -100,8 +109,8 @@ def test_healthbench_graded_on_1_to_10_grades_is_a_departure(tmp_path):
     path = tmp_path / "hb.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     graded = load("decoevo_full.yaml", f"data.source=healthbench:{path}")
-    assert [d.setting for d in departures(graded)] == ["roles.grader.kind"]
-    assert departures(load("decoevo_full.yaml", f"data.source=healthbench:{path}", "roles.grader.kind=healthbench")) == []
+    assert [d.setting for d in settable(graded)] == ["roles.grader.kind"]
+    assert settable(load("decoevo_full.yaml", f"data.source=healthbench:{path}", "roles.grader.kind=healthbench")) == []
 
 
 # ---------------------------------------------------------------- plan
@@ -115,11 +124,12 @@ def test_plan_of_the_full_config_without_a_model(tmp_path):
     assert made.data["held_out"] == parts["test"] and made.data["lacking_gold_rubric"] == []
     assert {r.role: (r.engine, r.trained) for r in made.roles} == {
         "backbone": ("vllm", False), "grader": ("vllm", False)}
-    assert made.departures == []
+    assert [d.setting for d in made.departures] == UNAVOIDABLE
     # Every row of the paper's table is in `settings`; how the judges answer is one the paper
     # does not state (its copy has no prompts), so it is no departure.
     rows = {row.setting: row for row in made.settings}
-    assert not any(row.departs for row in rows.values()) and "roles.judge.output" in rows
+    assert [name for name, row in rows.items() if row.departs] == UNAVOIDABLE and "roles.judge.output" in rows
+    assert {"roles.grader.scale", "roles.backbone.thinking", "roles.grader.thinking"} <= set(rows)
     assert rows["roles.judge.output"].paper.startswith("not stated") and "roles.grader.model" in rows
     names = [s.name for s in made.stages]
     # 5 seeds x (zero_shot: diag, test; skillopt: inner, diag, test; sc_coevo / decoevo: + outer).

@@ -22,9 +22,9 @@ from coevo.types import Sample
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-#: The departures no coevo setting can remove yet: the benchmarks' own evaluators and the
-#: judges' unconstrained output (taiscore/paper.py); the full config has only these.
-UNAVOIDABLE = ["evaluation.evaluator", "roles.judge.output"]
+#: The departures no coevo setting can remove yet: the benchmarks' own evaluators
+#: (taiscore/paper.py); the full config has only these.
+UNAVOIDABLE = ["evaluation.evaluator"]
 
 
 def _samples(scores: list[int | None]) -> list[Sample]:
@@ -128,8 +128,11 @@ def test_plan_of_the_full_config_on_12000_rated_rows(tmp_path):
     assert [d["setting"] for d in made["departures"]] == UNAVOIDABLE
     assert all(not d["settable"] for d in made["departures"])
     rows = {row["setting"]: row for row in made["settings"]}
-    assert {"evaluation.evaluator", "roles.judge.output", "grpo.learning_rate"} <= set(rows)
-    assert rows["grpo.learning_rate"]["departs"] is False and rows["roles.judge.output"]["departs"] is True
+    assert {"evaluation.evaluator", "roles.judge.sampling.output", "grpo.learning_rate", "roles.actor.thinking",
+            "roles.critic.thinking"} <= set(rows)
+    # The full config's judges answer freely, as the paper's; the tiny one's under a schema (a departure).
+    assert rows["grpo.learning_rate"]["departs"] is False and rows["roles.judge.sampling.output"]["here"] == "free"
+    assert rows["roles.judge.sampling.output"]["departs"] is False and rows["roles.critic.thinking"]["departs"] is False
     assert [s["kind"] for s in made["stages"][:6]] == ["evaluate", "generate", "judge", "dpo", "evaluate", "evaluate"]
     assert any("WritingBench" in note or "evaluation data" in note for note in made["notes"])
 
@@ -147,7 +150,8 @@ def test_tiny_config_lists_its_departures_and_the_full_one_none():
     scoring = tiny["roles.judge.sampling.scoring"]
     assert scoring.paper == "sampled" and scoring.here == "expected"
     assert {"roles.actor.model", "roles.judge.model", "data.pool_size", "grpo.num_generations",
-            "roles.critic.template", "roles.critic.sampling.max_tokens"} <= set(tiny)
+            "roles.critic.template", "roles.critic.sampling.max_tokens", "roles.judge.sampling.output"} <= set(tiny)
+    assert tiny["roles.judge.sampling.output"].here == "schema" and tiny["roles.judge.sampling.output"].settable
     assert all(d.why for d in tiny.values())
     assert [d.setting for d in departures(_config("taiscore_full.yaml"))] == UNAVOIDABLE
     # Dropping a Table 4 critic from the full config's comparison is a departure.
@@ -170,8 +174,8 @@ def test_plan_says_what_data_to_bring_and_refuses_broken_data_or_no_paper(tmp_pa
 
     result = coevo_plan(EXAMPLES / "taiscore_full.yaml")   # the queries the user brings are not here
     assert result.returncode == 0 and "'my_writing_prompts.jsonl' is not on this machine" in result.stdout
-    assert "--set data.source=FILE" in result.stdout and "departures from the paper (2)" in result.stdout
-    assert result.stdout.count("[no coevo setting changes this yet]") == 2
+    assert "--set data.source=FILE" in result.stdout and "departures from the paper (1)" in result.stdout
+    assert result.stdout.count("[no coevo setting changes this yet]") == 1
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"prompt": "Write."}\n{not json\n', encoding="utf-8")
     result = coevo_plan(EXAMPLES / "taiscore_full.yaml", "--set", f"data.source={broken}")

@@ -150,3 +150,38 @@ def test_a_trained_model_holds_float32_weights_unless_its_options_say_otherwise(
     specs.load_model("hf:/a/folder", trainable=True)
     specs.load_model("hf:/a/folder", trainable=True, dtype="bfloat16")
     assert seen == ["float32", "bfloat16"]
+
+
+def test_a_roles_thinking_switch_reaches_the_chat_template_and_the_model_id(replay_file):
+    """`roles.ROLE.thinking` (Qwen3's enable_thinking): a server gets it in
+    chat_template_kwargs, transformers applies the template with it, and the model id says
+    it, so the call cache never answers a thinking-off call with a thinking-on answer."""
+    from coevo.llm.local import LocalModel
+    from coevo.role_specs import RefinementRoleSpecs
+    from coevo.types import Message
+
+    roles = RefinementRoleSpecs.model_validate({"critic": {"thinking": False}})
+    assert roles.options_for("critic") == {"thinking": False} and roles.options_for("actor") == {}
+    served = specs.load_model("openai:m@http://127.0.0.1:1/v1", thinking=False)
+    assert served.extra_body == {"chat_template_kwargs": {"enable_thinking": False}}
+    assert served.model_id == "openai:m+thinking=off"
+    assert specs.load_model(f"replay:{replay_file}", thinking=True) is not None  # replays as recorded
+
+    class Tokenizer:
+        pad_token, chat_template = "<pad>", "{{ messages }}"
+
+        def apply_chat_template(self, messages, **kwargs):
+            self.kwargs = kwargs
+            return "rendered"
+
+    local = LocalModel.__new__(LocalModel)
+    local._setup(object(), Tokenizer(), "hf:m@main", 1, thinking=True)
+    local._prompt([Message(role="user", content="hi")])
+    assert local.tokenizer.kwargs["enable_thinking"] is True and local.model_id == "hf:m@main+thinking=on"
+
+
+def test_thinking_is_refused_where_llama_cpp_renders_the_template(tmp_path):
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(ModelError, match="thinking.*hf:, vllm: or openai:"):
+        specs.load_model(f"gguf:{gguf}", thinking=False)

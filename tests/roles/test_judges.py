@@ -316,3 +316,22 @@ def test_judges_ask_for_their_answer_schema(replay, judge_sampling):
     items = json.loads(gold)["properties"]["criteria"]["prefixItems"]
     assert [item["properties"]["name"]["const"] for item in items] == ["tone", "facts"]
     assert unstructured is None
+
+
+def test_a_judge_asked_for_free_output_sends_no_schema_and_reads_the_json_it_writes(replay, judge_sampling):
+    """`sampling.output: free` (the papers' judges): no answer schema, the answer read after,
+    a thought before the JSON and a reason longer than the schema's cap kept."""
+    from coevo.roles.judges import TaiScoreJudge
+    from coevo.types import Rollout
+
+    reason = "the critique names the missing deadline and the revision adds it " * 4
+    answer = ("Let me weigh the critique first. " + json.dumps(
+        {d: {"score": 8, "reason": reason} for d in
+         ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")} | {"score": 7}))
+    model = replay([{"completions": [answer]}])
+    from coevo.types import JudgeSampling
+
+    free = JudgeSampling(temperature=0.2, top_p=1.0, scoring="sampled", output="free")
+    [judgment] = TaiScoreJudge(model, free).judge([Rollout(sample_id="s", x="x", y0="a", c="c", y1="b")])
+    assert model.schemas == [None]
+    assert judgment.valid and judgment.sampled == 7 and len(judgment.reasons["critique_quality"]) > 160

@@ -19,6 +19,11 @@ FIELDS = {
     "judge_pairwise": {"prompt", "response_1", "response_2"},
     "judge_gold_rubric": {"prompt", "response", "criteria"},
     "query_filter": {"id", "query", "ability", "domain", "category", "language_hint"},
+    # TAIScore's deep research (issue 45): ours, written from the papers' descriptions
+    "openscholar_query_filter": {"id", "query", "intent"},
+    "deepresearch_report": {"question", "sources_block"},
+    "deepresearch_key_points": {"question", "report", "key_points"},
+    "deepresearch_quality": {"question", "report"},
     # DecoEvo (issue 5)
     "decoevo_solver": {"skill", "question"},
     "decoevo_rubric_generator": {"skill", "question", "min_criteria", "max_criteria"},

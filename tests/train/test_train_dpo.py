@@ -41,6 +41,9 @@ def test_pairs_to_dataset_is_conversational():
     assert ds[0]["prompt"] == [{"role": "user", "content": "Say hello."}]
     assert ds[0]["chosen"] == [{"role": "assistant", "content": "Hello there, friend!"}]
     assert ds[1]["rejected"] == [{"role": "assistant", "content": "I will not."}]
+    # A role's `thinking` switch: a column TRL applies the chat template with.
+    thinking = pairs_to_dataset(PAIRS, None, chat_template_kwargs={"enable_thinking": False})
+    assert thinking[1]["chat_template_kwargs"] == {"enable_thinking": False}
 
 
 def test_a_system_message_goes_first_in_the_prompt_and_is_never_cut(tokenizer):

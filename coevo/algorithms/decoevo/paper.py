@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
-    model_named, setting_rows
+    model_named, setting_rows, thinking_settings
 from coevo.planning import PlanStage, RunPlan, read_data, role
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ def _paper_source(source: Any) -> bool:
 
 
 #: Every setting the paper gives that a config can change, in the paper's order.
+#: The bundled prompt each grader kind fills (roles/decoevo.py).
+GRADER_TEMPLATES = {"gold_rubric": "judge_gold_rubric", "healthbench": "healthbench_grader"}
+
 PAPER: list[PaperSetting] = [
     PaperSetting("roles.backbone.model", "GPT-4o | Qwen3-4B | Qwen3-8B",
                  "another backbone: the paper's numbers (Table 1) are for these three only",
@@ -89,6 +92,17 @@ PAPER: list[PaperSetting] = [
                  "(points met over positive points); 1-10 grades per criterion are another metric",
                  applies=lambda config: str(config.data.source).startswith("healthbench:")),
     judge_output_setting("roles.judge.output", None),
+    PaperSetting("roles.grader.prompt", "each benchmark's official grader prompt (Setup)",
+                 "the final grade comes from coevo's prompt (the Table-8-style gold-rubric prompt, or "
+                 "HealthBench's written from its description), not the benchmark's own: grade the final "
+                 "skills' answers with the official harness for the paper's numbers",
+                 here_of=lambda config: f"coevo's {GRADER_TEMPLATES[config.roles.grader.kind]} prompt",
+                 matches=lambda here: False, settable=False),
+    PaperSetting("roles.grader.scale", "the official scalar metric, linearly mapped to a common range where needed",
+                 "another mapping of the grade", here_of=lambda config: "points met over positive points, in [0, 1]"
+                 if config.roles.grader.kind == "healthbench" else "1-10 grades mapped to [0, 1] as (g - 1) / 9",
+                 matches=lambda here: True),
+    *thinking_settings("backbone", "grader"),
 ]
 
 GRADER_WHY = ("the backbone grades its own test answers: the paper scores them with each benchmark's "

@@ -54,6 +54,9 @@ class FactsSettings(StrictModel):
     atomic_facts: Literal["llm", "sentences"] = "llm"
     passages: int = Field(3, ge=1)
     min_overlap: float = Field(0.5, ge=0, le=1)
+    #: How the entailment judge answers: under the {"answer": yes|no} schema (default; the
+    #: 135M judge needs it), or freely, parsed after, as FactScore's True/False (App. B.1).
+    judge_output: Literal["schema", "free"] = "schema"
 
 
 class CodeSettings(StrictModel):

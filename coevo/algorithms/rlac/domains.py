@@ -73,7 +73,8 @@ class FactsDomain:
         self.judge_model = judge_model
         self.validator = FactValidator(
             KnowledgeSource.load(self.corpus),
-            EntailmentJudge(judge_model, config.roles.judge.sampling.entail, mode=config.facts.judge),
+            EntailmentJudge(judge_model, config.roles.judge.sampling.entail, mode=config.facts.judge,
+                            free=config.facts.judge_output == "free"),
             k=config.facts.passages, min_overlap=config.facts.min_overlap)
         self.generator_template = load_template(config.roles.generator.template)
         self.critic_template = load_template(config.roles.critic.template)

@@ -19,7 +19,7 @@ from typing import Any
 
 from coevo.algorithms.rlac.stages import STAGE, round_stage
 from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
-    model_named, setting_rows
+    model_named, setting_rows, thinking_settings
 from coevo.planning import PlanStage, RunPlan, role, source_missing
 
 _BUNDLED = ("bundled:bios", "humaneval", "bundled:humaneval", "bundled:code_easy")
@@ -87,11 +87,20 @@ PAPER_FACTS: list[PaperSetting] = [
                  "gate or replace it by word overlap"),
     judge_output_setting("facts.judge_output", "FactScore's free-form True/False answer (App. B.1)",
                          applies=lambda config: config.facts.judge != "lexical"),
+    PaperSetting("facts.passages", "not stated (FactScore retrieves 5 passages per fact)",
+                 "the paper does not say how many passages each fact is checked against", matches=lambda here: True),
+    PaperSetting("facts.min_overlap", "not stated (App. B.1 names no word-overlap floor for the authenticity check)",
+                 "the paper does not say how a claimed wrong fact is matched to its sentence",
+                 matches=lambda here: True),
     PaperSetting("facts.atomic_facts", "llm", "§4.1: FactScore's atomic facts (model-split); `sentences` "
                  "counts sentences as facts, which changes FactScore and the enumerative cost"),
     PaperSetting("reward_model", "hf:RLHFlow/ArmoRM-Llama3-8B-v0.1",
                  "§4.1: the reward-model baseline is ArmoRM; another scorer is another baseline",
                  matches=model_named("ArmoRM-Llama3-8B-v0.1"), applies=_reward_model_runs),
+    PaperSetting("evaluation.evaluator", "FactScore precision of the held-out biographies (§4.1, App. B.1)",
+                 "another held-out metric (how its facts are split and judged: the facts.* rows)",
+                 here_of=lambda config: "FactScore precision by the facts validator", matches=lambda here: True),
+    *thinking_settings("generator", "critic", "judge"),
 ]
 
 #: §4.2 and Table 3 (code). The paper evaluates on HumanEval(+), MBPP(+), BigCodeBench and
@@ -124,6 +133,19 @@ PAPER_CODE: list[PaperSetting] = [
     PaperSetting("reward_model", "hf:TIGER-Lab/AceCodeRM-7B",
                  "§4.2: the reward-model baseline is AceCodeRM-7B; another scorer is another baseline",
                  matches=model_named("AceCodeRM-7B"), applies=_reward_model_runs),
+    PaperSetting("evaluation.evaluator", "pass@1 on HumanEval(+), MBPP(+), BigCodeBench and LiveCodeBench "
+                 "with their tests (Table 3)", "only the held-out set's own tests run (HumanEval's): Table 3's "
+                 "plus-tests and other benchmarks need their harnesses on the saved checkpoints",
+                 here_of=lambda config: f"pass@1 on {config.data.heldout_source} with its own tests, in coevo's "
+                 "sandbox", matches=lambda here: False, settable=False),
+    PaperSetting("code.executions", "one run of the proposed test against the output (App. B.2)",
+                 "another number of executions per critic proposal",
+                 here_of=lambda config: f"one sandboxed run per proposal, {config.code.timeout_s:g} s at most",
+                 matches=lambda here: True),
+    PaperSetting("validator.output", "no judge: the validator runs the critic's test case (App. B.2)",
+                 "the code domain has no judge to answer in any format",
+                 here_of=lambda config: "no judge: proposed tests run in the sandbox", matches=lambda here: True),
+    *thinking_settings("generator", "critic"),
 ]
 
 PAPER: dict[str, list[PaperSetting]] = {"facts": PAPER_FACTS, "code": PAPER_CODE}

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from coevo.config import AuditConfig, ConfigError, DataConfig, ExperimentConfig, MonitorConfig, StrictModel
-from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
+from coevo.role_specs import REFINEMENT_MOVED, JudgeRole, RefinementRoleSpecs
 from coevo.roles.judges import REWARD_JUDGES
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
@@ -75,6 +75,11 @@ class EvaluationConfig(StrictModel):
     #: (Table 1: three, reported as mean ± sd): `gold_score` is their mean and
     #: `gold_score_set_sd` their sd; the gold gain pairs each prompt's mean over the sets.
     output_sets: int = Field(1, ge=1)
+    #: The evaluator's judge for held-out samples that carry reference key points
+    #: (`deepresearch_gym:FILE`: KPR, KPC, report quality; coevo/eval/deepresearch_gym.py), its
+    #: own model and decoding (§5.1: GPT-4.1-mini, e.g.
+    #: `{model: "openai:gpt-4.1-mini@https://api.openai.com/v1"}`); None: the run's judge.
+    judge: JudgeRole | None = None
 
 
 class TaiScoreData(DataConfig):

@@ -36,8 +36,10 @@ class Context:
             return model.bound(self.store)
         return CachedModel(model, self.store)
 
-    def frozen(self, spec: str, role: str) -> Any:
-        """The frozen model `spec` in `role`'s place, with that role's backend options."""
+    def frozen(self, spec: str, role: str, options: dict[str, Any] | None = None) -> Any:
+        """The frozen model `spec` in `role`'s place, with that role's backend options (or
+        `options`, for a model outside `roles:` such as the evaluator's judge), loaded once."""
         if (spec, role) not in self._frozen:
-            self._frozen[spec, role] = self.backend.load_frozen(spec, **self.config.roles.options_for(role))
+            self._frozen[spec, role] = self.backend.load_frozen(
+                spec, **(self.config.roles.options_for(role) if options is None else options))
         return self._frozen[spec, role]

@@ -8,6 +8,7 @@ from typing import Any
 
 from coevo.algorithms.taiscore.config import TaiScoreConfig
 from coevo.config import ConfigError
+from coevo.tasks.deepresearch import RULES
 from coevo.tasks.pools import PoolReport, quality_pools
 from coevo.types import Sample
 
@@ -54,8 +55,9 @@ def query_ratings(config: TaiScoreConfig, samples: list[Sample], judge_model: An
     """Each query's 1-5 quality score (None: unreadable), or None when there are none.
 
     From the data's `quality_column` when its rows carry one; else, with
-    `data.filter_queries`, from the judge's Table 11 grade (one call per query; without a
-    judge, as in `coevo plan`, None: the ratings are not known yet).
+    `data.filter_queries`, from the judge's Table 11 grade (an `openscholar:` source: the
+    research-question grader of `filter_template`; one call per query; without a judge, as in
+    `coevo plan`, None: the ratings are not known yet).
     """
     column = config.data.quality_column
     rated = [s for s in samples if s.meta.get(column) is not None]
@@ -69,8 +71,29 @@ def query_ratings(config: TaiScoreConfig, samples: list[Sample], judge_model: An
         return None
     from coevo.roles.query_filter import filter_queries
 
-    _, judgments = filter_queries(samples, judge_model, config.roles.judge.sampling, min_score=1)
+    _, judgments = filter_queries(samples, judge_model, config.roles.judge.sampling, min_score=1,
+                                  template=filter_template(config.data.source))
     return {s.id: (int(j.score) if j.valid and j.score is not None else None) for s, j in zip(samples, judgments)}
+
+
+def filter_template(source: str) -> str | None:
+    """The query grader's prompt for a data source: OpenScholar's research-question grader
+    (coevo/prompts/openscholar_query_filter.md, App. C's DR-Tulu-style filter) for an
+    `openscholar:` source; None, Table 11's writing-task grader, for the others."""
+    from coevo.tasks.benchmarks import benchmark_of
+
+    return "openscholar_query_filter" if benchmark_of(source) == "openscholar" else None
+
+
+def rules_removed(config: TaiScoreConfig) -> dict[str, int] | None:
+    """What the source's rule-based stage removed as it was read, per rule, with `rows` read
+    (an `openscholar:` source: App. C's rules, tasks/deepresearch.py); None for other sources."""
+    from coevo.tasks.benchmarks import benchmark_of, read_benchmark
+
+    if benchmark_of(config.data.source) != "openscholar":
+        return None
+    read = read_benchmark(config.data.source, limit=config.data.limit)
+    return {"rows": read.rows, **{rule: read.removed.get(rule, 0) for rule in RULES}, "kept": len(read.samples)}
 
 
 def _quality(sample: Sample, column: str) -> int:
@@ -91,6 +114,10 @@ def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any =
     ratings = query_ratings(config, train, judge_model)
     shards, report = quality_pools(train, ratings, config.rounds, pool_total=config.data.pool_total,
                                    pool_size=config.data.pool_size, seed=config.seed)
+    if (rules := rules_removed(config)) is not None:
+        report.rules_removed = {rule: rules[rule] for rule in RULES}
+        report.notes.append(f"App. C's rules kept {rules['kept']} of {rules['rows']} rows: removed "
+                            + ", ".join(f"{rules[rule]} {rule}" for rule in RULES))
     empty = [t for t, shard in enumerate(shards) if not shard]
     if empty:
         raise ConfigError(

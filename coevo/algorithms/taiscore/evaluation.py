@@ -31,6 +31,14 @@ and, after the round's DPO, for the models after round r (π_r, κ_r) (`evaluate
                       only the order). Per rollout: judgments "pairwise_vs_round0" (π_0's
                       response shown first) and "pairwise_vs_round0_swapped". π_0 itself is
                       not compared (round 0);
+  kpr, kpc, report_quality
+                      DeepResearch-Gym's report-level metrics, for held-out samples that carry
+                      reference key points (`deepresearch_gym:FILE`; coevo/eval/deepresearch_gym.py):
+                      the percent of key points π_r's report supports (KPR) and contradicts
+                      (KPC), and the judge's mean over report-level criteria on 0-100, each with
+                      its n and 95 % interval (over `output_sets` N > 1: the mean of the sets,
+                      `<metric>_set_sd`). Judged by `evaluation.judge` (None: the run's judge).
+                      Per rollout: judgments "key_points" and "report_quality";
   refine_S_y1_after_dpo, refine_delta_after_dpo
                       the same refinement with the updated actor: y1 = π_r(x, y0, κ_r(x, y0))
                       on π_r's own y0 (not the paper's Table 3 quantity; rounds ≥ 1 only);
@@ -56,12 +64,15 @@ from typing import TYPE_CHECKING, Any
 from coevo.algorithms.taiscore.audit import AUDIT_TABLE_METRICS, audit_round
 from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.constraints import CONSTRAINTS, constraint_judgment, constraints_of, pass_rate_metrics, passed
+from coevo.eval.deepresearch_gym import judge_reports, over_sets, set_metrics
 from coevo.eval.paired import paired_difference
 from coevo.llm.call_tags import tagged
 from coevo.eval.stats import mean_metrics, mean_sd
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
+from coevo.roles.deepresearch import KeyPointJudge, ReportQualityJudge, key_points_of
+from coevo.llm.python_functions import PythonFunction
 from coevo.roles.python_scorers import judge_for
 from coevo.types import Rollout
 
@@ -73,7 +84,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Metrics shown in the summary tables, in this order (others stay in the store and report).
-TABLE_METRICS = ("gold_score", "constraint_pass_rate", "gold_score_set_sd", "win_rate_vs_round0",
+TABLE_METRICS = ("gold_score", "kpr", "kpc", "report_quality", "constraint_pass_rate", "gold_score_set_sd", "win_rate_vs_round0",
                  "position_consistency_vs_round0", "refine_S_y1", "refine_delta", "refine_delta_after_dpo",
                  "reward_mean", "pairs_selected", "invalid_judgment_rate", *AUDIT_TABLE_METRICS)
 #: The tables' column (comparison) or row (rounds) of the paired gold gain and its CI.
@@ -93,6 +104,7 @@ class RoundEvaluator:
         self.baseline: dict[str, float | None] = {}
         self.samples = ctx.held_out
         self.base_responses: dict[str, str] = {}
+        self._report_judges: tuple[Any, Any] | None = None
 
     def evaluate(self, r: int, actor: Actor, critic: Critic, training: dict[str, Any]) -> dict[str, float | None]:
         """Metrics of (π_r, κ_r); `training` holds the round's training counts (empty for r=0)."""
@@ -164,6 +176,7 @@ class RoundEvaluator:
             if config.output_sets > 1:  # the mean over sets replaces set 1's: so does its n, and no interval
                 metrics = {k: v for k, v in metrics.items() if k not in ("gold_score_lo", "gold_score_hi")}
                 metrics |= self._output_sets(r, actor, [samples[i] for i in rubric], metrics["gold_score"])
+        metrics |= self._deep_research(r, actor, samples, y0, rollouts)
         if config.win_rate and r > 0:
             base = [self.base_responses.get(s.id, "") for s in samples]
             # Both shown orders, averaged: an evaluation number a position bias cannot move
@@ -202,11 +215,9 @@ class RoundEvaluator:
         the other metrics (win rate, refinement) use; the others land in stages `eval_setN`."""
         scores = [first]
         for j in range(2, self.ctx.config.evaluation.output_sets + 1):
-            again = copy.copy(actor)
-            again.sampling = actor.sampling.model_copy(update={"seed": (actor.sampling.seed or 0) + 7919 * (j - 1)})
             label = f"eval round {r}: output set {j}"
             with tagged(stage=f"{self.tag}/round{r}/eval_set{j}"):
-                responses = map_batches(again.respond, samples, self.ctx.config.batch_size, label)
+                responses = map_batches(_set_actor(actor, j).respond, samples, self.ctx.config.batch_size, label)
                 judgments = self._gold(label, samples, responses)
             for sample, response, judgment in zip(samples, responses, judgments):
                 self.ctx.store.save_rollout(f"{self.tag}/round{r}/eval_set{j}", Rollout(
@@ -218,6 +229,55 @@ class RoundEvaluator:
             return {"gold_score": None, "gold_score_sets": 0.0}
         mean, sd = mean_sd(present)
         return {"gold_score": mean, "gold_score_set_sd": sd, "gold_score_sets": float(len(present))}
+
+    def _deep_research(self, r: int, actor: Actor, samples: list[Any], y0: list[str],
+                       rollouts: list[Rollout]) -> dict[str, float | None]:
+        """DeepResearch-Gym's KPR, KPC and report quality of the reports to the held-out samples
+        that carry key points (none: {}), over `output_sets` sets as the gold score is; set 1's
+        judgments go on its rollouts, the other sets' rollouts to stages `eval_setN`."""
+        keyed = [i for i, s in enumerate(samples) if key_points_of(s)]
+        judges = self._evaluator() if keyed else None
+        if judges is None:
+            return {}
+        samples, size = [samples[i] for i in keyed], self.ctx.config.batch_size
+
+        def judge(reports: list[str], label: str) -> list[dict[str, Any]]:
+            return map_batches(lambda rows: judge_reports(*judges, [s for s, _ in rows], [y for _, y in rows]),
+                               list(zip(samples, reports)), size, f"{label}: DeepResearch-Gym")
+
+        judged = judge([y0[i] for i in keyed], f"eval round {r}")
+        for i, each in zip(keyed, judged):
+            rollouts[i].judgments.update(each)
+        sets = [set_metrics(judged)]
+        for j in range(2, self.ctx.config.evaluation.output_sets + 1):
+            stage, label = f"{self.tag}/round{r}/eval_set{j}", f"eval round {r}: output set {j}"
+            with tagged(stage=stage):
+                reports = map_batches(_set_actor(actor, j).respond, samples, size, label)
+                judged = judge(reports, label)
+            for sample, report, each in zip(samples, reports, judged):
+                self.ctx.store.save_rollout(stage, Rollout(sample_id=sample.id, x=sample.prompt, y0=report,
+                                                           condition=self.tag, judgments=each), round=r)
+            sets.append(set_metrics(judged))
+        return over_sets(sets)
+
+    def _evaluator(self) -> tuple[Any, Any] | None:
+        """The DeepResearch-Gym judges on `evaluation.judge` (None: the run's judge), or None
+        with a warning where that judge is a Python function (the benchmark needs a model)."""
+        if self._report_judges is None:
+            spec, ctx = self.ctx.config.evaluation.judge, self.ctx
+            model, sampling = ctx.judge_model, ctx.config.roles.judge.sampling
+            if spec is not None:
+                thinking = {"thinking": spec.thinking} if spec.thinking is not None else {}
+                model = ctx.frozen(spec.model, "evaluator",  # shared by every condition, as the frozen roles are
+                                   {**ctx.config.roles.default.options, **spec.options, **thinking})
+                sampling = spec.sampling
+            if isinstance(model, PythonFunction):
+                log.warning("held-out samples carry key points, but the evaluator's judge %s is a Python "
+                            "function: KPR, KPC and report quality need a model (set evaluation.judge)", model.spec)
+                return None
+            model = ctx.cached(model)
+            self._report_judges = (KeyPointJudge(model, sampling), ReportQualityJudge(model, sampling))
+        return self._report_judges
 
     def _gold(self, label: str, samples: list[Any], responses: list[str]) -> list[Any]:
         """The gold-rubric judgments of `responses` to `samples`, in batches."""
@@ -271,6 +331,13 @@ class RoundEvaluator:
             return dists
 
         store.update_meta("distributions", add, {})
+
+
+def _set_actor(actor: Actor, j: int) -> Actor:
+    """The actor of output set `j` (Table 1's protocol): the same decoding, another seed."""
+    again = copy.copy(actor)
+    again.sampling = actor.sampling.model_copy(update={"seed": (actor.sampling.seed or 0) + 7919 * (j - 1)})
+    return again
 
 
 def shortened_prompts(critic: Critic, stage: str, prompts: Sequence[str], responses: Sequence[str]) -> float:

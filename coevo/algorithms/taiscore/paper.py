@@ -2,7 +2,10 @@
 
 The table cites the paper (`../shared/seeds/000_*`): §5.1 (models, training), Table 12
 (hyper-parameters), Appendix C (query pools), §5.4 / Table 4 (actor–critic matching),
-Appendix D.3 (pairs). `examples/taiscore_full.yaml` departs from none of it.
+Appendix D.3 (pairs). `examples/taiscore_full.yaml` departs from none of it. The deep-research
+domain's rows (§5.1, App. C: OpenScholar queries, DeepResearch-Gym with GPT-4.1-mini) apply
+only to a deep-research config (`openscholar:` data or `deepresearch_gym:` evaluation data);
+`examples/taiscore_deepresearch_full.yaml` departs from none of them.
 """
 
 from __future__ import annotations
@@ -10,13 +13,52 @@ from __future__ import annotations
 from typing import Any
 
 from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
-    model_named, setting_rows
+    model_named, setting_rows, thinking_settings
 from coevo.planning import PlanRole, PlanStage, RunPlan, read_data, role
 
 #: Table 1's conditions and Table 4's critics tailored to other actors (§5.4); the third of
 #: Table 4, tailored to the target Qwen3-8B itself, is the `taiscore` condition.
 PAPER_CONDITIONS = ("off_the_shelf", "outcome_gain", "critique_quality", "taiscore", "coevolution")
 PAPER_TAILORED = ("Llama-3.2-3B", "Qwen3-4B")
+#: DeepResearch-Gym's judge in the paper (§5.1).
+GYM_JUDGE = "gpt-4.1-mini"
+#: How `evaluation.evaluator` reads for a config scored by coevo's DeepResearch-Gym evaluator.
+_GYM_EVALUATOR = "DeepResearch-Gym's report-level metrics (KPR, KPC, report quality) judged by "
+
+
+def _source_kind(source: Any) -> str | None:
+    from coevo.tasks.benchmarks import benchmark_of
+
+    return benchmark_of(source) if isinstance(source, str) else None
+
+
+def _gym_evaluation(config: Any) -> bool:
+    """Whether the held-out set is DeepResearch-Gym's (`evaluation.data: deepresearch_gym:FILE`)."""
+    data = config.evaluation.data
+    return data is not None and _source_kind(data.source) == "deepresearch_gym"
+
+
+def deep_research(config: Any) -> bool:
+    """A deep-research config (§5.1's second domain): OpenScholar queries or DeepResearch-Gym."""
+    return _source_kind(config.data.source) == "openscholar" or _gym_evaluation(config)
+
+
+def evaluator_judge(config: Any) -> str:
+    """The model spec that judges DeepResearch-Gym's metrics: `evaluation.judge`, else the run's judge."""
+    return (config.evaluation.judge or config.roles.judge).model
+
+
+def _evaluator_here(config: Any) -> str:
+    if _gym_evaluation(config):
+        return _GYM_EVALUATOR + evaluator_judge(config)
+    return f"the run's judge ({config.roles.judge.model}) with coevo's gold-rubric prompt"
+
+
+def _evaluator_matches(here: Any) -> bool:
+    # coevo's DeepResearch-Gym evaluator with the paper's judge computes the benchmark's metrics;
+    # the gold-rubric judge of the writing benchmarks is not their official evaluator.
+    return isinstance(here, str) and here.startswith(_GYM_EVALUATOR) and model_named(GYM_JUDGE)(
+        here.removeprefix(_GYM_EVALUATOR))
 
 
 def _conditions_are_the_papers(conditions: list[Any]) -> bool:
@@ -79,11 +121,28 @@ PAPER: list[PaperSetting] = [
                  "GPT-4o-mini, DeepResearch-Gym's GPT-4.1-mini (§5.1)",
                  "the gold score is the run's judge under the benchmark's criteria with coevo's gold-rubric "
                  "prompt, not the benchmark's evaluator: score the saved checkpoints with it for Table 1's numbers",
-                 here_of=lambda config: f"the run's judge ({config.roles.judge.model}) with coevo's gold-rubric prompt",
-                 matches=lambda here: False, applies=lambda config: config.evaluation.gold_rubric, settable=False),
-    judge_output_setting("roles.judge.output", "unconstrained generation of the JSON each prompt asks for, "
+                 here_of=_evaluator_here, matches=_evaluator_matches,
+                 applies=lambda config: config.evaluation.gold_rubric or _gym_evaluation(config), settable=False),
+    judge_output_setting("roles.judge.sampling.output", "unconstrained generation of the JSON each prompt asks for, "
                          "parsed after (Tables 8, 9, 11, 14); the outcome-gain judge one token, 1, 0.5 or 0 "
                          "(Table 13)"),
+    *thinking_settings("actor", "critic", "judge"),
+    PaperSetting("data.source", "DeepWriting-20K's prompts after App. C's rule filters (your file)",
+                 "the critic and actor train on other prompts than DeepWriting-20K's (§5.1's creative-writing "
+                 "domain); deep research: openscholar:FILE", matches=lambda here: not str(here).startswith("bundled:"),
+                 applies=lambda config: not deep_research(config)),
+    # The deep-research domain (§5.1, App. C), only for deep-research configs.
+    PaperSetting("data.source", "OpenScholar queries (openscholar:FILE), App. C's rules applied as read",
+                 "another training source than OpenScholar's queries (§5.1's deep-research domain)",
+                 matches=lambda here: _source_kind(here) == "openscholar", applies=deep_research),
+    PaperSetting("evaluation.data.source", "DeepResearch-Gym (deepresearch_gym:FILE): its queries, reference "
+                 "key points and officially retrieved ClueWeb22 materials", "held-out prompts are not "
+                 "DeepResearch-Gym's, so no KPR, KPC or report quality (§5.1)",
+                 here_of=lambda config: config.evaluation.data.source if config.evaluation.data else None,
+                 matches=lambda here: _source_kind(here) == "deepresearch_gym", applies=deep_research),
+    PaperSetting("evaluation.judge.model", GYM_JUDGE, "another judge of DeepResearch-Gym's KPR, KPC and report "
+                 "quality (§5.1: GPT-4.1-mini)", here_of=evaluator_judge, matches=model_named(GYM_JUDGE),
+                 applies=deep_research),
     PaperSetting("conditions", [*PAPER_CONDITIONS, *(f"matching: tailored to {m}" for m in PAPER_TAILORED)],
                  "a comparison without all of Table 1's conditions and Table 4's three tailored critics",
                  matches=_conditions_are_the_papers, applies=lambda config: bool(config.conditions)),
@@ -138,7 +197,8 @@ def plan(config: Any) -> RunPlan:
     ratings = query_ratings(config, train)
     data: dict[str, Any] = {"source": config.data.source, "rows": len(samples), "train_candidates": len(train)}
     if ratings is None and config.data.filter_queries:
-        notes.append(f"the run first grades {len(train)} queries with the judge (Table 11 prompt): "
+        prompt = "OpenScholar's grader" if _source_kind(config.data.source) == "openscholar" else "Table 11 prompt"
+        notes.append(f"the run first grades {len(train)} queries with the judge ({prompt}): "
                      f"{len(train)} filter calls; pools are known only after (or add a "
                      f"{config.data.quality_column!r} column with the scores)")
         data.update(pools=None, critic_queries=None, filter_calls=len(train))
@@ -153,14 +213,43 @@ def plan(config: Any) -> RunPlan:
             pool_sizes=report.sizes, quality_histogram=report.histogram, rated_high=report.rated_high,
             rated_three=report.rated_three, topped_up=report.topped_up, dropped=report.dropped, filter_calls=0)
     data["held_out"] = [s.id for s in held_out]
+    if deep_research(config):
+        _deep_research_plan(config, data, held_out, notes)
     return RunPlan(algorithm="taiscore", data=data, stages=_stages(config, conditions, data),
                    roles=_roles(config, conditions),
                    departures=departures(config), settings=settings(config), notes=notes)
 
 
+def _deep_research_plan(config: Any, data: dict[str, Any], held_out: list[Any], notes: list[str]) -> None:
+    """A deep-research config's filter stage and evaluator in `data` (`rules_removed`: what App.
+    C's rules removed as the rows were read; `filter_template`: the query grader's prompt;
+    `evaluator`: DeepResearch-Gym's metrics, their judge and how many held-out rows carry key
+    points) and `notes`."""
+    from coevo.algorithms.taiscore.data import filter_template, rules_removed
+    from coevo.roles.deepresearch import key_points_of
+
+    rules = rules_removed(config)
+    if rules is not None:
+        data["rules_removed"] = rules
+        notes.append(f"App. C's rules kept {rules['kept']} of {rules['rows']} OpenScholar rows (removed: "
+                     f"{rules['unsupported_intent']} unsupported intent, {rules['too_short']} too short, "
+                     f"{rules['not_english']} not English)")
+    data["filter_template"] = filter_template(config.data.source) or "query_filter"
+    keyed = sum(bool(key_points_of(s)) for s in held_out)
+    data["evaluator"] = {"kind": "deepresearch_gym" if _gym_evaluation(config) else None,
+                         "judge": evaluator_judge(config), "metrics": ["kpr", "kpc", "report_quality"],
+                         "rows_with_key_points": keyed, "calls_per_report": 2}
+    if _gym_evaluation(config) and keyed:
+        notes.append(f"every evaluation scores {keyed} held-out report(s) per output set with DeepResearch-Gym's "
+                     f"KPR, KPC and report quality: 2 calls each to {evaluator_judge(config)}")
+
+
 def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
     roles = [role("actor", config.roles.actor.model, trained=True, generates_on=config.actor_engine),
              role("judge", config.roles.judge.model, trained=False, options=config.roles.options_for("judge"))]
+    if config.evaluation.judge is not None:
+        roles.append(role("evaluator", config.evaluation.judge.model, trained=False,
+                          options={**config.roles.default.options, **config.evaluation.judge.options}))
     for p in plans:
         roles.append(role(f"critic[{p.name}]", p.critic, trained=p.critic_training == "grpo",
                           options=config.roles.options_for("critic"), generates_on=config.critic_engine))
