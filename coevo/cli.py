@@ -87,6 +87,11 @@ def quickstart(
     run_and_report_quickstart(out_dir, prompts=prompts, model=model, judge=judge, fresh=fresh)
 
 
+#: Both `plan` and `run` refuse a config past coevo/scale.py's soft limits without it.
+ALLOW_LARGE_HELP = ("Plan or run a config past the soft size limits (e.g. more than 100 rounds or 100,000 "
+                    "stages), which are refused by default as likely typos that would exhaust the machine.")
+
+
 @app.command()
 def plan(
     config: Path = typer.Argument(..., metavar="CONFIG", help="YAML config (see examples/)."),
@@ -100,6 +105,7 @@ def plan(
     calibration_file: Path = typer.Option(None, "--calibration", metavar="FILE", help="Seconds from a calibration "
                                           "measured elsewhere (a GPU node's: benchmarks/results/"
                                           "gpu_round_h200_calibration.json) instead of this machine's."),
+    allow_large: bool = typer.Option(False, "--allow-large", help=ALLOW_LARGE_HELP),
 ) -> None:
     """What a run of CONFIG will do and cost; loads no model.
 
@@ -111,7 +117,8 @@ def plan(
     Data rows with a `quality` column (1-5) are pooled by it; without one the plan says how
     many grading calls the run makes first.
     """
-    print_plan(config, set_, as_json=as_json, calibrate=calibrate, calibration_file=calibration_file)
+    print_plan(config, set_, as_json=as_json, calibrate=calibrate, calibration_file=calibration_file,
+               allow_large=allow_large)
 
 
 @app.command()
@@ -125,6 +132,7 @@ def run(
                                    help="Override a config key, e.g. --set rounds=1 (repeatable)."),
     unsafe_exec: bool = typer.Option(False, "--unsafe-exec", help="Allow model-written code (RLAC on code) to run "
                                      "WITHOUT isolation where none works; a config's code.unsafe_exec alone cannot."),
+    allow_large: bool = typer.Option(False, "--allow-large", help=ALLOW_LARGE_HELP),
 ) -> None:
     """Run an experiment config (see examples/).
 
@@ -133,7 +141,8 @@ def run(
     summary.json, report.html and coevo.log. Stopped (Ctrl-C, a crash, a killed job), it
     continues with the same command and --resume.
     """
-    run_config(config, out_dir, resume=resume, fresh=fresh, overrides=set_, unsafe_exec=unsafe_exec)
+    run_config(config, out_dir, resume=resume, fresh=fresh, overrides=set_, unsafe_exec=unsafe_exec,
+               allow_large=allow_large)
 
 
 @app.command()
@@ -199,6 +208,10 @@ def view(
     host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS", help="Address to bind; the default is reachable from "
                              "this machine only. The viewer shows everything in the runs, and anyone who reaches it "
                              "can add annotation labels to them."),
+    allow_host: Optional[list[str]] = typer.Option(
+        None, "--allow-host", metavar="NAME[:PORT]", help="Also answer requests addressed to this name (a proxy, a "
+        "tunnel, the machine's name; without a port: any port); repeat for more. Other names are refused: a web "
+        "page could otherwise reach the viewer through your browser (DNS rebinding)."),
     conditions: Optional[list[str]] = typer.Option(
         None, "--conditions", metavar="FIRST:SECOND", help="Two conditions of the RUN whose final held-out "
         "answers the Annotate page compares blind, wins counted for FIRST (repeat for more; TAG/roundR for a "
@@ -216,7 +229,8 @@ def view(
     text each pair showed on which side), into the run's run.sqlite. It changes nothing
     else; a run still going can be watched (reload the page). Ctrl-C stops the server.
     """
-    serve_runs(run_or_runs_dir, host=host, port=port, conditions=conditions, against=against, prompts=prompts)
+    serve_runs(run_or_runs_dir, host=host, port=port, conditions=conditions, against=against, prompts=prompts,
+               allow_hosts=allow_host or [])
 
 
 @app.command()

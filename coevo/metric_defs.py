@@ -101,6 +101,12 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
     ("(kpr|kpc|report_quality)_sets", {"title": "{1}: output sets", "definition": "Output sets whose {1} "
                                        "could be read (the mean is over these).", "unit": "sets",
                                        "kind": "count"}),
+    # TAIScore's results tables (algorithms/taiscore/evaluation.py: GAIN).
+    (r"gold_gain vs round 0 \(95% CI\)", {"title": "Gold gain over round 0", "definition": "Paired difference "
+                                          "of the gold-rubric score, last round minus round 0, over the held-out "
+                                          "prompts both rounds scored (each seed against its own round 0), with "
+                                          "its paired bootstrap 95 % interval and number of pairs.",
+                                          "unit": "points", "low": -9.0, "high": 9.0, "kind": "delta"}),
     ("gold_score_set_sd", {"title": "Gold score: sd over seeds", "definition": "Standard deviation of the "
                            "gold-rubric score across seeds.", "unit": "points", "kind": "other"}),
     ("win_rate_vs_(round0|y0)", _rate("Win rate vs {1}", "Share of held-out pairs the pairwise judge preferred "
@@ -112,21 +118,41 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
     ("first_position_rate_vs_(round0|y0)", _rate("First-shown wins vs {1}", "Share of verdicts that went to the "
                                                  "answer shown first (0.5 is no position preference).",
                                                  "share of verdicts")),
-    ("(refine_|refine_after_dpo_|)constraint_pass_rate", _rate("Constraints met ({1} held-out)", "Share of the "
-                                                          "held-out answers that met ALL their prompt's checkable "
-                                                          "constraints (IFEval's prompt-level strict accuracy, "
-                                                          "checked by Python).", "share of answers")),
-    ("(refine_|refine_after_dpo_|)constraint_check_rate", _rate("Single constraints met ({1} held-out)", "Share "
-                                                           "of the single constraint checks the held-out answers "
-                                                           "met (IFEval's instruction-level accuracy; no interval: "
-                                                           "one answer's checks are not independent).",
-                                                           "share of checks")),
-    ("refine_S_y1(_after_dpo)?", {"title": "Revision score S(y1){1}", "definition": "Mean judge score of the "
-                                  "revisions y1 the critique led to (1–10).", "unit": "points", "low": 1.0,
-                                  "high": 10.0, "kind": "score", "estimate": True}),
-    ("refine_delta(_after_dpo)?", {"title": "Refinement gain S(y1) − S(y0){1}", "definition": "Mean change in "
-                                   "judge score from the first answer y0 to the revision y1 (−9 to +9).",
-                                   "unit": "points", "low": -9.0, "high": 9.0, "kind": "delta", "estimate": True}),
+    # After DPO: the same measure, taken after the round's DPO with the updated actor (its y0
+    # and y1 both come from it): its own words, so a reader never takes it for the before-DPO number.
+    ("refine_after_dpo_constraint_pass_rate", _rate("Constraints met (revisions after DPO)", "Share of the "
+                                                    "held-out revisions y1 that met ALL their prompt's checkable "
+                                                    "constraints, measured after the round's DPO with the updated "
+                                                    "actor (IFEval's prompt-level strict accuracy).",
+                                                    "share of answers")),
+    ("refine_after_dpo_constraint_check_rate", _rate("Single constraints met (revisions after DPO)", "Share of "
+                                                     "the single constraint checks the held-out revisions y1 met, "
+                                                     "measured after the round's DPO with the updated actor "
+                                                     "(IFEval's instruction-level accuracy; no interval).",
+                                                     "share of checks")),
+    ("(refine_|)constraint_pass_rate", _rate("Constraints met ({1} held-out)", "Share of the "
+                                             "held-out answers that met ALL their prompt's checkable "
+                                             "constraints (IFEval's prompt-level strict accuracy, "
+                                             "checked by Python).", "share of answers")),
+    ("(refine_|)constraint_check_rate", _rate("Single constraints met ({1} held-out)", "Share "
+                                              "of the single constraint checks the held-out answers "
+                                              "met (IFEval's instruction-level accuracy; no interval: "
+                                              "one answer's checks are not independent).",
+                                              "share of checks")),
+    ("refine_S_y1", {"title": "Revision score S(y1)", "definition": "Mean judge score of the "
+                     "revisions y1 the critique led to (1–10).", "unit": "points", "low": 1.0,
+                     "high": 10.0, "kind": "score", "estimate": True}),
+    ("refine_S_y1_after_dpo", {"title": "Revision score S(y1) after DPO", "definition": "Mean judge score of "
+                               "the revisions y1, measured after the round's DPO: the updated actor answers "
+                               "and revises, the round's critic critiques (1–10).", "unit": "points",
+                               "low": 1.0, "high": 10.0, "kind": "score", "estimate": True}),
+    ("refine_delta", {"title": "Refinement gain S(y1) − S(y0)", "definition": "Mean change in "
+                      "judge score from the first answer y0 to the revision y1 (−9 to +9).",
+                      "unit": "points", "low": -9.0, "high": 9.0, "kind": "delta", "estimate": True}),
+    ("refine_delta_after_dpo", {"title": "Refinement gain S(y1) − S(y0) after DPO", "definition": "Mean change "
+                                "in judge score from y0 to the revision y1, both written by the actor after the "
+                                "round's DPO (−9 to +9): what the critique still adds to the updated actor.",
+                                "unit": "points", "low": -9.0, "high": 9.0, "kind": "delta", "estimate": True}),
     ("pass_at_1", _rate("pass@1", "Share of held-out problems whose one sampled program passed every hidden "
                         "test.", "share of problems")),
     ("factscore_precision", _rate("FActScore precision", "Share of the answers' atomic facts the validator "
@@ -200,6 +226,22 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
                                                "for DPO: {1}.", "unit": "pairs", "kind": "count"}),
     ("(generator|critic)_pairs", {"title": "{1} DPO pairs", "definition": "Preference pairs the {1} was trained "
                                   "on this round.", "unit": "pairs", "kind": "count"}),
+    # -- bookkeeping counts (how much was measured; the rounds tables' counts) ------------------
+    ("eval_prompts", {"title": "Held-out prompts", "definition": "Held-out prompts evaluated this round: the n "
+                      "of the round's held-out scores.", "unit": "prompts", "kind": "count"}),
+    ("eval_judgments", {"title": "Held-out judgments", "definition": "Judge answers on the round's held-out "
+                        "items (constraint checks, which are code, not counted).", "unit": "judgments",
+                        "kind": "count"}),
+    ("eval_invalid", {"title": "Unreadable held-out judgments", "definition": "Judge answers on the round's "
+                      "held-out items that could not be read as a score or verdict.", "unit": "judgments",
+                      "kind": "count"}),
+    ("(\\w*)critic_prompts_shortened", {"title": "Critic prompts shortened", "definition": "Critic prompts cut "
+                                        "to fit the critic's prompt budget (their y0 shortened).", "unit": "prompts",
+                                        "kind": "count"}),
+    ("(\\w+?)_count", {"title": "{1}: items", "definition": "Number of items {1} was measured on (its n).",
+                       "unit": "items", "kind": "count"}),
+    ("(\\w+?)_n", {"title": "{1}: n", "definition": "Number of items behind {1} (its n).", "unit": "items",
+                   "kind": "count"}),
     # -- cost ------------------------------------------------------------------------------
     ("(\\w+?)_seconds_per_step", _training("{1} seconds per step", "Wall-clock seconds per training step.",
                                            "seconds", "seconds")),
@@ -246,6 +288,11 @@ def describe(name: str) -> MetricDef:
             fill = {"title": lambda s: _fill(s, groups, capital=True), "definition": lambda s: _fill(s, groups)}
             return MetricDef(name=name, **{k: fill[k](v) if k in fill else v for k, v in spec.items()})
     return MetricDef(name=name, title=name.replace("_", " "), definition="(no definition registered)")
+
+
+def is_defined(name: str) -> bool:
+    """Whether `name` has a definition of its own here (not the fallback for unknown names)."""
+    return any(pattern.match(name) for pattern, _ in _COMPILED)
 
 
 def _fill(text: str, groups: list[str], capital: bool = False) -> str:
@@ -306,7 +353,10 @@ def estimate_text(value: float | None, low: float | None = None, high: float | N
 
 
 def _number(value: float, digits: int, signed: bool = False) -> str:
-    # Fixed decimals, integers too: "1.000" beside "0.516" reads as the same kind of number.
+    # Fixed decimals, integers too: "1.000" beside "0.516" reads as the same kind of number;
+    # a value those decimals would write as 0.000 (a learning rate, 1.5e-05) in scientific notation.
+    if value and abs(value) < 0.5 * 10 ** -digits:
+        return f"{value:+.{digits - 1}g}" if signed else f"{value:.{digits - 1}g}"
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 

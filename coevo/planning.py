@@ -86,6 +86,9 @@ def role(name: str, spec: str, *, trained: bool, options: dict[str, Any] | None 
     """A role of the plan; `generates_on` names the engine a trained role writes with outside
     its optimizer steps (TAIScore's `actor_engine`, RLAC's `generator_engine`), where that is not
     transformers."""
+    from coevo.llm.specs import check_spec_form
+
+    check_spec_form(spec)  # a spec `coevo run` would refuse is refused here too, before it shows as a role
     engine = generates_on if trained and generates_on and generates_on != "transformers" else None
     return PlanRole(role=name, spec=spec, engine=engine or engine_of(spec, trained=trained, options=options),
                     trained=trained)

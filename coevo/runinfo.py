@@ -23,6 +23,29 @@ HEADLINE_METRICS = ("gold_score", "win_rate_vs_round0", "refine_delta", "pass_at
 HEADLINE_COUNT = 3
 
 
+class RunMark(BaseModel):
+    """A warning as the runs list marks a run: a few words beside its status, the sentence on hover."""
+
+    kind: str
+    label: str
+    text: str
+
+
+#: The few words each kind of mark shows (view/warnings.py's and trust_warnings.py's kinds).
+MARK_LABELS = {"judge-audit": "judge failed its audit", "cut-off": "outputs cut off",
+               "invalid-judgments": "unreadable judgments"}
+
+
+def run_marks(store: Any, metrics: list[dict[str, Any]]) -> list[RunMark]:
+    """The warnings a list of runs can afford (each reads a count or the few flagged rows): a
+    judge that failed the run's audit, most outputs cut off at their token limit, a judge
+    mostly unreadable. The run page gives every warning (view/warnings.py)."""
+    from coevo.view.trust_warnings import cut_off_at_a_glance, invalid_judgments, judge_audit
+
+    found = judge_audit(store, metrics) + cut_off_at_a_glance(store) + invalid_judgments(store)
+    return [RunMark(kind=f.kind, label=MARK_LABELS.get(f.kind, f.kind), text=f.text) for f in found]
+
+
 class RunInfo(BaseModel):
     """One run folder as a list of runs shows it."""
 
@@ -37,6 +60,7 @@ class RunInfo(BaseModel):
     headline_text: dict[str, str] = Field(
         default_factory=dict, description="each headline number with its interval and n, or 'too few to tell'")
     rollouts: int = 0
+    marks: list[RunMark] = Field(default_factory=list, description="what to distrust before reading the numbers")
 
 
 def find_runs(root: str | Path, depth: int = 2) -> list[Path]:
@@ -120,7 +144,7 @@ def run_info(run_dir: str | Path, root: str | Path | None = None) -> RunInfo:
             error=store.get_meta("error") if status in ("failed", "interrupted") else None,
             started=time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else None,
             duration_s=duration, headline=headline, headline_text=headline_texts(headline, metrics),
-            rollouts=n_rollouts)
+            rollouts=n_rollouts, marks=run_marks(store, metrics))
     finally:
         store.close()
 

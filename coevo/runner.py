@@ -12,6 +12,7 @@ import contextlib
 import errno
 import importlib
 import json
+import os
 import signal
 import threading
 import time
@@ -29,6 +30,7 @@ from coevo.logs import run_logging
 from coevo.monitor.records import run_summary as monitor_summary
 from coevo.provenance import provenance, timed
 from coevo.runlock import RunLock, holder
+from coevo.scale import check_scale
 from coevo.store import STORE_FILE, RunStore
 
 SUMMARY_FILE = "summary.json"
@@ -251,13 +253,16 @@ def run_experiment(
     overrides: list[str] = (),
     data: dict[str, Any] | None = None,
     fresh: bool = False,
+    allow_large: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) the experiment a config describes in run folder `out` (`fresh`:
-    delete the run already there first; run folders only)."""
+    delete the run already there first; run folders only). A config past coevo/scale.py's
+    limits is refused unless `allow_large`."""
     out = Path(out)
     source = str(config_path or "config")
     raw = apply_overrides(data if data is not None else read_yaml(config_path), list(overrides))
     algorithm, config = resolve_config(raw, source)
+    check_scale(config, allow_large=allow_large, where=source)
     from coevo.train import distributed
 
     distributed.die_with_launcher()
@@ -304,11 +309,14 @@ def _say_departures(departures: list[dict[str, Any]] | None) -> None:
         log.info("this run uses its paper's settings (no departures)")
 
 
-def plan_experiment(config_path: str | Path, overrides: list[str] = (), *, calibration: Any = None) -> Any:
+def plan_experiment(config_path: str | Path, overrides: list[str] = (), *, calibration: Any = None,
+                    allow_large: bool = False) -> Any:
     """`coevo plan`: the RunPlan of a config (coevo.planning) with its cost estimate
-    (coevo.estimate; seconds where `calibration` is given), made without loading a model."""
+    (coevo.estimate; seconds where `calibration` is given), made without loading a model;
+    refused past coevo/scale.py's limits unless `allow_large`."""
     raw = apply_overrides(read_yaml(config_path), list(overrides))
     algorithm, config = resolve_config(raw, str(config_path))
+    check_scale(config, allow_large=allow_large, where=str(config_path))
     return plan_of(algorithm, config, calibration, where=str(config_path))
 
 
@@ -362,6 +370,15 @@ def remove_run_folder(out: str | Path) -> None:
     shutil.rmtree(out)
 
 
+def _write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """Write `summary.json` whole or not at all: a `kill -9` in the middle of a plain write
+    leaves half a JSON file, which `coevo show` and `coevo runs` then read; a temporary file
+    renamed over it (atomic on POSIX) leaves the previous one or the new one."""
+    part = out / f"{SUMMARY_FILE}.part"
+    part.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    os.replace(part, out / SUMMARY_FILE)
+
+
 def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> dict[str, Any]:
     from coevo.train import distributed
 
@@ -385,7 +402,7 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
     from coevo.report import build_report
 
     summary["report"] = str(build_report(out))
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    _write_summary(out, summary)
     return summary
 
 
@@ -468,6 +485,6 @@ def _finish(out: Path, store: RunStore, summary: dict[str, Any], algorithm: str,
     summary["provenance"] = timed(facts, store.get_meta("started"), finished=finished, earlier=earlier,
                                   duration_s=finished - began)
     store.set_meta("provenance", summary["provenance"])
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    _write_summary(out, summary)
     store.set_meta("status", "finished")
     store.set_meta("finished", finished)

@@ -25,16 +25,23 @@ class Message(BaseModel):
 Conversation = list[Message]
 
 
+#: The most tokens a role may ask for in one answer (more than any model's context).
+MAX_TOKENS = 1_048_576
+
+
 class Sampling(BaseModel):
     """Decoding settings of one call. Part of the cache key, so keep it small and explicit.
     Unknown keys are refused (a typo in a config's `sampling:` block is an error, not ignored)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_tokens: int = 512
-    seed: int | None = None
+    # Bounded where a config is read, so a bad value is one line before any model loads, not a
+    # backend's traceback mid-run: temperature 0 (greedy) to 10, top-p in (0, 1], at least one
+    # token and no more than any model's context, a seed every backend takes (0 to 2^31 - 1).
+    temperature: float = Field(0.7, ge=0, le=10, allow_inf_nan=False)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int = Field(512, ge=1, le=MAX_TOKENS)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
     stop: tuple[str, ...] = ()
     #: A JSON Schema (as JSON text, so Sampling stays hashable) that the answer must follow.
     #: The model backends decode under it (a grammar: llama.cpp's own, xgrammar in

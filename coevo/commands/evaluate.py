@@ -129,6 +129,8 @@ def eval_average(
         return
     print_rows(average_rows(found), title=f"average over {len(found.benchmarks)} benchmarks (0-1), per run then "
                                           f"over runs: {', '.join(found.benchmarks)}")
+    for method, lacking in found.left_out_methods.items():
+        out.print(f"{method}: no average, {', '.join(lacking)} has no score for it", highlight=False, markup=False)
     diff = found.decoevo_minus_skillopt
     if diff is not None:
         interval = f"[{diff.low:+.3f}, {diff.high:+.3f}]" if diff.low is not None else "(no interval)"

@@ -48,7 +48,7 @@ def monitor_lines(monitor: dict) -> list[str]:
 
 
 def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: bool,
-               calibration_file: Path | None) -> None:
+               calibration_file: Path | None, allow_large: bool = False) -> None:
     """Print the plan of CONFIG (text, or one JSON object), measuring this machine first with
     `calibrate`, or with another machine's seconds from `calibration_file`."""
     from coevo.calibration import load_calibration, read_calibration
@@ -61,11 +61,11 @@ def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: 
         named = None if calibration_file is None else read_calibration(calibration_file)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--calibration") from None
-    made = plan_experiment(config, overrides, calibration=named)
+    made = plan_experiment(config, overrides, calibration=named, allow_large=allow_large)
     if calibrate:
         _calibrate_for(made, config, overrides)
     if named is None and (calibration := load_calibration()) is not None:
-        made = plan_experiment(config, overrides, calibration=calibration)
+        made = plan_experiment(config, overrides, calibration=calibration, allow_large=allow_large)
     if as_json:
         print(json.dumps(made.model_dump(mode="json")))
         return
@@ -86,7 +86,7 @@ def _calibrate_for(made, config: Path, overrides: list[str]) -> None:
 
 
 def run_config(config: Path, out_dir: Path, *, resume: bool, fresh: bool, overrides: list[str],
-               unsafe_exec: bool) -> None:
+               unsafe_exec: bool, allow_large: bool = False) -> None:
     """Run (or resume) CONFIG into `out_dir`, then print its table, summary and report paths."""
     from coevo.runner import run_experiment
     from coevo.validators.sandbox import UNSAFE_ENV_VAR
@@ -100,7 +100,8 @@ def run_config(config: Path, out_dir: Path, *, resume: bool, fresh: bool, overri
         os.environ[UNSAFE_ENV_VAR] = "1"  # read where the sandbox is built (and by every rank of a launch)
 
     try:
-        summary = run_experiment(config, out_dir, resume=resume, overrides=overrides, fresh=fresh)
+        summary = run_experiment(config, out_dir, resume=resume, overrides=overrides, fresh=fresh,
+                                 allow_large=allow_large)
     except KeyboardInterrupt as exc:  # here, not in main(): typer turns it into a silent exit 130
         interrupted(exc)
     if not summary:

@@ -139,11 +139,18 @@ def print_skills(store) -> None:
 
 
 def serve_runs(run_or_runs_dir: Path, *, host: str, port: int, conditions: list[str] | None = None,
-               against: Path | None = None, prompts: int | None = None) -> None:
+               against: Path | None = None, prompts: int | None = None, allow_hosts: list[str] | None = None) -> None:
     """`coevo view`: serve the runs in a local web page until Ctrl-C; `conditions`, `against`
-    and `prompts` set the conditions its Annotate page compares (checked first)."""
+    and `prompts` set the conditions its Annotate page compares (checked first); `allow_hosts`:
+    Host names it answers besides its address and the loopback names (coevo.view.security)."""
     from coevo.runinfo import find_runs
     from coevo.view.annotate_conditions import PAPER_PROMPTS, comparison_spec
+    from coevo.view.security import check_allow_host, exposure_warning
+
+    try:
+        allow_hosts = [check_allow_host(name) for name in allow_hosts or []]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--allow-host") from None
 
     if not run_or_runs_dir.is_dir():
         raise FileNotFoundError(f"{run_or_runs_dir} is not a folder; give a run folder or a folder of run folders "
@@ -160,8 +167,12 @@ def serve_runs(run_or_runs_dir: Path, *, host: str, port: int, conditions: list[
                   highlight=False)
     from coevo.view.app import serve
 
-    serve([run_or_runs_dir], host=host, port=port, comparisons=spec, announce=lambda url: out.print(
-        f"coevo view: {url}  (serving {run_or_runs_dir}; Ctrl-C stops it)", highlight=False))
+    warning = exposure_warning(host)
+    if warning:
+        out.print(warning, highlight=False, markup=False)
+    serve([run_or_runs_dir], host=host, port=port, comparisons=spec, allow_hosts=allow_hosts,
+          announce=lambda url: out.print(f"coevo view: {url}  (serving {run_or_runs_dir}; Ctrl-C stops it)",
+                                         highlight=False))
 
 
 def write_report(run_dir: Path) -> None:

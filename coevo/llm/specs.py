@@ -125,6 +125,25 @@ def check_spec(spec: str) -> None:
         raise _unknown(spec)
 
 
+def check_spec_form(spec: str) -> None:
+    """Refuse a spec of no known kind, or a malformed one, reading nothing (ModelError, naming
+    the accepted forms): what `coevo plan` can tell on a machine without the models.
+    `check_spec` also checks that the files exist and the engines are installed."""
+    if is_python_spec(spec):
+        return
+    kind, sep, rest = spec.strip().partition(":")
+    if kind == "smollm2":
+        if rest.strip() and rest.strip() not in ENGINES:
+            raise ModelError(f"{spec!r}: unknown engine {rest.strip()!r}; smollm2 runs on {', '.join(ENGINES)}")
+        return
+    if kind not in ("hf", "vllm", "gguf", "openai", "replay") or not sep or not rest.strip():
+        raise _unknown(spec)
+    if kind == "openai":
+        from coevo.llm.openai_backend import parse_spec
+
+        parse_spec(rest)
+
+
 def _shared_key(spec: str, options: dict[str, Any]) -> tuple[str, tuple]:
     """What makes two frozen loads the same model: `smollm2`, `smollm2:vllm` and `smollm2`
     with `engine: vllm` are one engine where vLLM is the one chosen."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,11 +29,15 @@ PAGE_MODULES = ("coevo.view.samples", "coevo.view.annotate", "coevo.view.rlac", 
                 "coevo.view.compare")
 
 
-def create_app(paths: list[Path], comparisons: ComparisonSpec | None = None) -> FastAPI:
+def create_app(paths: list[Path], comparisons: ComparisonSpec | None = None, *,
+               allowed_hosts: Sequence[str] | None = None) -> FastAPI:
     """The viewer over `paths`: each a run folder or a folder of run folders (two levels deep).
     `comparisons`: the conditions its Annotate page offers to compare (default: the TAIScore
-    paper's Table 2 rows a run has; coevo.view.annotate_pairs)."""
+    paper's Table 2 rows a run has; coevo.view.annotate_pairs). `allowed_hosts`: the Host names
+    it answers (coevo.view.security; `serve`, hence `coevo view`, always passes some); None: any
+    Host (an app mounted elsewhere, a test client). Writes need the same origin or the token."""
     from coevo.version import __version__
+    from coevo.view.security import Guard, GuardMiddleware
 
     missing = [str(p) for p in paths if not Path(p).is_dir()]
     if missing:
@@ -76,6 +81,8 @@ def create_app(paths: list[Path], comparisons: ComparisonSpec | None = None) -> 
         return Response(_plotly_cached(), media_type="application/javascript",
                         headers={"Cache-Control": "max-age=86400"})
 
+    app.state.guard = Guard(allowed_hosts)
+    app.add_middleware(GuardMiddleware, guard=app.state.guard)
     _error_pages(app)
     for name in PAGE_MODULES:
         if importlib.util.find_spec(name) is not None:
@@ -98,7 +105,11 @@ def _error_pages(app: FastAPI) -> None:
     def page(request: Request, status: int, message: str, detail: object) -> Response:
         if "text/html" not in request.headers.get("accept", ""):
             return JSONResponse({"detail": detail}, status_code=status)
-        response = render(request, "error.html", status=status, message=message,
+        # Inside the base layout, with the run's nav where the address names a run the viewer serves.
+        parts = request.url.path.split("/")
+        named = request.path_params.get("run_id") or (parts[2] if len(parts) > 2 and parts[1] == "runs" else None)
+        run = request.app.state.runs.get(named) if named else None
+        response = render(request, "error.html", status=status, message=message, run=run,
                           heading=HEADINGS.get(status, "Something went wrong"), needs_plotly=False)
         response.status_code = status
         return response
@@ -140,18 +151,39 @@ def _plotly_cached() -> str:
 
 
 def serve(paths: list[Path], host: str = "127.0.0.1", port: int = 8000,
-          announce=print, comparisons: ComparisonSpec | None = None) -> None:
+          announce=print, comparisons: ComparisonSpec | None = None, allow_hosts: Sequence[str] = ()) -> None:
     """Serve the viewer until Ctrl-C. The socket is bound first, so a port in use is a clear
     error and `port=0` picks a free one; `announce(url)` is called once it is listening.
-    `comparisons`: as create_app's."""
-    import errno
+    `comparisons`: as create_app's. It answers only requests addressed to host:port, the
+    loopback names with its port and `allow_hosts` (coevo.view.security.served_hosts)."""
     import socket
 
     import uvicorn
 
+    from coevo.view.security import served_hosts
+
+    sock = _bind(host, port)
+    try:
+        bound = sock.getsockname()[1]
+        app = create_app(paths, comparisons, allowed_hosts=served_hosts(host, bound, allow_hosts))
+        shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        announce(f"http://{shown}:{bound}/")
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down cleanly, then passes Ctrl-C on: that is the way out
+        pass
+    finally:
+        sock.close()
+
+
+def _bind(host: str, port: int):
+    """A socket bound to host:port; a port in use or an address that cannot be bound is a
+    ConfigError naming --port / --host."""
+    import errno
+    import socket
+
     from coevo.config import ConfigError
 
-    app = create_app(paths, comparisons)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -163,14 +195,4 @@ def serve(paths: list[Path], host: str = "127.0.0.1", port: int = 8000,
             raise ConfigError(f"port {port} on {host} is in use; pass another --port (or --port 0 for any free one)"
                               ) from None
         raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}); pass another --host or --port") from None
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    announce(f"http://{shown}:{bound}/")
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn shuts down cleanly, then passes Ctrl-C on: that is the way out
-        pass
-    finally:
-        sock.close()
+    return sock

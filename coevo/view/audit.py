@@ -80,11 +80,15 @@ def audit_figure(metrics: list[dict[str, Any]]) -> dict[str, Any] | None:
         for (stage, r, metric), value in sorted(logged.items()):
             if metric != name:
                 continue
-            lo, hi = logged.get((stage, r, f"{name}_lo")), logged.get((stage, r, f"{name}_hi"))
             n, flags = logged.get((stage, r, f"{name}_n")), logged.get((stage, r, f"{PREFIX}{judge}_flags"))
+            ends = logged.get((stage, r, f"{name}_lo")), logged.get((stage, r, f"{name}_hi"))
+            # From fewer than MIN_ITEMS cases no bar (the tables say "too few to tell").
+            lo, hi = plots.drawn_interval(*ends, n)
             hover = [f"n = {n:g} {unit}"] if n is not None else []
             if lo is not None and hi is not None:
                 hover.append(f"95% CI [{lo:.3g}, {hi:.3g}]")
+            elif None not in ends:
+                hover.append("too few to tell (no interval)")
             if flags is not None:
                 hover.append(f"the {judge} judge failed {flags:g} check{'s' if flags != 1 else ''} this round")
             series.setdefault(stage, []).append((r, float(value), lo, hi, ", ".join(hover)))

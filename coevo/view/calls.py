@@ -31,9 +31,28 @@ class CallInfo(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     seconds: float | None = None         # its share of the backend call it was batched in
+    #: The batch that share is of: its completions and distinct calls (None: not worked out;
+    #: see `batch_sizes`). One completion of one call: `seconds` is that call's own latency.
+    batch_completions: int | None = None
+    batch_calls: int | None = None
     cached: bool | None = None           # the backend's own cache answered it (where it says)
     max_tokens: int | None = None
     cut_off: bool | None = None          # stopped at max_tokens (None: unknown)
+
+    @property
+    def latency_text(self) -> str:
+        """`seconds` as what it is: a call's own latency only when its batch held it alone,
+        else the batch's time shared evenly over its completions (the cache records no more)."""
+        if self.seconds is None:
+            return "latency not recorded"
+        shown = f"{self.seconds:.2f} s"
+        if self.batch_completions == 1:
+            return f"latency {shown} (this call alone: not batched)"
+        if self.batch_completions is None:
+            return f"latency {shown}: a batch average per completion (batch size not recorded)"
+        calls = (f"{self.batch_calls} calls" if self.batch_calls == self.batch_completions
+                 else f"{self.batch_completions} completions of {self.batch_calls} calls")
+        return f"latency {shown}: batch average per call, {calls}"
 
     @property
     def tagged(self) -> bool:
@@ -56,6 +75,29 @@ def call_info(call: dict[str, Any]) -> CallInfo:
                     model_id=call.get("model_id", ""), prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens, seconds=record.get("seconds"),
                     cached=call.get("cached"), max_tokens=max_tokens, cut_off=cut)
+
+
+def batch_sizes(store: RunStore, calls: list[dict[str, Any]]) -> None:
+    """Fill in each call's `info.batch_completions` and `batch_calls`. The cache shares one
+    backend call's seconds evenly among the completions it made (llm/cache.py), so the
+    completions of one batch are those of its stage and role recording the very same seconds."""
+    groups: dict[tuple[str, str], set[float]] = {}
+    for call in calls:
+        info = call["info"]
+        if info.seconds is not None and info.stage and info.role:
+            groups.setdefault((info.stage, info.role), set()).add(info.seconds)
+    counted: dict[tuple[str, str, float], tuple[int, set[str]]] = {}
+    for (stage, role), seconds in groups.items():
+        tags: dict[str, Any] = {"stage": stage, "role": role, "seconds": sorted(seconds)}
+        for row in store.cached_calls(limit=None, tags=tags):
+            key = (stage, role, ((row["request"] or {}).get("call") or {}).get("seconds"))
+            n, keys = counted.get(key, (0, set()))
+            counted[key] = (n + 1, keys | {row["key"]})
+    for call in calls:
+        info = call["info"]
+        found = counted.get((info.stage or "", info.role or "", info.seconds))  # type: ignore[arg-type]
+        if found:
+            info.batch_completions, info.batch_calls = found[0], len(found[1])
 
 
 def cut_off_shares(store: RunStore) -> list[dict[str, Any]]:

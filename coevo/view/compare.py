@@ -48,8 +48,10 @@ def compare_page(request: Request, run: list[str] = Query(default=[]), only: str
                       error=f"A run could not be read: {exc}")
     figures = curve_figures(comparison, _round_label([ref.algorithm for ref in refs]))
     only_differing = only == "differing"
+    # The settings that differ first; the identical ones (a hundred, mostly) folded after them.
     return render(request, "compare.html", comparison=comparison, figures=figures,
-                  config_rows=comparison.differing if only_differing else comparison.config,
+                  config_rows=comparison.differing,
+                  same_rows=[] if only_differing else [row for row in comparison.config if not row.differs],
                   only_differing=only_differing, toggle_url=_url(ids, not only_differing),
                   needs_plotly=bool(figures))
 
@@ -76,13 +78,30 @@ def curve_figures(comparison: Comparison, xlabel: str = "round") -> list[dict[st
             trace["line"]["color"] = plots.PALETTE[labels.index(trace["name"]) % len(plots.PALETTE)]
         figure["id"] = "plot-compare-" + re.sub(r"[^a-z0-9]+", "-", curve.name.lower()).strip("-")
         figure["name"], figure["definition"] = curve.name, curve.definition
+        figure["coincide"] = coinciding(curve)
         figure["json"] = plots.figure_json(figure["figure"])
         figures.append(figure)
     return figures
 
 
 def _panels(curve: Curve) -> list[tuple[str, dict[str, list[tuple[Any, ...]]]]]:
-    return [(stage, {label: [(r, value, low, high, f"n={n}" if n is not None else "")
+    # No bar from fewer than 5 items: the metrics table says "too few to tell" there.
+    return [(stage, {label: [(r, value, *plots.drawn_interval(low, high, n), f"n={n}" if n is not None else "")
                              for r, value, low, high, n in points]
                      for label, points in by_run.items()})
             for stage, by_run in curve.stages.items()]
+
+
+def coinciding(curve: Curve) -> list[str]:
+    """Sentences naming the runs whose lines in a panel are the same points: plotly draws them
+    under each other, so the page would show one line where there are two or more."""
+    notes = []
+    for stage, by_run in curve.stages.items():
+        same: dict[tuple[Any, ...], list[str]] = {}
+        for label, points in by_run.items():
+            same.setdefault(tuple((r, value) for r, value, *_ in points), []).append(label)
+        for labels in same.values():
+            if len(labels) > 1:
+                notes.append(f"{stage}: the lines of {', '.join(labels[:-1])} and {labels[-1]} coincide "
+                             "(the same value at every round): drawn on top of each other, they show as one.")
+    return notes

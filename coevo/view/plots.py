@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from coevo.metric_defs import MetricDef, describe
+from coevo.metric_defs import MIN_ITEMS, MetricDef, describe
 from coevo.view.plot_axes import (TRAINING, axis_title, definition_of, hover_definition, unit_suffix,
                                   y_range)
 
@@ -155,6 +155,7 @@ def small_multiples(title: str, panels: list[Panel | tuple[Any, ...]], xlabel: s
     for i, (panel, geometry) in enumerate(zip(panels, widest["panels"])):
         axis = "" if i == 0 else str(i + 1)
         metric = definition_of(panel.metric)
+        panel = clip_to_scale(panel, metric)
         layout[f"xaxis{axis}"], layout[f"yaxis{axis}"] = _panel_axes(panel, geometry, axis, metric, integer_x)
         annotations.append(_panel_title(panel, geometry, metric))
         data += _panel_traces(panel, axis, metric, xlabels[i][1], colour, shown)
@@ -169,6 +170,34 @@ def small_multiples(title: str, panels: list[Panel | tuple[Any, ...]], xlabel: s
         figure["grid"] = {"min_panel_px": MIN_PANEL_PX,
                           "layouts": [[g["columns"], _relayout(g)] for g in layouts]}
     return {"id": plot_id(title), "title": title, "figure": figure}
+
+
+def drawn_interval(low: Any, high: Any, n: Any) -> tuple[float | None, float | None]:
+    """A point's (low, high) as a figure draws it: none without both ends, and none from fewer
+    than MIN_ITEMS items, where the tables say "too few to tell" (a 95 % bar from 2 items
+    spans most of the scale and says nothing)."""
+    finite = [isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (low, high)]
+    if not all(finite) or (isinstance(n, (int, float)) and n < MIN_ITEMS):
+        return None, None
+    return float(low), float(high)
+
+
+def clip_to_scale(panel: Panel, metric: MetricDef | None) -> Panel:
+    """The panel with its interval ends kept inside the metric's scale (a normal-approximation
+    interval of a 1–10 score can run to −10): a bar never claims values the metric cannot take.
+    The values themselves are left alone, so one outside the scale (a bug) still shows."""
+    low, high = (metric.low, metric.high) if metric is not None else (None, None)
+    if low is None and high is None:
+        return panel
+
+    def clip(v: Any) -> Any:
+        if not isinstance(v, (int, float)):
+            return v
+        return min(max(v, low if low is not None else v), high if high is not None else v)
+
+    series = {name: [(*p[:2], clip(p[2]), clip(p[3]), *p[4:]) if len(p) > 3 else p for p in points]
+              for name, points in panel.series.items()}
+    return panel._replace(series=series)
 
 
 def _panel_axes(panel: Panel, geometry: dict[str, Any], axis: str, metric: MetricDef | None,

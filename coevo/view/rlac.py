@@ -94,7 +94,7 @@ def verification_figure(store: RunStore) -> dict[str, Any] | None:
     """The held-out metric (FactScore precision or pass@1) against verification calls spent
     by the end of each round: by this run, and by enumerative checking of the same outputs."""
     from coevo.metric_defs import describe
-    from coevo.view.plots import Panel, small_multiples
+    from coevo.view.plots import Panel, drawn_interval, small_multiples
 
     values: dict[tuple[str, int], dict[str, float]] = {}
     for m in store.metrics():
@@ -111,7 +111,8 @@ def verification_figure(store: RunStore) -> dict[str, Any] | None:
         calls = values.get(("verification", rnd), {})
         # The round's 95 % interval as an error bar and its n in the hover: a step of 0.05
         # in pass@1 over 40 problems is inside the noise, and the figure should say so.
-        lo, hi, n = gen.get(f"{metric}_lo"), gen.get(f"{metric}_hi"), gen.get("heldout_count")
+        n = gen.get("heldout_count")
+        lo, hi = drawn_interval(gen.get(f"{metric}_lo"), gen.get(f"{metric}_hi"), n)  # none under 5 items
         hover = ", ".join(([f"n = {n:g}"] if n is not None else [])
                           + ([f"95% CI [{lo:.3g}, {hi:.3g}]"] if lo is not None and hi is not None else []))
         for line, name in (("calls this run made", "calls_rlac"), ("enumerative checking of the same outputs",

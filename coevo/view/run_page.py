@@ -95,13 +95,24 @@ def _audit_records(store: RunStore, summary: dict[str, Any]) -> list[dict[str, A
 
 
 def _meta_tables(store: RunStore) -> list[dict[str, Any]]:
-    """The experiment's comparison tables (meta "tables": {title: {columns, rows}})."""
+    """The experiment's comparison tables (meta "tables": {title: {columns, rows}}), each
+    with `definitions`: every metric name in its header or its "metric" column that
+    metric_defs.py defines, {name: MetricDef} (the page gives each a hover and a list)."""
     out = []
     for i, (title, table) in enumerate((store.get_meta("tables", {}) or {}).items()):
         if isinstance(table, dict) and table.get("columns"):
-            out.append({"id": f"table-result-{i}", "title": title, "columns": table["columns"],
-                        "rows": table.get("rows", [])})
+            rows = table.get("rows", [])
+            names = [*table["columns"], *(row.get("metric") for row in rows if isinstance(row, dict))]
+            out.append({"id": f"table-result-{i}", "title": title, "columns": table["columns"], "rows": rows,
+                        "definitions": metric_definitions(names)})
     return out
+
+
+def metric_definitions(names: list[Any]) -> dict[str, Any]:
+    """{name: its MetricDef} for the names metric_defs.py defines, in the order given."""
+    from coevo.metric_defs import describe, is_defined
+
+    return {name: describe(name) for name in dict.fromkeys(n for n in names if isinstance(n, str) and is_defined(n))}
 
 
 def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -152,7 +163,7 @@ def _step_costs(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def round_tables(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per stage, a table of metric × round: results first (in plot-group order), then the
     bookkeeping counts (how much was measured) as a separate table."""
-    from coevo.metric_defs import describe, is_interval_part, values_by_stage_round
+    from coevo.metric_defs import describe, is_defined, is_interval_part, values_by_stage_round
 
     by_stage: dict[str, dict[str, dict[Any, float | None]]] = defaultdict(lambda: defaultdict(dict))
     for m in metrics:
@@ -175,7 +186,8 @@ def round_tables(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          "definition": describe(n).definition, "values": [names[n].get(r) for r in rounds],
                          "cells": [_cell_text(logged.get((stage, r), {}), n) for r in rounds]}
                         for n in results],
-            "counts": [{"name": n, "values": [names[n].get(r) for r in rounds]} for n in counts],
+            "counts": [{"name": n, "values": [names[n].get(r) for r in rounds],
+                        "definition": describe(n).definition if is_defined(n) else ""} for n in counts],
         })
     return out
 

@@ -2,8 +2,8 @@
 
 `/runs/{run_id}/samples` lists the rollouts (x -> y0 -> critique -> y1 and their judgments)
 of every stage, filterable by stage, round, condition, judge validity and score range and
-sortable by reward or score, narrowed to rollouts with a text cut off at its token limit or
-holding a search text. `/runs/{run_id}/samples/{rollout_id}` shows one side by side, with an
+sortable by reward or score, narrowed to rollouts with a text cut off at its token limit (a
+column of the list says which were) or holding a search text. `/runs/{run_id}/samples/{rollout_id}` shows one side by side, with an
 inline diff of y0 -> y1, each judge's per-criterion scores and reasons, and the model calls
 behind it, filed under the role and stage each call recorded (see `calls_behind`).
 
@@ -23,7 +23,7 @@ from fastapi import APIRouter, HTTPException, Request
 from coevo.eval.constraints import CONSTRAINTS
 from coevo.roles.parsing import strip_reasoning
 from coevo.store import stage_round
-from coevo.view.calls import call_info, cut_off_texts
+from coevo.view.calls import batch_sizes, call_info, cut_off_texts
 
 if TYPE_CHECKING:
     from coevo.store import RunStore
@@ -194,10 +194,21 @@ class Slot:
     tags: dict[str, str | list[str]]  # the recorded tags a call needs to have made it
     role: str                        # the role to name where no call records one (older runs)
     context: list[str | None]        # texts that call's prompt held (to rank calls with equal answers)
+    #: A pairwise judgment's two responses in the order the judge was shown them (empty: unknown).
+    shown: list[str] = field(default_factory=list)
+    #: Texts of the rollout that judge was NOT shown (a judgment against round 0 never saw y1).
+    absent: list[str] = field(default_factory=list)
+    note: str = ""                   # what the judgment compared, in words
 
 
-def rollout_slots(rollout: Rollout) -> list[Slot]:
-    """y0, the critique, y1 and each judgment, with the step (or judge) that makes each."""
+#: What a pairwise judgment's shown-order labels stand for: a text of its rollout, or "round0",
+#: π_0's answer to the same prompt (TAIScore's win rate; read from the round-0 eval stage).
+PAIR_TEXTS = {"y0": "y0", "y1": "y1", "current": "y0", "round0": "round0"}
+
+
+def rollout_slots(rollout: Rollout, round0: str | None = None) -> list[Slot]:
+    """y0, the critique, y1 and each judgment, with the step (or judge) that makes each.
+    `round0`: π_0's answer to this prompt, which a `pairwise_vs_round0` judgment compared."""
     x, y0, c, y1 = rollout.x, rollout.y0, rollout.c, rollout.y1
     slots = [Slot("initial response y0", y0, {"step": "respond"}, "actor", [x]),
              Slot("critique", c, {"step": "critique"}, "critic", [x, y0]),
@@ -205,10 +216,42 @@ def rollout_slots(rollout: Rollout) -> list[Slot]:
              Slot("revision y1", y1, {"step": "revise" if c is not None else "revise_no_critique"}, "actor",
                   [x, y0, c])]
     # Constraint checks and `python:` scorers are code: no model call stands behind them.
-    slots += [Slot(f"judgment {name}", j.raw, {"role": f"judge:{j.judge or name}"}, f"judge:{j.judge or name}",
-                   [x, y1 if y1 and not name.endswith("_y0") else y0])
+    slots += [_judgment_slot(name, j, rollout, round0)
               for name, j in rollout.judgments.items() if j.source == "model" and j.judge != CONSTRAINTS]
     return slots
+
+
+def _judgment_slot(name: str, judgment: Any, rollout: Rollout, round0: str | None) -> Slot:
+    """A judgment's slot. A pairwise judgment records the labels of the two responses in the
+    order it was shown them: its call must hold those texts in that order and none of the
+    rollout's others (round 0's answer against this round's is not y0 against y1, though
+    both are this judge's calls in this stage, and give the same one-token answer)."""
+    x, y0, y1 = rollout.x, rollout.y0, rollout.y1
+    judge = judgment.judge or name
+    labels = (judgment.model_extra or {}).get("shown_order")
+    slot = Slot(f"judgment {name}", judgment.raw, {"role": f"judge:{judge}"}, f"judge:{judge}",
+                [x, y1 if y1 and not name.endswith("_y0") else y0])
+    if not (isinstance(labels, list) and len(labels) == 2 and all(label in PAIR_TEXTS for label in labels)):
+        return slot
+    texts = {"y0": y0, "y1": y1, "round0": round0}
+    shown = [texts[PAIR_TEXTS[label]] for label in labels]
+    slot.context = [x, *shown]
+    slot.shown = [t for t in shown if t] if all(shown) else []
+    slot.absent = [t for t in (y0, y1) if t and t.strip() and t not in shown]
+    words = {"round0": "round 0's answer", "current": "this round's answer y0", "y0": "y0", "y1": "y1"}
+    slot.note = f"The judge was shown {words[labels[0]]} first, then {words[labels[1]]}."
+    return slot
+
+
+def round0_answer(store: RunStore, rollout: Rollout, stage: str | None) -> str | None:
+    """π_0's answer to this rollout's prompt (the y0 saved in the round-0 eval stage beside
+    `stage`): what a `pairwise_vs_round0` judgment compared this round's answer with."""
+    if not stage or not any((j.model_extra or {}).get("shown_order") and "round0" in j.model_extra["shown_order"]
+                            for j in rollout.judgments.values()):
+        return None
+    base_stage = re.sub(r"round\d+/eval$", "round0/eval", stage)
+    return next((row["rollout"].y0 for row in store.rollouts_of_sample(rollout.sample_id, limit=200)
+                 if row["stage"] == base_stage and row["rollout"].sample_id == rollout.sample_id), None)
 
 
 def calls_behind(store: RunStore, rollout: Rollout, stage: str | None = None) -> list[dict[str, Any]]:
@@ -225,14 +268,21 @@ def calls_behind(store: RunStore, rollout: Rollout, stage: str | None = None) ->
     `by_text` set. Among calls that gave the same answer, those whose request holds the
     most of what that call must have been shown (the prompt; then y0, the critique) are kept,
     and of those the ones made in the rollout's own `stage`, where any was (a replay model or
-    a cache hit gives one text to calls of several stages)."""
+    a cache hit gives one text to calls of several stages). A pairwise judgment's calls must
+    also hold its two responses in the order it recorded and none of the rollout's texts it
+    was not shown (`_judgment_slot`): `pairwise_vs_round0` is round 0's answer against this
+    round's, not the same judge's y0-against-y1 call of the stage. Each call's "info" also
+    says the batch its latency is an average over (`calls.batch_sizes`)."""
     out: list[dict[str, Any]] = []
     seen_by_text: set[tuple[str, int]] = set()
-    for slot in rollout_slots(rollout):
+    for slot in rollout_slots(rollout, round0_answer(store, rollout, stage)):
         needle = (slot.text or "").strip()[:_NEEDLE]
         if not needle:
             continue
-        calls = store.cached_calls(output_contains=needle, limit=_CANDIDATES, tags=slot.tags)
+        calls = []
+        if (slot.shown or slot.absent) and stage:  # a pairwise answer is one token: thousands of calls gave it
+            calls = store.cached_calls(output_contains=needle, limit=_CANDIDATES, tags={**slot.tags, "stage": stage})
+        calls = calls or store.cached_calls(output_contains=needle, limit=_CANDIDATES, tags=slot.tags)
         by_text = not calls
         if by_text:
             calls = [call for call in store.cached_calls(output_contains=needle, limit=50, untagged=True)
@@ -248,11 +298,12 @@ def calls_behind(store: RunStore, rollout: Rollout, stage: str | None = None) ->
         more = max(0, len(matching) - len(chosen))
         if not groups:
             out.append({"label": slot.label, "role": slot.role, "stage": None, "found": [], "more": 0,
-                        "by_text": by_text})
+                        "by_text": by_text, "note": slot.note})
         for (role, made_in), found in groups.items():
             out.append({"label": slot.label, "role": role, "stage": made_in, "found": found, "more": more,
-                        "by_text": by_text})
+                        "by_text": by_text, "note": slot.note})
             more = 0  # said once, under the text's first heading
+    batch_sizes(store, [call for piece in out for call in piece["found"]])
     return out
 
 
@@ -262,11 +313,18 @@ def _best_matches(calls: list[dict[str, Any]], slot: Slot, stage: str | None) ->
     needles = [n.strip()[:_NEEDLE] for n in slot.context if n and n.strip()]
     text = (slot.text or "").strip()
 
-    def rank(call: dict[str, Any]) -> tuple[int, bool, bool]:
+    ordered = [n.strip()[:_NEEDLE] for n in slot.shown]
+    absent = [n.strip()[:_NEEDLE] for n in slot.absent]
+
+    def rank(call: dict[str, Any]) -> tuple[int, bool, bool, bool, bool]:
         shown = _request_text(call["request"])
         answer = call["completion"].strip()
         made_here = stage is not None and ((call["request"] or {}).get("call") or {}).get("stage") == stage
-        return sum(n in shown for n in needles), text in (answer, strip_reasoning(answer).strip()), made_here
+        # A pairwise judgment's responses in the order shown, and none of the texts it never saw.
+        in_order = len(ordered) != 2 or -1 < shown.find(ordered[0]) <= shown.rfind(ordered[1])
+        unseen = not any(n in shown for n in absent)
+        return (sum(n in shown for n in needles), in_order, unseen,
+                text in (answer, strip_reasoning(answer).strip()), made_here)
 
     ranked = [(rank(call), call) for call in calls]
     best = max((r for r, _ in ranked), default=None)
@@ -278,6 +336,19 @@ def _request_text(request: dict[str, Any] | None) -> str:
         return ""
     return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m)
                      for m in request.get("messages") or [])
+
+
+#: What a judgment's numbers are, beside each other on the sample page.
+SCORE_WORDS = {
+    "sampled": "the score the judge wrote: the integer (or answer) in its sampled text; for several "
+               "criteria, their weighted mean",
+    "expected": "the probability-weighted mean over the score's tokens (G-Eval): Σ p(v)·v over the answers "
+                "v the judge could have written at that position, from the backend's log-probabilities; "
+                "it differs from the sampled score by how unsure the judge was (— where the backend gave "
+                "no log-probabilities)",
+    "criteria": "each criterion's score as the judge wrote it (sampled integers); the judgment's expected "
+                "score, where there is one, weighs every criterion's score tokens instead",
+}
 
 
 def judgment_view(name: str, judgment: Any) -> dict[str, Any]:
@@ -321,8 +392,9 @@ def samples_page(request: Request, run_id: str, stage: str = "", round: str = ""
                 order="asc" if order == "asc" else "desc", cut_off=cut_off or None, search=q.strip() or None)
     with reading(request, run_id) as store:
         rows = sample_rows(store)
-        # Read only when asked for: it walks every cut-off call of the run.
-        cut_texts = cut_off_texts(store) if f.cut_off else None
+        # The cut-off calls only (one query): the filter and the list's "cut off" column.
+        cut_texts = cut_off_texts(store)
+        calls_kept = store.cache_size() > 0  # without a cache, nothing is known about cut-offs
     kept = filter_rows(rows, f, cut_texts)
     pages = max(1, -(-len(kept) // PAGE_SIZE))
     page = min(max(1, page), pages)
@@ -333,8 +405,10 @@ def samples_page(request: Request, run_id: str, stage: str = "", round: str = ""
         "judges": sorted({name for r in rows for name in r.judges}),
     }
     query = {k: v for k, v in request.query_params.items() if k != "page"}
+    shown = kept[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    cut = {row.id: cut_off_row(row.rollout, cut_texts) if calls_kept else None for row in shown}
     return render(request, "samples.html", run_id=run_id, active="samples", filters=f, facets=facets,
-                  rows=kept[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], total=len(rows), matched=len(kept),
+                  rows=shown, total=len(rows), matched=len(kept), cut=cut,
                   page=page, pages=pages, query=query, snippet=snippet)
 
 
@@ -356,4 +430,4 @@ def sample_page(request: Request, run_id: str, rollout_id: int):
     diff = word_diff(rollout.y0, rollout.y1) if rollout.y1 is not None else None
     return render(request, "sample.html", run_id=run_id, active="samples", row=row, rollout=rollout,
                   round=stage_round(row["stage"], row["round"]), judges=judges, diff=diff, calls=calls,
-                  related=related, snippet=snippet)
+                  related=related, snippet=snippet, score_words=SCORE_WORDS)

@@ -97,15 +97,19 @@ def _round_panels(targets: tuple[Target, ...], metrics: list[dict[str, Any]]
         for (stage, name, r), value in logged.items():
             if name != t.name or not _finite(value):
                 continue
-            lo, hi = logged.get((stage, f"{name}_lo", r)), logged.get((stage, f"{name}_hi", r))
-            hover = [f"n = {logged[(stage, t.count, r)]:g}"] if t.count and _finite(
-                logged.get((stage, t.count, r))) else []
+            n = next((logged[(stage, k, r)] for k in (f"{name}_n", t.count)
+                      if k and _finite(logged.get((stage, k, r)))), None)
+            ends = logged.get((stage, f"{name}_lo", r)), logged.get((stage, f"{name}_hi", r))
+            # From fewer than MIN_ITEMS items no bar, as the tables say "too few to tell".
+            lo, hi = plots.drawn_interval(*ends, n)
+            hover = [f"n = {n:g}"] if n is not None else []
             if t.spread and _finite(logged.get((stage, t.spread, r))):
                 hover.append(f"sd {logged[(stage, t.spread, r)]:.3g}")
-            if _finite(lo) and _finite(hi):
+            if lo is not None and hi is not None:
                 hover.append(f"95% CI [{lo:.3g}, {hi:.3g}]")
-            series.setdefault(stage, []).append((int(r), float(value), lo if _finite(lo) else None,
-                                                 hi if _finite(hi) else None, ", ".join(hover)))
+            elif all(_finite(end) for end in ends):
+                hover.append("too few to tell (no interval)")
+            series.setdefault(stage, []).append((int(r), float(value), lo, hi, ", ".join(hover)))
         if series:
             panels.append(plots.Panel(t.label, series, metric=t.name))
         else:

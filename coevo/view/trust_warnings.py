@@ -3,7 +3,9 @@
   - generations cut off at their token limit (per role, naming the stages; the critic's GRPO
     samples from TRL's clipped ratio): a judge then scores text that ends mid-sentence;
   - training stages so short that their weight change only shows Adam's first steps, which move
-    every weight by about the learning rate whatever the reward meant.
+    every weight by about the learning rate whatever the reward meant;
+and the checks cheap enough for the runs list too (`coevo.runinfo.run_marks`): a judge mostly
+unreadable, a judge that failed the run's audit, most outputs cut off (`cut_off_at_a_glance`).
 `coevo.view.warnings.run_warnings` adds these to the run page, report.html and `coevo show`.
 """
 
@@ -22,12 +24,39 @@ if TYPE_CHECKING:
 #: Above this share of a role's outputs cut at their token limit, its texts are not what the
 #: judges should be scoring (a revision that ends "They both" is scored as finished).
 CUT_OFF_SHARE = 0.25
+#: Above this share of unreadable judgments a judge's numbers are mostly noise.
+INVALID_RATE = 0.2
 #: Training stages of at most this many optimizer steps: Adam's bias-corrected first steps
 #: move each weight by about the learning rate, whatever direction the reward asked for.
 FEW_STEPS = 3
 #: A largest weight change within this many learning rates per step is what those steps do
 #: to any gradient: it shows training ran, not that it learned.
 ADAM_STEP_MULTIPLE = 4.0
+
+
+def invalid_judgments(store: RunStore) -> list[Finding]:
+    """Judges whose outputs could not be read more than INVALID_RATE of the time."""
+    out = []
+    for judge, counts in sorted(store.judgment_counts().items()):
+        total = counts["valid"] + counts["invalid"]
+        if total and counts["invalid"] / total > INVALID_RATE:
+            out.append(Finding(kind="invalid-judgments", text=(
+                f"judge {judge!r}: {counts['invalid']} of {total} judgments ({counts['invalid'] / total:.0%}) "
+                "could not be read, so its scores rest on the rest only. A small judge model is noisy: point "
+                "the judge role at a larger model, or give it more max_tokens.")))
+    return out
+
+
+def judge_audit(store: RunStore, metrics: list[dict[str, Any]]) -> list[Finding]:
+    """Per judge the run audited (issue 23), a warning when its latest audited round failed a
+    check: how many, the first flag in words, what it means (view/audit.py)."""
+    from coevo.audit.in_run import run_records
+    from coevo.view.audit import audit_warnings, is_audit_metric
+
+    audited = [m for m in metrics if is_audit_metric(m["name"])]
+    if not audited:
+        return []
+    return [Finding(kind="judge-audit", text=text) for text in audit_warnings(audited, run_records(store))]
 
 
 def _finding(kind: str, text: str) -> Finding:
@@ -75,6 +104,26 @@ def cut_off_generations(store: RunStore, metrics: list[dict[str, Any]]) -> list[
                 "token limit (TRL's clipped ratio): the reward scored unfinished critiques. Raise the critic's "
                 "max_tokens, or ask for shorter critiques in its prompt.")))
     return out
+
+
+def cut_off_at_a_glance(store: RunStore) -> list[Finding]:
+    """The runs list's cheap form of `cut_off_generations`: one warning when CUT_OFF_SHARE of
+    all the run's model outputs stopped at their token limit, naming the roles they came from.
+    It reads the cut-off calls only (and counts the rest), as a list of many runs must."""
+    from coevo.view.calls import call_info
+
+    total = store.cache_size()
+    if not total:
+        return []
+    cut = Counter(call_info(call).role or "calls of no recorded role"
+                  for call in store.cached_calls(limit=None, cut_off=True))
+    n = sum(cut.values())
+    if n / total < CUT_OFF_SHARE:
+        return []
+    roles = ", ".join(f"{role} {count}" for role, count in cut.most_common())
+    return [_finding("cut-off", (
+        f"{n} of {total} model outputs ({n / total:.0%}) stopped at their token limit ({roles}): the judges "
+        "scored unfinished texts. See the run page's warnings and the Samples page's \"cut off\" filter."))]
 
 
 def _cut_off_finding(who: str, groups: list[dict[str, Any]]) -> list[Finding]:

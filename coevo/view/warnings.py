@@ -10,7 +10,8 @@ TRL history, judgments, rollouts, meta) and says what it saw and what to do abou
   - length inflation (revisions, or later rounds' answers, much longer);
   - a judge that failed checks of the run's judge audit in its latest audited round;
   - headline numbers from too few items, cut-off generations, and training stages whose
-    weight change only shows Adam's first steps (view/trust_warnings.py);
+    weight change only shows Adam's first steps (view/trust_warnings.py, which also holds the
+    unreadable-judge and judge-audit checks: the runs list makes them too, via runinfo.py);
 and the warnings the run itself recorded (meta "warnings").
 """
 
@@ -25,10 +26,10 @@ from coevo.runinfo import HEADLINE_METRICS
 from coevo.store import RunStore
 from coevo.view.findings import Finding
 from coevo.view.plots import logged_steps
-from coevo.view.trust_warnings import adam_first_steps, cut_off_generations, too_few_items
+# The checks a list of runs also makes live in trust_warnings.py (runinfo.py reads them there).
+from coevo.view.trust_warnings import (adam_first_steps, cut_off_generations, invalid_judgments, judge_audit,
+                                       too_few_items)
 
-#: Above this share of unreadable judgments a judge's numbers are mostly noise.
-INVALID_RATE = 0.2
 #: Revisions (or last-round answers) this many times longer than the first: length inflation.
 LENGTH_RATIO = 1.5
 #: Fewer held-out items than this and a perfect score says little, CI or not.
@@ -121,19 +122,6 @@ def _numbers(steps: list[dict[str, Any]], key: str) -> list[float]:
     return [e[key] for e in steps if isinstance(e.get(key), (int, float))]
 
 
-def invalid_judgments(store: RunStore) -> list[Finding]:
-    """Judges whose outputs could not be read more than INVALID_RATE of the time."""
-    out = []
-    for judge, counts in sorted(store.judgment_counts().items()):
-        total = counts["valid"] + counts["invalid"]
-        if total and counts["invalid"] / total > INVALID_RATE:
-            out.append(Finding(kind="invalid-judgments", text=(
-                f"judge {judge!r}: {counts['invalid']} of {total} judgments ({counts['invalid'] / total:.0%}) "
-                "could not be read, so its scores rest on the rest only. A small judge model is noisy: point "
-                "the judge role at a larger model, or give it more max_tokens.")))
-    return out
-
-
 def constant_reward(metrics: list[dict[str, Any]], logs: list[dict[str, Any]]) -> list[Finding]:
     """A training reward with no spread: nothing for GRPO to prefer. Said once per stage: from
     TRL's per-step history where it was kept, else from the round's reward metrics."""
@@ -202,18 +190,6 @@ def position_bias(metrics: list[dict[str, Any]]) -> list[Finding]:
                 "averages both orders, so the bias cannot move it, but the judge mostly reads the order, not the "
                 "responses: its win rate sits near 0.5 whatever the models do. Use a stronger judge.")))
     return out
-
-
-def judge_audit(store: RunStore, metrics: list[dict[str, Any]]) -> list[Finding]:
-    """Per judge the run audited (issue 23), a warning when its latest audited round failed a
-    check: how many, the first flag in words, what it means (view/audit.py)."""
-    from coevo.audit.in_run import run_records
-    from coevo.view.audit import audit_warnings, is_audit_metric
-
-    audited = [m for m in metrics if is_audit_metric(m["name"])]
-    if not audited:
-        return []
-    return [Finding(kind="judge-audit", text=text) for text in audit_warnings(audited, run_records(store))]
 
 
 def at_ceiling(metrics: list[dict[str, Any]], store: RunStore) -> list[Finding]:

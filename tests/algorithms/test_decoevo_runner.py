@@ -171,6 +171,11 @@ def test_every_final_skill_graded_on_a_transfer_set_then_averaged_with_the_sourc
     assert diff["n_runs"] == 2 and diff["mean_diff"] == pytest.approx(_expected_mean("decoevo") - _expected_mean("skillopt"))
     shown = runner.invoke(app, ["eval", "average", str(tmp_path / "run"), str(transfer_file)])
     assert shown.exit_code == 0 and "DecoEvo − SkillOpt" in shown.output and "n=2 runs" in shown.output
+    # A method one benchmark lacks has no average, and the output says which benchmark lacks it.
+    transfer["results"] = [r for r in transfer["results"] if r["method"] != "skillopt"]
+    transfer_file.write_text(json.dumps(transfer))
+    partial = runner.invoke(app, ["eval", "average", str(tmp_path / "run"), str(transfer_file)])
+    assert partial.exit_code == 0 and "skillopt: no average" in partial.output, partial.output
 
 
 def test_average_refuses_what_is_not_a_benchmarks_scores(setup, tmp_path):

@@ -169,7 +169,7 @@ def test_the_quote_probe_names_a_sentence_the_real_proposal_does_not():
     assert [(p["sentence"], p["error_fact"]) for p in run.seen] == [(2, "A wrote many books"), (1, "A was born in Ulm")]
 
 
-def test_the_plan_says_what_the_audit_costs():
+def test_the_plan_says_what_the_audit_costs(fakes):  # noqa: F811 - "gen", "crit": fake specs
     from coevo.algorithms.rlac.paper import plan
 
     [note] = [n for n in plan(audit_config("honest")).notes if n.startswith("judge audit")]

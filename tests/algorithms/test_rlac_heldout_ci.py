@@ -32,14 +32,14 @@ def test_code_interval_reaches_the_store_and_the_run_page(tmp_path, trained):  #
     assert logged[("pass_at_1_lo", 0)] == pytest.approx(lo) and logged[("pass_at_1_hi", 1)] == pytest.approx(hi)
     assert logged[("heldout_count", 1)] == 2
     assert not {name for name, _ in logged} & {"per_item", "heldout_n"}
-    # The target figure: error bars from the interval, the n in the hover.
+    # The target figure: the n in the hover, and no error bar from 2 items (too few to tell, n < 5).
     section = target_section("rlac", "code", store.metrics(), [], {}, {})
     [trace] = [t for t in section["figure"]["figure"]["data"] if t["name"] == "generator" and t["yaxis"] == "y"]
-    assert trace["text"][0] == f"n = 2, 95% CI [{lo:.3g}, {hi:.3g}]"
-    assert trace["error_y"]["arrayminus"][0] == pytest.approx(0.5 - lo)
+    assert trace["text"][0] == "n = 2, too few to tell (no interval)"
+    assert "error_y" not in trace or trace["error_y"]["arrayminus"][0] == 0
     # The proposals page's Fig. 2b: the same interval on each round's point.
     figure = verification_figure(store)["figure"]
-    assert all(t["text"][0] == f"n = 2, 95% CI [{lo:.3g}, {hi:.3g}]" for t in figure["data"])
+    assert all(t["text"][0].startswith("n = 2") for t in figure["data"])
 
 
 NEWTON = "Isaac Newton was an English mathematician. He was born on the Moon."

@@ -69,6 +69,7 @@ def fakes(monkeypatch):
                       restore=lambda policy, path, settings: trained.append({"loaded": str(path)}))
     monkeypatch.setattr(rlac_loop, "default_backend", lambda: backend)
     monkeypatch.setattr(specs, "check_spec", lambda spec: None)  # "gen", "crit": the fakes above
+    monkeypatch.setattr(specs, "check_spec_form", lambda spec: None)  # the same, where a plan reads them
     return {"trained": trained, "models": models, "loaded": loaded, "backend": backend}
 
 

@@ -184,8 +184,9 @@ def test_the_deep_research_rows_and_the_evaluator_row_follow_the_config():
     assert tiny["evaluation.judge.model"].here == "smollm2" and "evaluation.evaluator" in tiny
     assert "data.source" not in tiny and "evaluation.data.source" not in tiny
     # The writing configs never see the deep-research rows.
-    writing = {d.setting for d in departures(_config("taiscore_tiny.yaml"))}
-    assert not writing & {"data.source", "evaluation.data.source", "evaluation.judge.model"}
+    writing = {d.setting: d for d in departures(_config("taiscore_tiny.yaml"))}
+    assert not set(writing) & {"evaluation.data.source", "evaluation.judge.model"}
+    assert "DeepWriting" in writing["data.source"].paper  # its own domain's row: the bundled prompts depart
     other = {d.setting: d for d in departures(_config("taiscore_deepresearch_full.yaml",
                                                       "evaluation.judge.model=openai:gpt-4o@http://x/v1"))}
     assert {"evaluation.judge.model", "evaluation.evaluator"} <= set(other)

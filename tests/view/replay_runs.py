@@ -274,6 +274,7 @@ def _taiscore_fakes(rules: list[dict]):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(taiscore, "default_backend", lambda: backend)
         patch.setattr(specs, "check_spec", lambda spec: None)  # "actor", "critic", "judge": the fakes above
+        patch.setattr(specs, "check_spec_form", lambda spec: None)  # the same, where the plan reads them
         yield
 
 

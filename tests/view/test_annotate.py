@@ -40,7 +40,7 @@ def _client(run: Path, annotator: str | None = "annotator1") -> tuple[TestClient
     in a browser that remembers `annotator` as its name (None: a browser that never gave one)."""
     app = create_app([run.parent])
     [ref] = app.state.runs.runs()
-    client = TestClient(app)
+    client = TestClient(app, headers={"origin": "http://testserver"})  # a browser on the viewer's own page
     if annotator:  # as the viewer sets it, so that an `annotator=` link replaces it
         client.cookies.set(COOKIE, annotator, domain="testserver.local", path="/")
     return client, ref.id

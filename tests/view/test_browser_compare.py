@@ -44,8 +44,9 @@ def test_tick_two_runs_compare_and_see_the_difference_and_the_curves(browser, pa
     url = urllib.parse.urlparse(browser.current_url)
     assert url.path == "/compare" and sorted(urllib.parse.parse_qs(url.query)["run"]) == ["rlac-a", "rlac-b"]
 
-    # The config: the two settings the runs differ in are marked, and look different.
-    rows = browser.find_elements(By.CSS_SELECTOR, "#table-compare-config tbody tr")
+    # The config: the two settings the runs differ in are marked, and look different; the
+    # identical ones are folded after them.
+    rows = browser.find_elements(By.CSS_SELECTOR, "#table-compare-config tbody tr, #table-compare-same tbody tr")
     differing = [row for row in rows if "differs" in row.get_attribute("class")]
     assert sorted(row.get_attribute("data-key") for row in differing) == sorted(RLAC_VARIANT)
     for row in differing:

@@ -242,7 +242,9 @@ def test_target_figure_rounds_with_intervals_and_grpo_steps(client):
     assert rate["error_y"]["arrayminus"] == pytest.approx([0.18, 0.28, 0.34])  # rate - lo
     assert rate["text"][1] == "n = 8, 95% CI [0.22, 0.78]"
     (win,) = _panel_traces(target, "win rate vs round 0 (both orders)")
-    assert win["x"] == [1, 2] and win["text"][0] == "n = 2, 95% CI [0.095, 0.905]"
+    # From 2 pairs no bar (the tables say "too few to tell"), and the hover says why.
+    assert win["x"] == [1, 2] and win["text"][0] == "n = 2, too few to tell (no interval)"
+    assert "error_y" not in win or win["error_y"]["array"][0] == 0
     (reward,) = _panel_traces(target, "critic's reward mean (GRPO)")
     assert reward["x"] == [1, 2] and reward["text"] == ["n = 4, sd 0", "n = 4, sd 0"]
     assert "error_y" not in reward  # an sd is a spread, not an interval: hover only

@@ -13,7 +13,9 @@ t-interval, `run_difference`).
 A benchmark's scores come from a DecoEvo run folder (its summary.json: the test mean of each
 method and seed) or from `coevo eval skill --run RUN --final-skills --json` (each method and
 seed's final solver skill graded on a transfer benchmark). Only the seeds every benchmark has
-for a method enter its average; the seeds left out are said.
+for a method enter its average, and only the methods every benchmark has; the seeds and
+methods left out are said (`left_out_seeds`, `left_out_methods`: method -> the benchmarks
+that lack it).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class FiveBenchmarkAverage(Record):
     benchmarks: list[str]
     methods: dict[str, MethodAverage]
     decoevo_minus_skillopt: RunCI | None
+    #: Methods some benchmark has and another lacks (no average): method -> the lacking ones.
+    left_out_methods: dict[str, list[str]] = Field(default_factory=dict)
 
 
 def final_solver_skills(store: RunStore) -> dict[tuple[str, int], Skill]:
@@ -126,8 +130,10 @@ def average(benchmarks: list[BenchmarkScores]) -> FiveBenchmarkAverage:
     if {"decoevo", "skillopt"} <= set(per_run):
         common = sorted(set(per_run["decoevo"]) & set(per_run["skillopt"]))
         difference = run_difference({f"seed{s}": per_run["decoevo"][s] - per_run["skillopt"][s] for s in common})
+    lacking = {method: [b.benchmark for b in benchmarks if method not in b.scores]
+               for method in sorted(set.union(*(set(b.scores) for b in benchmarks))) if method not in result}
     return FiveBenchmarkAverage(benchmarks=[b.benchmark for b in benchmarks], methods=result,
-                                decoevo_minus_skillopt=difference)
+                                decoevo_minus_skillopt=difference, left_out_methods=lacking)
 
 
 def average_rows(found: FiveBenchmarkAverage) -> list[dict[str, Any]]:

@@ -223,8 +223,9 @@ class ConditionRun:
                           lambda checkpoint: self.ctx.backend.restore(model, checkpoint, settings), round=r, kind=kind)
         self.checkpoints[STAGE_ROLE[kind]] = stage.result.checkpoint
         metrics = _train_metrics(kind, stage.result)
-        if not stage.resumed:
-            _warn(self.store, learning_warnings(name, kind, metrics))
+        # Also on resume: a kill between the stage's finish and its warnings must not lose them
+        # (`_warn` keeps each warning once).
+        _warn(self.store, learning_warnings(name, kind, metrics))
         return metrics
 
     def _train_critic(self, prefix: str, shard_ids: Sequence[int], y0: dict[str, str]) -> TrainResult:
@@ -379,12 +380,15 @@ def learning_warnings(stage: str, kind: str, metrics: dict[str, float | None]) -
 
 
 def _warn(store: RunStore, warnings: list[str]) -> None:
-    """Say it on the console and keep it for the report."""
-    if not warnings:
+    """Say it on the console and keep it for the report, each warning once (a resumed stage
+    warns again what it warned before it was killed, and nothing twice)."""
+    kept = store.get_meta("warnings") or []
+    new = [warning for warning in warnings if warning not in kept]
+    if not new:
         return
-    for warning in warnings:
+    for warning in new:
         log.warning(warning)
-    store.update_meta("warnings", lambda old: [*old, *warnings], [])
+    store.update_meta("warnings", lambda old: [*old, *(w for w in new if w not in old)], [])
 
 
 def _reward_metrics(store: RunStore, stage: str, reward: str) -> dict[str, float | None]:
