@@ -45,6 +45,8 @@ def run_header_lines(run_dir: Path) -> list[str]:
     if info.started:
         line += f"; started {info.started}, ran {format_duration(info.duration_s)}"
     lines = [line]
+    for mark in info.marks:  # what to distrust before reading the numbers (as the viewer's runs list)
+        lines.append(f"[yellow]warning:[/] {escape(mark.text)}")
     if info.headline:
         lines.append(f"headline metrics: {escape(headline_text(info))}")
         lines.append("[dim]  (95 % intervals; `coevo metrics " + escape(" ".join(info.headline))
@@ -186,6 +188,7 @@ def run_rows(infos) -> list[dict[str, Any]]:
         rows.append({"run": info.run, "algorithm": info.algorithm, "status": status,
                      "started": info.started or "?", "duration": format_duration(info.duration_s),
                      "rollouts": info.rollouts, "headline metrics": headline_text(info),
+                     "warnings": ", ".join(mark.label for mark in info.marks) or "-",
                      "error": info.error or why})  # last: long, and most rows have none
     return rows
 
