@@ -46,7 +46,7 @@ def set_metrics(judged: Sequence[dict[str, Judgment]]) -> dict[str, float | None
     """One output set's `kpr`, `kpc`, `report_quality`, each with `_n` and `_lo`/`_hi`."""
     metrics: dict[str, float | None] = {}
     for name, values in report_values(judged).items():
-        metrics |= mean_metrics(name, values)
+        metrics |= mean_metrics(name, values, scale=(0.0, 100.0))  # all three are percents / 0-100
     return metrics
 
 

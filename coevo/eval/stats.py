@@ -135,15 +135,20 @@ def t_interval(values: Sequence[float], alpha: float = 0.05) -> tuple[float, flo
     return mean, mean - half, mean + half
 
 
-def mean_metrics(name: str, values: Sequence[float]) -> dict[str, float | None]:
+def mean_metrics(name: str, values: Sequence[float],
+                 scale: tuple[float, float] | None = None) -> dict[str, float | None]:
     """A mean over items as metrics: `name`, `name_n` and, from two items up, its Student-t 95 %
-    interval `name_lo` / `name_hi` (the viewer shows fewer than 5 as "too few to tell")."""
+    interval `name_lo` / `name_hi` (the viewer shows fewer than 5 as "too few to tell"), held
+    to the metric's `scale` where given (a t-interval of a few 0-100 scores can run past 100;
+    no value outside the scale is possible, so none is reported)."""
     values = [float(v) for v in values]
     if not values:
         return {name: None, f"{name}_n": 0.0}
     if len(values) < 2:
         return {name: values[0], f"{name}_n": 1.0}
     mean, low, high = t_interval(values)
+    if scale is not None:
+        low, high = max(low, scale[0]), min(high, scale[1])
     return {name: mean, f"{name}_lo": low, f"{name}_hi": high, f"{name}_n": float(len(values))}
 
 

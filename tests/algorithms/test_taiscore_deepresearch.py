@@ -91,6 +91,8 @@ def test_metrics_over_reports_and_over_output_sets():
     one = set_metrics([judged(50.0, 0.0, 80.0), judged(100.0, 50.0, 60.0), judged(0.0, 0.0, 70.0, valid=False)])
     assert one["kpr"] == 75.0 and one["kpc"] == 25.0 and one["kpr_n"] == 2.0 and one["report_quality_n"] == 3.0
     assert one["report_quality"] == 70.0 and one["kpr_lo"] < 75.0 < one["kpr_hi"]
+    # Two reports' t-interval runs past the scale: it is held to 0-100, as no KPR can be outside.
+    assert one["kpr_lo"] == 0.0 and one["kpr_hi"] == 100.0
     sets = over_sets([{"kpr": 70.0, "kpr_n": 4.0, "kpc": 1.0, "report_quality": 80.0},
                       {"kpr": 74.0, "kpr_n": 4.0, "kpc": 1.0, "report_quality": None}])
     assert sets["kpr"] == 72.0 and sets["kpr_sets"] == 2.0 and math.isclose(sets["kpr_set_sd"], 2 ** 1.5)
