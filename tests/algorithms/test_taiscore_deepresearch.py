@@ -212,3 +212,13 @@ def test_a_bad_openscholar_file_is_one_line_and_exit_2(tmp_path):
     proc = coevo("plan", EXAMPLES / "taiscore_deepresearch_full.yaml", "--set", f"data.source=openscholar:{path}")
     assert proc.returncode == 2 and "no research question" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_estimate_counts_the_evaluators_two_calls_per_report():
+    result = CliRunner().invoke(app, ["plan", str(EXAMPLES / "taiscore_deepresearch_tiny.yaml"), "--json"])
+    assert result.exit_code == 0, result.output
+    calls = json.loads(result.stdout)["estimate"]["calls"]
+    for role in ("judge:key_points", "judge:report_quality"):
+        rows = [c for c in calls if c["role"] == role]
+        # One evaluation per round (round 0 and the config's 2 rounds), each of the 4 keyed reports.
+        assert [(c["stage"], c["calls"]) for c in rows] == [(f"coevolution/round{r}/eval", 4) for r in range(3)]

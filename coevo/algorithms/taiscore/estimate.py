@@ -6,7 +6,9 @@ tokens, seconds and dollars). The counts follow the loop (taiscore/loop.py), its
 - round r's `y0`: one response per pooled query; `grpo`: per critique GRPO samples, one
   revision (taiscore, outcome_gain rewards) and one judge call; `pool<t>`: per query one
   critique, one revision, one pairwise verdict; `eval_before_dpo` and `eval`: the held-out
-  responses, critiques, revisions and gold-rubric scores, the win rate in both orders;
+  responses, critiques, revisions and gold-rubric scores, the win rate in both orders, and
+  for held-out rows with DeepResearch-Gym key points two evaluator calls per report and
+  output set (key points, report quality);
 - the audit, per evaluation: for a scored judge every item, each master key, padding and
   an injection, and a retest (m·(keys + 4) calls); for the pairwise judge the real pair,
   each key, padding and injection in both orders plus a retest of the real pairs (23·m).
@@ -30,6 +32,8 @@ from coevo.planning import RunPlan
 
 #: A pairwise verdict is one word ("1", "2", "tie") under its answer schema.
 VERDICT_TOKENS = 2
+#: A DeepResearch-Gym row's reference key points, as the key-point prompt lists them (a few sentences).
+KEY_POINTS_TOKENS = 120
 #: Rewards whose judge reads a revision the actor writes per critique first.
 REVISES_IN_REWARD = ("taiscore", "outcome_gain")
 
@@ -49,12 +53,17 @@ class _Sizes:
 class _Counter:
     """The calls of one condition and seed, stage by stage (names as the run's cost rows)."""
 
-    def __init__(self, config: Any, plan: Any, tag: str, sizes: _Sizes):
+    def __init__(self, config: Any, plan: Any, tag: str, sizes: _Sizes, plan_data: dict[str, Any] | None = None):
         self.config, self.plan, self.tag, self.s = config, plan, tag, sizes
         self.rows: list[CallEstimate] = []
         roles = config.roles
         self.actor_spec, self.judge_spec = roles.actor.model, roles.judge.model
         self.critic_template, self.reviser = roles.critic.template, roles.actor.template
+        #: Held-out rows with DeepResearch-Gym key points, and the evaluator that judges their reports.
+        evaluator = config.evaluation.judge
+        self.keyed = ((plan_data or {}).get("evaluator") or {}).get("rows_with_key_points") or 0
+        self.evaluator_spec = evaluator.model if evaluator is not None else roles.judge.model
+        self.evaluator_answer = completion_tokens((evaluator or roles.judge).sampling)
 
     def add(self, stage: str, role: str, calls: int, *, template: str | None, filled: int,
             completion: int, spec: str | None = None) -> None:
@@ -77,6 +86,14 @@ class _Counter:
         self.add(stage, "judge:gold_rubric", n, template="judge_gold_rubric", filled=self.s.x + self.s.rubric + answer,
                  completion=self.s.judged)
 
+    def reports(self, stage: str, n: int) -> None:
+        """DeepResearch-Gym's two judge calls per report: its key points, its quality."""
+        filled = self.s.x + self.s.y0
+        self.add(stage, "judge:key_points", n, template="deepresearch_key_points", filled=filled + KEY_POINTS_TOKENS,
+                 completion=self.evaluator_answer, spec=self.evaluator_spec)
+        self.add(stage, "judge:report_quality", n, template="deepresearch_quality", filled=filled,
+                 completion=self.evaluator_answer, spec=self.evaluator_spec)
+
     def pairwise(self, stage: str, n: int) -> None:
         self.add(stage, "judge:pairwise", n, template="judge_pairwise", filled=self.s.x + 2 * self.s.y0,
                  completion=VERDICT_TOKENS)
@@ -98,6 +115,12 @@ def count_evaluation(k: _Counter, r: int, held: int) -> None:
         for j in range(2, ev.output_sets + 1):
             k.responses(f"round{r}/eval_set{j}", held)
             k.gold(f"round{r}/eval_set{j}", held, k.s.y0)
+    if k.keyed:  # DeepResearch-Gym's reports: each output set's, judged twice
+        k.reports(stage, k.keyed)
+        for j in range(2, ev.output_sets + 1):
+            if not ev.gold_rubric:  # else the set's responses are counted above
+                k.responses(f"round{r}/eval_set{j}", k.keyed)
+            k.reports(f"round{r}/eval_set{j}", k.keyed)
     if ev.win_rate and r > 0:
         k.pairwise(stage, 2 * held)  # both shown orders
     if ev.refinement:
@@ -214,7 +237,7 @@ def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[Train
     for condition in resolve_conditions(config):
         for seed in range(config.seeds):
             tag = condition.name if config.seeds == 1 else f"{condition.name}/seed{config.seed + seed}"
-            k = _Counter(config, condition, tag, _Sizes(config, prompt_tokens))
+            k = _Counter(config, condition, tag, _Sizes(config, prompt_tokens), data)
             count_evaluation(k, 0, held)
             for r, pool_ids in enumerate(stages_for(condition.schedule, config.rounds), start=1):
                 training += count_round(k, r, {t: sizes[t] for t in pool_ids},
