@@ -228,3 +228,17 @@ def test_y0_read_from_a_data_column_is_what_every_refiner_revises(tmp_path):
     missing["data"] = {"source": str(data)}
     with pytest.raises(ConfigError, match="y0_column 'draft'"):
         run_experiment(None, tmp_path / "run2", data=missing)
+
+
+def test_the_plan_counts_each_shared_stage_once():
+    """One y0 and one critique serve both cells of a block: the estimate counts the calls the
+    loop makes (the tiny run made 29 calls against these 28: one unreadable answer asked again)."""
+    made = plan_experiment(EXAMPLES / "scaling_tiny.yaml")
+    rows = {(c.stage, c.role): c.calls for c in made.estimate.calls}
+    assert rows == {("y0[smollm2]", "actor"): 4, ("y0[smollm2]", "judge:gold_rubric"): 4,
+                    ("critique[smollm2 | smollm2]", "critic"): 4,
+                    ("critique[smollm2 | smollm2]", "judge:critique_quality"): 4,
+                    ("revise[smollm2 | smollm2 | smollm2]", "actor"): 4,
+                    ("revise[smollm2 | smollm2 | smollm2]", "judge:adherence"): 4,
+                    ("revise[smollm2 | smollm2 | smollm2]", "judge:gold_rubric"): 4}
+    assert made.estimate.training == []

@@ -85,6 +85,13 @@ PAPER: list[PaperSetting] = [
 ]
 
 
+def estimate(config: Any, plan: RunPlan) -> Any:
+    """The calls of a run of `config` (scaling/estimate.py)."""
+    from coevo.algorithms.scaling.estimate import estimate as count
+
+    return count(config, plan)
+
+
 def departures(config: Any) -> list[Departure]:
     """Every setting of `config` that is not the paper's (for scaling_full.yaml: only the
     evaluator, WritingBench's own, which coevo cannot run)."""
@@ -138,4 +145,4 @@ def _roles(config: Any, cells: list[Any]) -> list[PlanRole]:
     return out
 
 
-__all__ = ["PAPER", "departures", "plan", "settings"]
+__all__ = ["PAPER", "departures", "estimate", "plan", "settings"]
