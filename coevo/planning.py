@@ -118,6 +118,23 @@ def read_data(load: Callable[[], T], source: str, notes: list[str]) -> T | None:
     return load()
 
 
+#: Prompt tokens an estimate takes where the data is not on this machine.
+TYPICAL_PROMPT_TOKENS = 150
+
+
+def data_prompt_tokens(data: Any, notes: list[str]) -> int:
+    """The mean tokens of a data block's prompts, for an estimate (TYPICAL_PROMPT_TOKENS, with a
+    note, where the data is not on this machine)."""
+    from coevo.estimate import mean_tokens
+    from coevo.tasks.loaders import load_samples
+
+    if source_missing(data.source):
+        notes.append(f"prompt lengths are taken as {TYPICAL_PROMPT_TOKENS} tokens: the data is not on this machine")
+        return TYPICAL_PROMPT_TOKENS
+    samples = load_samples(data.source, columns=data.columns or None, limit=data.limit)
+    return mean_tokens([s.prompt for s in samples])
+
+
 def plan_lines(plan: RunPlan) -> list[str]:
     """The plan as text for the terminal (`coevo plan` without --json)."""
     lines = [f"algorithm: {plan.algorithm}", "", "data:"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coevo.departures import config_value
 from coevo.strict import ConfigError
 
 
@@ -70,12 +71,11 @@ def check_scale(config: Any, *, allow_large: bool = False, where: str = "the con
 
 
 def _value(config: Any, path: str) -> Any:
-    node = config
-    for part in path.split("."):
-        node = getattr(node, part, None)
-        if node is None:
-            return None
-    return node
+    """The setting at `path`, or None where this algorithm's config has no such setting."""
+    try:
+        return config_value(config, path)
+    except (AttributeError, KeyError):
+        return None
 
 
 def _count(value: Any) -> int | None:

@@ -96,33 +96,25 @@ def check_spec(spec: str) -> None:
     down) is still found when the role first loads."""
     from coevo.llm import embedded
 
+    check_spec_form(spec)  # a known kind, well formed (an openai spec's URLs included)
     if is_python_spec(spec):  # its kinds are probed by the run's preflight (check_python_spec)
         load_python_function(spec)
         return
-    kind, sep, rest = spec.strip().partition(":")
+    kind, _, rest = spec.strip().partition(":")
     rest = rest.strip()
     if kind == "smollm2":
         embedded.gguf_path()  # installed?
         if rest:
             frozen_engine(rest)
         return
-    if not sep or not rest:
-        raise _unknown(spec)
     looks_like_a_path = rest.startswith(("/", ".", "~")) or Path(rest).expanduser().exists()
     if kind in ("hf", "vllm"):
         if looks_like_a_path and not Path(rest).expanduser().is_dir():
             raise ModelError(f"{spec!r}: no model folder at {rest}; give a transformers folder or a hub id")
         if not looks_like_a_path and not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", rest):
             raise ModelError(f"{spec!r}: {rest!r} is neither a folder nor a hub id (like org/name)")
-    elif kind in ("gguf", "replay"):
-        if not Path(rest).expanduser().is_file():
-            raise ModelError(f"{spec!r}: no file at {rest}")
-    elif kind == "openai":
-        from coevo.llm.openai_backend import parse_spec
-
-        parse_spec(rest)
-    else:
-        raise _unknown(spec)
+    elif kind in ("gguf", "replay") and not Path(rest).expanduser().is_file():
+        raise ModelError(f"{spec!r}: no file at {rest}")
 
 
 def check_spec_form(spec: str) -> None:

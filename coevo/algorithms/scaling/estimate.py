@@ -16,20 +16,18 @@ from typing import Any
 
 from coevo.algorithms.scaling.cells import grid_cells
 from coevo.algorithms.scaling.config import COLUMN
-from coevo.estimate import CallEstimate, TrainingEstimate, call_estimate, completion_tokens, mean_tokens
-from coevo.planning import RunPlan
+from coevo.estimate import CallEstimate, TrainingEstimate, call_estimate, completion_tokens
+from coevo.planning import RunPlan, data_prompt_tokens
 
 #: A gold rubric's criteria as the gold-rubric prompt lists them (a few, with weights).
 RUBRIC_TOKENS = 60
-#: Prompt tokens taken where the data is not on this machine.
-TYPICAL_PROMPT_TOKENS = 150
 
 
 def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[TrainingEstimate], list[str]]:
     """The calls of a scaling run of `config` whose plan is `plan` (its data sizes)."""
     notes = ["judges are counted once per item: an unreadable answer asked again adds a call"]
     n = plan.data.get("rows") or 0
-    x = _prompt_tokens(config, notes)
+    x = data_prompt_tokens(config.data, notes)
     roles = config.roles
     y0, c, y1 = (completion_tokens(roles.actor.sampling.response), completion_tokens(roles.critic.sampling),
                  completion_tokens(roles.actor.sampling.revision))
@@ -59,18 +57,6 @@ def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[Train
             calls.append(call_estimate(cell.revise_stage, "judge:gold_rubric", gold, n, template="judge_gold_rubric",
                                        filled=x + RUBRIC_TOKENS + y1, completion=scored))
     return [call for call in calls if call.calls > 0], [], notes
-
-
-def _prompt_tokens(config: Any, notes: list[str]) -> int:
-    """The mean tokens of the data's prompts (a typical length where the data is not here)."""
-    from coevo.planning import source_missing
-    from coevo.tasks.loaders import load_samples
-
-    if source_missing(config.data.source):
-        notes.append(f"prompt lengths are taken as {TYPICAL_PROMPT_TOKENS} tokens: the data is not on this machine")
-        return TYPICAL_PROMPT_TOKENS
-    samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
-    return mean_tokens([s.prompt for s in samples])
 
 
 __all__ = ["estimate"]

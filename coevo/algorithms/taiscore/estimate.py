@@ -25,10 +25,9 @@ from coevo.estimate import (
     TrainingEstimate,
     call_estimate,
     completion_tokens,
-    mean_tokens,
     template_tokens,
 )
-from coevo.planning import RunPlan
+from coevo.planning import RunPlan, data_prompt_tokens
 
 #: A pairwise verdict is one word ("1", "2", "tie") under its answer schema.
 VERDICT_TOKENS = 2
@@ -227,7 +226,7 @@ def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[Train
                      "rounds are counted with pools of data.pool_size")
         sizes = [config.data.pool_size or 0] * config.rounds
         critic_sizes = [min(config.critic_queries, size) for size in sizes]
-    prompt_tokens = _prompt_tokens(config, notes)
+    prompt_tokens = data_prompt_tokens(config.data, notes)
     calls: list[CallEstimate] = []
     training: list[TrainingEstimate] = []
     if data.get("filter_calls"):
@@ -245,18 +244,6 @@ def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[Train
                 count_evaluation(k, r, held)
             calls += k.rows
     return calls, training, notes
-
-
-def _prompt_tokens(config: Any, notes: list[str]) -> int:
-    """The mean tokens of the data's prompts (a typical length where the data is not here)."""
-    from coevo.planning import source_missing
-    from coevo.tasks.loaders import load_samples
-
-    if source_missing(config.data.source):
-        notes.append("prompt lengths are taken as 150 tokens: the data is not on this machine")
-        return 150
-    samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)
-    return mean_tokens([s.prompt for s in samples])
 
 
 __all__ = ["estimate"]
