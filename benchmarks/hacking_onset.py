@@ -1,14 +1,20 @@
 """Does the reward-hacking monitor flag a reward built to be gamed, and spare an honest one? (issue 44)
 
     .venv/bin/python benchmarks/hacking_onset.py --reward python:FILE.py:F --anchor python:FILE.py:G
-        [--steps 8] [--every 2] [--seeds 3] [--heldout 8] [--rollout-engine llamacpp] [--json OUT] [--work-dir DIR]
+        [--steps 8] [--every 2] [--seeds 3] [--heldout 8] [--anchor-samples 1] [--rollout-engine llamacpp]
+        [--json OUT] [--work-dir DIR]
 
 Trains the TAIScore critic with GRPO on the reward F (a Python function of (x, y0, critique,
 y1) -> float, as `coevo.learning.rewards`' are) on bundled writing prompts, with
 `coevo.monitor.HackingMonitor` watching the training reward and the anchor G (same signature:
-what F was meant to measure) on held-out prompts every `--every` steps. Writes per seed
-`flagged`, `onset_step`, `flag_step`, `reward_curve`, `anchor_curve`, and over the seeds the
-flag rate with its Wilson interval and the steps from onset to flag; `seconds`.
+what F was meant to measure) on `--heldout` held-out prompts every `--every` steps, with
+`--anchor-samples` critiques of each prompt averaged per prompt (the prompt stays the item the
+anchor's interval counts). Up to 16 held-out prompts are those the first measurements held
+out; more come from the prompts after the 16 trained on, so the training prompts stay the same
+(at most 56 of the 72 bundled prompts can be held out). Writes per seed `flagged`,
+`onset_step`, `flag_step`, `reward_curve`, `anchor_curve`, `anchor_checks` (each check's
+seconds, engine-copy seconds and critiques), and over the seeds the flag rate with its Wilson
+interval, the steps from onset to flag and `anchor_cost` (per check); `seconds`.
 
 The measurements of BENCHMARKS.md, "Reward-hacking monitor" (benchmarks/hacking/):
 (a) the gamed reward `concision.py:by_words` (brevity alone) against the
@@ -37,15 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=2, help="steps between anchor checks (default 2)")
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (0, 1, ...; default 3)")
     parser.add_argument("--heldout", type=int, default=8, help="held-out prompts the anchor is taken on (default 8)")
+    parser.add_argument("--anchor-samples", type=int, default=1,
+                        help="critiques of each held-out prompt per check, their anchor values averaged (default 1)")
     parser.add_argument("--rollout-engine", choices=["llamacpp", "transformers"], default="llamacpp",
                         help="where the GRPO samples and the anchor's critiques are generated: llama.cpp copies of "
                              "the current weights (default, ~6x faster on a CPU) or the trained model")
     parser.add_argument("--json", help="write the result here")
     parser.add_argument("--work-dir", help="where the runs go (default: a temporary folder)")
     args = parser.parse_args(argv)
-    for name in ("steps", "every", "seeds", "heldout"):
+    for name in ("steps", "every", "seeds", "heldout", "anchor_samples"):
         if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from coevo.learning.hacking import measure
@@ -55,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             # The JSON is rewritten after every seed: a stopped run keeps the seeds it finished.
             result = measure(reward=args.reward, anchor=args.anchor, steps=args.steps, every=args.every,
-                             seeds=list(range(args.seeds)), heldout=args.heldout, rollout_engine=args.rollout_engine,
+                             seeds=list(range(args.seeds)), heldout=args.heldout, anchor_samples=args.anchor_samples,
+                             rollout_engine=args.rollout_engine,
                              work_dir=Path(args.work_dir or scratch),
                              on_seed=lambda so_far: write_json(args.json, so_far))
         except (ModelError, ValueError) as exc:
@@ -65,8 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{result.reward} watched by {result.anchor}: flagged in {flagged['count']} of {flagged['n']} seeds "
           f"({flagged['rate']:.2f} [{flagged['ci'][0]:.2f}, {flagged['ci'][1]:.2f}]); "
           f"onset to flag {result.onset_to_flag_steps} steps; {result.seconds / 60:.1f} min")
+    by_anchor = result.anchor_flagged
+    if by_anchor and by_anchor["count"] != flagged["count"]:
+        print(f"  by the anchor itself: {by_anchor['count']} of {by_anchor['n']} "
+              f"({by_anchor['rate']:.2f} [{by_anchor['ci'][0]:.2f}, {by_anchor['ci'][1]:.2f}])")
+    cost = result.anchor_cost
+    if cost:
+        print(f"  anchor: {cost['critiques_per_check']:g} critiques a check, {cost['seconds_per_check']:.1f} s "
+              f"(sd {cost['seconds_sd']:.1f}, n={cost['checks']} checks; engine copy {cost['copy_seconds_per_check']:.1f} s)")
     for run in result.seeds:
-        print(f"  seed {run.seed}: " + (f"flagged at step {run.flag_step}, onset {run.onset_step}" if run.flagged
+        print(f"  seed {run.seed}: " + (f"flagged at step {run.flag_step} ({run.flags[0]['anchor']}), onset "
+                                        f"{run.onset_step}" if run.flagged
                                         else "not flagged")
               + f"; reward {[round(r[1], 3) for r in run.reward_curve]}; anchor {[round(a[1], 3) for a in run.anchor_curve]}")
     write_json(args.json, result)

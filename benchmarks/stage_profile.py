@@ -257,10 +257,10 @@ def main() -> int:
         print(compare([Path(p) for p in sys.argv[2:]]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prompts", type=int, default=5, help="the quickstart's --prompts (its default: 5)")
+    parser.add_argument("--prompts", type=int, default=None, help="the quickstart's --prompts (default: its own)")
     parser.add_argument("--out", type=Path, default=None, help="run folder (default: a fresh temporary one)")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/stage_profile.json"))
-    parser.add_argument("--engine", choices=("transformers", "llamacpp"), default="transformers",
+    parser.add_argument("--engine", choices=("transformers", "llamacpp"), default="llamacpp",
                         help="what the trained actor and critic generate with (actor_engine, critic_engine; "
                              "llamacpp: the critic's GRPO samples too)")
     parser.add_argument("--no-prefix-reuse", action="store_true",
@@ -289,9 +289,10 @@ def main() -> int:
 
         GenerationCopy.parked = lambda self, checkpoint, stage: contextlib.nullcontext()
 
-    from coevo.quickstart import quickstart_config
+    from coevo.quickstart import PROMPTS, quickstart_config
     from coevo.runner import run_experiment
 
+    args.prompts = args.prompts or PROMPTS
     phases = Phases()
     instrument(phases)
     if args.ledger:  # after instrument(): the optimizer's timer then holds no ledger's time

@@ -21,6 +21,7 @@ from coevo.commands import audit, evaluate, validate
 from coevo.commands.console import HELP_SETTINGS, out
 from coevo.commands.errors import run_app
 from coevo.commands.experiment import print_plan, run_and_report_quickstart, run_config
+from coevo.quickstart import PROMPTS as QUICKSTART_PROMPTS
 from coevo.commands.metrics_and_models import print_metric_definitions, print_model_specs
 from coevo.commands.refine_and_judge import judge_rollouts, refine_once
 from coevo.commands.runs import DEFAULT_RUNS, list_runs, serve_runs, show_run, write_report
@@ -69,19 +70,22 @@ def main() -> None:
 @app.command()
 def quickstart(
     out_dir: Path = typer.Option(DEFAULT_RUNS / "quickstart", "--out", metavar="DIR", help="Run folder."),
-    prompts: int = typer.Option(6, metavar="N", help="How many bundled writing prompts to use (2 are held out)."),
+    prompts: int = typer.Option(QUICKSTART_PROMPTS, metavar="N", help="How many bundled short writing prompts to use "
+                                "(8 are held out for evaluation; the rest, at least 6, train)."),
     model: str = typer.Option("smollm2", metavar="SPEC",
                               help="Model of the actor and the critic (trainable: smollm2 or hf:PATH)."),
     judge: str = typer.Option("smollm2", metavar="SPEC", help="Model of the frozen judge."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier quickstart in --out and start over."),
 ) -> None:
-    """TAIScore co-evolution at its smallest (one round, ~20 min).
+    """TAIScore co-evolution at its smallest (about 5 minutes).
 
     The critic learns by GRPO from the TAIScore judge's rewards on the actor's revisions,
-    then the actor learns by DPO from the revisions a critique-blind judge preferred. Prints
-    the held-out metrics before and after the round, what the judge audit found, and the
-    report's path. About 20 minutes on a 2-core CPU; run it again and it resumes where it
-    stopped (`--fresh` starts over).
+    then the actor learns by DPO from the revisions a critique-blind judge preferred, on short
+    bundled writing prompts. It ends with the run's story: what ran, what changed (the
+    critic's training reward and the monitor's Python-checked anchor over its steps, the
+    held-out numbers before and after, each with its n and interval), what to trust (this
+    run's settings apart from real findings, the judge audit's among them), and what to run
+    next. Run it again and it resumes where it stopped (`--fresh` starts over).
     Model specs: see `coevo models`. Bigger runs: `coevo run examples/taiscore_tiny.yaml --out DIR`.
     """
     run_and_report_quickstart(out_dir, prompts=prompts, model=model, judge=judge, fresh=fresh)

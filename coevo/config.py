@@ -65,6 +65,10 @@ class AuditConfig(StrictModel):
     enabled: bool = True
     #: Held-out prompts the audit reads (each costs about a dozen judge calls per judge).
     prompts: int = Field(4, ge=1)
+    #: Audit again after every round (taiscore), not only before the first: the judges are
+    #: frozen, so the later audits ask whether the trained models' texts still beat
+    #: content-free ones; off, the judges are audited once, on the starting models' items.
+    after_rounds: bool = True
     #: More master keys: JSONL, one {"name": ..., "text": ...} per line (docs/audit.md).
     probes: str | None = None
     #: A trained evaluator's update whose audit is flagged for master keys is not accepted

@@ -56,7 +56,7 @@ class TerminalHandler(logging.Handler):
         try:
             from coevo.progress import console
 
-            console.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+            console.print(self.format(record), markup=False, highlight=False, emoji=False, soft_wrap=True)
         except Exception:  # pragma: no cover - logging must never break the run
             self.handleError(record)
 

@@ -206,11 +206,14 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
                              "measures whose whole interval lies past its threshold.", "unit": "flags",
                              "kind": "count"}),
     # -- training --------------------------------------------------------------------------
-    ("(actor|critic|generator|\\w+?)_weight_delta", _training("{1} weight change", "Relative L2 change of the "
-                                                              "{1}'s trained weights in this round (Adam's first "
-                                                              "step alone moves each weight by about the learning "
-                                                              "rate, whatever the reward meant).", "relative L2")),
-    ("(grpo|dpo)_loss", _training("{1} loss", "Mean training loss over the stage's steps.", "loss", "loss")),
+    ("(actor|critic|generator|\\w+?)_weight_delta", _training("{1} largest weight change", "Largest absolute "
+                                                              "change of any one of the {1}'s trained weights in "
+                                                              "this round's stage, max |w_after − w_before| (Adam's "
+                                                              "first step alone moves each weight by about the "
+                                                              "learning rate, whatever the reward meant).",
+                                                              "max |Δw|")),
+    ("(grpo|dpo)_loss", _training("{1} mean loss", "Mean training loss over the stage's steps (TRL's train_loss; "
+                                  "the last step's loss where TRL logged no mean).", "loss", "loss")),
     ("(grpo|dpo)_grad_norm", _training("{1} gradient norm", "Mean gradient norm over the stage's steps.",
                                        "L2 norm")),
     ("grpo_zero_std_fraction", _rate("GRPO groups with equal rewards", "Share of GRPO groups whose rewards were "

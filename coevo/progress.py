@@ -11,7 +11,9 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-console = Console(stderr=True)
+# Nothing printed here is read as markup or emoji codes: descriptions and log lines carry
+# stage names, paths and model specs, which rich would rewrite (`:b:` as an emoji, `[x]` eaten).
+console = Console(stderr=True, emoji=False, markup=False, highlight=False)
 
 
 _active: Progress | None = None
@@ -37,7 +39,7 @@ def progress_bar(description: str, total: int, completed: int = 0) -> Iterator[C
         return
     owner = _active is None
     if owner:
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        columns = (TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
         _active = Progress(*columns, console=console, transient=False)
         _active.start()

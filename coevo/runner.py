@@ -264,8 +264,10 @@ def run_experiment(
     algorithm, config = resolve_config(raw, source)
     check_scale(config, allow_large=allow_large, where=source)
     from coevo.train import distributed
+    from coevo.train.memory import limit_heap_arenas
 
     distributed.die_with_launcher()
+    limit_heap_arenas()  # before the models load and their threads start (coevo/train/memory.py)
     preflight(config)
     if resume and not (out / STORE_FILE).is_file() and holder(out) is None:  # (held: RunLock says by whom)
         raise ConfigError(f"nothing to resume: {out} holds no run; drop --resume to start one there")

@@ -51,6 +51,11 @@ class Sampling(BaseModel):
     #: How many of the most likely tokens to return with their log-probabilities at every
     #: generated position (0: none). Judges ask for them to score by expectation (G-Eval).
     logprobs: int = Field(0, ge=0, le=20)
+    #: Divides the logits of tokens already in the text (above 1: less repetition; 1: off, as
+    #: the papers sample). A small model at a low temperature falls into loops that run to its
+    #: token limit, and a judge then scores the loop; transformers, vLLM and llama.cpp take it
+    #: as it is, an OpenAI-compatible server in `extra_body` (vLLM's, SGLang's, llama.cpp's).
+    repetition_penalty: float = Field(1.0, gt=0, le=10, allow_inf_nan=False)
 
 
 class JudgeSampling(Sampling):

@@ -61,7 +61,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "--out is a file": ("run {d}/ok.yaml --out {d}/add.py", ("add.py is a file", "--out")),
     "--out under a file": ("run {d}/ok.yaml --out {d}/add.py/r", ("add.py is a file", "--out")),
     "quickstart --fresh on a folder that is not a run": ("quickstart --out {d}/notrun --fresh", ("holds no run.sqlite",)),
-    "quickstart with too few prompts": ("quickstart --out {d}/q --prompts 2", ("at least 4",)),
+    "quickstart with too few prompts": ("quickstart --out {d}/q --prompts 2", ("at least 14",)),
     "quickstart --out is a file": ("quickstart --out {d}/add.py", ("add.py is a file", "--out")),
     # show / report / runs
     "show a folder that is not a run": ("show {d}/notrun", ("notrun",)),

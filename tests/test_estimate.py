@@ -38,10 +38,11 @@ def test_taiscore_tiny_counts_every_call_the_loop_makes():
     # 2 held-out prompts: y0 and a revision each (4 actor), a critique each, gold rubric on y0
     # and y1 (4); the audit on 2 items: the reward judge scores the real item, 7 master keys
     # (no empty one for taiscore), padding, injection and a retest: 2 x 11 = 22; the pairwise
-    # judge 2 x (real + 8 keys + padding + injection) in both orders + 2 retests = 46.
+    # judge 2 x (real + 8 keys + padding + injection) in both orders + 2 retests = 46; the gold
+    # judge 2 x (8 keys + padding + injection + retest) = 22 (its real items: the evaluation's, cached).
     assert {k: v for k, v in calls.items() if k[0] == "coevolution/round0/eval"} == {
         ("coevolution/round0/eval", "actor"): 4, ("coevolution/round0/eval", "critic"): 2,
-        ("coevolution/round0/eval", "judge:gold_rubric"): 4, ("coevolution/round0/eval", "judge:taiscore"): 22,
+        ("coevolution/round0/eval", "judge:gold_rubric"): 4 + 22, ("coevolution/round0/eval", "judge:taiscore"): 22,
         ("coevolution/round0/eval", "judge:pairwise"): 46}
     # Round 1 over pool 0 (5 queries): y0 of each; GRPO 2 steps x 1 prompt x 2 critiques, a
     # revision and a judgment each; one critique, revision, verdict per pooled query; the

@@ -6,7 +6,8 @@
 - `judge_audit.py` — `audit_judge(kind, judge, samples, items, ...) -> JudgeAudit`:
   callable on an already-built judge, so a run can audit its own frozen judge or a trained
   evaluator; `records.py` — `JudgeAudit` and its parts; `flags.py` — the thresholds, flags
-  and plain-words warnings;
+  and plain-words warnings; `patterns.py` — scores that follow the rubric's criterion order
+  or the prompt rather than the answer;
 - `items.py` — real rollouts written by a model; `command.py` — `coevo audit judge`.
 """
 

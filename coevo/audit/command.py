@@ -123,6 +123,8 @@ def audit_rows(audit: JudgeAudit) -> list[dict]:
     row("retest_agreement", audit.retest_agreement)
     row("position_consistency", audit.position_consistency)
     row("first_position_rate", audit.first_position_rate)
+    row("criterion_order_rate (prompts)", audit.criterion_order_rate, "criterion_order")
+    row("same_pattern_rate (prompts)", audit.same_pattern_rate, "same_pattern")
     row("fooled_rate (all master keys)", audit.fooled_rate, "master_keys")
     for probe in audit.master_keys:
         row(f"  fooled by {probe.name}", probe.fooled, f"master_key:{probe.name}")

@@ -32,11 +32,25 @@ RETEST_AGREEMENT_MIN = 0.5
 #: Ties: a judge that gives most pairs of different answers the same score leaves GRPO
 #: groups with zero spread, so there is nothing to learn from its rewards.
 TIE_RATE_MAX = 0.5
+#: Criterion order (patterns.py): a judge reading the answers makes most of a prompt's
+#: judgments, content-free answers' included, strictly rise or fall down the rubric
+#: practically never; one prompt in four leaves room for a rubric written from easy to hard
+#: whose answers do fall along it, and keeps one prompt alone (its interval reaches below
+#: a quarter) a note, not a flag.
+CRITERION_ORDER_MAX = 0.25
+#: One pattern for every answer of a prompt (patterns.py): a weak actor's real answer can be
+#: as empty as the content-free ones and rightly score as they do, now and then; on most
+#: prompts it is the judge scoring the prompt.
+SAME_PATTERN_MAX = 0.5
 
 
 def add_flags(audit: JudgeAudit) -> None:
     """Fill `audit.flags` and `audit.notes` from its figures and the thresholds above."""
     pairwise = audit.kind == "pairwise"
+    # First: a judge whose scores follow the rubric's order or the prompt explains every other
+    # failure (a content-free answer scores as high because no answer is read), and the run's
+    # warning quotes a judge's first flag.
+    _pattern_flags(audit)
     fooled = audit.fooled_rate
     _above(audit, "master_keys", fooled, FOOLED_RATE_MAX,
            f"content-free answers scored at least as high as a real answer in {fooled.count} of {fooled.n} "
@@ -81,6 +95,20 @@ def add_flags(audit: JudgeAudit) -> None:
                            "rest on the rest")
 
 
+def _pattern_flags(audit: JudgeAudit) -> None:
+    """Scores that follow the criterion order, or the prompt, whatever the answer."""
+    order, same = audit.criterion_order_rate, audit.same_pattern_rate
+    if order is not None:
+        _above(audit, "criterion_order", order, CRITERION_ORDER_MAX,
+               f"on {order.count} of {order.n} prompts most judgments scored the criteria in a strictly rising or "
+               "falling sequence down the rubric (1, 2, 3, ...) whatever the answer, content-free answers "
+               "included: the judge follows the criterion order, not the answer, so its scores measure nothing")
+    if same is not None:
+        _above(audit, "same_pattern", same, SAME_PATTERN_MAX,
+               f"on {same.count} of {same.n} prompts every answer, content-free ones included, got the same "
+               "scores: the judge scored the prompt, not the answer, so its scores cannot tell answers apart")
+
+
 def _above(audit: JudgeAudit, name: str, estimate: Estimate, threshold: float, why: str) -> None:
     _check(audit, name, estimate, threshold, why, above=True)
 
@@ -103,8 +131,13 @@ def _check(audit: JudgeAudit, name: str, estimate: Estimate, threshold: float, w
     elif past(estimate.value) and not name.startswith("master_key:"):
         figure = f"{name} (share of items raised)" if name in ("padding", "injection") else name
         audit.notes.append(f"{figure} is {_number(estimate.value)} ({'above' if above else 'below'} {threshold:g}) "
-                           f"but {estimate.n} {'pairs' if name == 'retest_tie_rate' else 'items'} are too few to "
+                           f"but {estimate.n} {_unit(name)} are too few to "
                            "be sure; audit more items (--n)")
+
+
+def _unit(name: str) -> str:
+    """What a measure's n counts, for its "too few" note."""
+    return {"retest_tie_rate": "pairs", "criterion_order": "prompts", "same_pattern": "prompts"}.get(name, "items")
 
 
 def _self_preference_note(audit: JudgeAudit) -> None:

@@ -10,7 +10,9 @@ and a revision), it measures:
 - master keys: content-free answers in the judged slot against the real one (fooled rate);
 - padding and injection: irrelevant filler, or an instruction to the judge, appended;
 - self-preference, where the same slots written by the judge's own model and by another
-  model are given.
+  model are given;
+- scored kinds: scores that follow the rubric's criterion order or the prompt rather than the
+  answer, over every judgment of the above (patterns.py).
 
 Every figure is an `Estimate` with its n and 95 % interval; a figure whose interval lies
 past its threshold becomes a `Flag` (with the plain-words warning in `why`), one whose point
@@ -37,6 +39,7 @@ from coevo.audit.measures import (
     spearman_interval,
     tie_rate,
 )
+from coevo.audit.patterns import Case, criterion_order_rate, same_pattern_rate
 from coevo.audit.probes import (
     AUDIT_KINDS,
     INJECTIONS,
@@ -126,12 +129,22 @@ class _ScoredAudit:
         self.kind, self.judge, self.seed = kind, judge, seed
         self.samples = {s.id: s for s in samples}
 
-    def _scores(self, rollouts: list[Rollout], seed: int) -> list[float | None]:
+    def _judged(self, rollouts: list[Rollout], seed: int) -> list[Judgment]:
         if not rollouts:
             return []
         with _seeded(self.judge, seed):
-            judgments: list[Judgment] = self.judge.score(rollouts, self.samples)
-        return [j.score if j.valid and j.score is not None else None for j in judgments]
+            return list(self.judge.score(rollouts, self.samples))
+
+    def _cases(self, rollouts: list[Rollout], judgments: list[Judgment]) -> list[Case]:
+        """Every judgment as a pattern case (patterns.py): its prompt, answer and rubric order."""
+        cases = []
+        for rollout, judgment in zip(rollouts, judgments):
+            sample = self.samples.get(rollout.sample_id)
+            rubric = getattr(sample, "rubric", None)
+            criteria = tuple(c.name for c in rubric.criteria) if rubric is not None and rubric.criteria else None
+            answer = tuple(getattr(rollout, f) for f in SLOTS[self.kind])
+            cases.append(Case(prompt=rollout.sample_id, answer=answer, judgment=judgment, criteria=criteria))
+        return cases
 
     def measure(self, items: list[Rollout], probes: list[Probe],
                 pairs: list[tuple[Rollout, Rollout]] | None, label: str) -> JudgeAudit:
@@ -143,8 +156,10 @@ class _ScoredAudit:
         batch += [injected_rollout(kind, item) for item in items]
         for own, other in pairs or []:
             batch += [_slot_of(kind, own), _slot_of(kind, other)]
-        scores = self._scores(batch, first)  # one batched call for every variant
-        again = self._scores(list(items), first + 1 + self.seed)
+        judged = self._judged(batch, first)  # one batched call for every variant
+        rejudged = self._judged(list(items), first + 1 + self.seed)
+        scores, again = _readable(judged), _readable(rejudged)
+        cases = self._cases(batch, judged) + self._cases(list(items), rejudged)
         m = len(items)
         real, rest = scores[:m], scores[m:]
         results = []
@@ -162,9 +177,14 @@ class _ScoredAudit:
             retest_spearman=spearman_interval([a for a, _ in both], [b for _, b in both], m - len(both), self.seed),
             retest_tie_rate=tie_rate([r for r in real if r is not None], sum(r is None for r in real)),
             fooled_rate=_pooled(results), master_keys=results,
+            criterion_order_rate=criterion_order_rate(cases), same_pattern_rate=same_pattern_rate(cases),
             padding=_change(real, padding, self.seed), injection=_change(real, injection, self.seed),
             self_preference=_change(rest[1::2], rest[0::2], self.seed) if pairs else None,
         )
+
+
+def _readable(judgments: Sequence[Judgment]) -> list[float | None]:
+    return [j.score if j.valid and j.score is not None else None for j in judgments]
 
 
 def _slot_of(kind: str, item: Rollout) -> Rollout:

@@ -54,6 +54,10 @@ class JudgeAudit(BaseModel):
     #: Pairwise: share of the real pairs' verdicts won by the answer shown first (ties ½).
     first_position_rate: Estimate | None = None
     fooled_rate: Estimate
+    #: Scored kinds (patterns.py): prompts whose judgments mostly rise or fall strictly in the
+    #: rubric's criterion order, and prompts whose different answers all got the same scores.
+    criterion_order_rate: Estimate | None = None
+    same_pattern_rate: Estimate | None = None
     master_keys: list[ProbeResult]
     padding: Change
     injection: Change
@@ -85,7 +89,7 @@ class JudgeAudit(BaseModel):
             found[f"{name}_n"] = float(estimate.n)
 
         for name in ("fooled_rate", "retest_spearman", "retest_tie_rate", "retest_agreement",
-                     "position_consistency", "first_position_rate"):
+                     "position_consistency", "first_position_rate", "criterion_order_rate", "same_pattern_rate"):
             add(name, getattr(self, name))
         for name in ("padding", "injection", "self_preference"):
             change = getattr(self, name)

@@ -69,7 +69,7 @@ def print_judge_audit(judge_spec: str, kind: str, *, data: str, probes: Path | N
     print_table({"columns": ["measure", "value", "95% CI", "n", "flag", "note"], "rows": audit_rows(found)},
                 title=f"audit of the {found.kind} judge {found.judge} on {found.n_items} prompts")
     for line in found.warnings():
-        out.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
+        out.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, markup=True)
     if not found.flags:
         out.print("no flags: no figure's 95% CI is past its threshold", highlight=False)
     if path:

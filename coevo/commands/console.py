@@ -9,12 +9,18 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 # Plain (click-style) help: flags read as flags (`--fresh`, with no `<bool>` after it), and
 # help piped into a file or grep is text, not boxes. Subcommands inherit `-h` from the root.
 HELP_SETTINGS = {"rich_markup_mode": None, "no_args_is_help": True}
-out = Console(soft_wrap=True)  # long paths stay on one line (copyable, greppable)
-err = Console(stderr=True, soft_wrap=True)
+#: What every console of coevo's is told: most of what it prints is the user's (names, specs,
+#: paths, a model's output), and rich would rewrite it: `:b:` in `A:B:C` as an emoji, `[bold]`
+#: in a model's answer as a style, a number or a path recoloured. So nothing is read in text
+#: unless a call asks (`markup=True`, with the user's part passed through `escape`).
+VERBATIM = {"emoji": False, "markup": False, "highlight": False}
+out = Console(soft_wrap=True, **VERBATIM)  # long paths stay on one line (copyable, greppable)
+err = Console(stderr=True, soft_wrap=True, **VERBATIM)
 
 
 def print_table(table: dict, title: str, define: bool = True) -> None:
@@ -46,7 +52,7 @@ def print_table(table: dict, title: str, define: bool = True) -> None:
         return
     natural = Measurement.get(out, out.options.update(max_width=100_000), view).maximum
     # A console of that width (Console.print's own `width` cannot exceed the console's).
-    Console(width=max(natural, out.width), soft_wrap=True).print(view)
+    Console(width=max(natural, out.width), soft_wrap=True, **VERBATIM).print(view)
 
 
 def print_rows(rows: list[dict], title: str, define: bool = True) -> None:
@@ -64,7 +70,7 @@ def heading(text: str) -> None:
     """A rule with `text` in it; a heading too long for the width is printed whole instead
     (a rule would cut it short with an ellipsis)."""
     if len(text) + 6 <= out.width:
-        out.rule(escape(text))
+        out.rule(Text(text))  # a Text, not a str: a rule's title is never read as markup
     else:
         out.print(f"── {text}", markup=False, highlight=False)
 
@@ -86,4 +92,4 @@ def print_run_warnings(store) -> None:
     from coevo.view.warnings import run_warnings
 
     for finding in run_warnings(store):
-        out.print(f"[yellow]warning ({escape(finding.kind)}):[/] {escape(finding.text)}", highlight=False)
+        out.print(f"[yellow]warning ({escape(finding.kind)}):[/] {escape(finding.text)}", markup=True)

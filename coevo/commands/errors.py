@@ -40,14 +40,14 @@ def run_app(app: typer.Typer) -> NoReturn:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:  # a bad option, a missing argument, a value out of range
         command = exc.ctx.command_path if exc.ctx is not None else "coevo"
-        err.print(f"[bold red]error:[/] {escape(exc.format_message())} (see `{command} --help`)",
-                  soft_wrap=True, highlight=False)
+        err.print(f"[bold red]error:[/] {escape(exc.format_message())} (see `{escape(command)} --help`)",
+                  soft_wrap=True, highlight=False, markup=True)
         sys.exit(2)
     except click.ClickException as exc:  # a missing or unreadable file given as an option
-        err.print(f"[bold red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False)
+        err.print(f"[bold red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False, markup=True)
         sys.exit(exc.exit_code)
     except user_errors() as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False, markup=True)
         sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)
 
@@ -68,7 +68,7 @@ def interrupted(cause: BaseException) -> NoReturn:
     stopped = isinstance(cause, Terminated)
     err.print(f"[yellow]{'stopped (SIGTERM)' if stopped else 'interrupted'}[/]: the run folder keeps "
               f"everything finished so far; continue with:\n  {escape(resume_command(sys.argv))}",
-              soft_wrap=True, highlight=False)
+              soft_wrap=True, highlight=False, markup=True)
     sys.exit(143 if stopped else 130)
 
 

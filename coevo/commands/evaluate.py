@@ -27,9 +27,11 @@ def eval_agreement(
 
     The measures of TAIScore's appendix D.1: per group, do the two judges' top-scored
     candidates overlap, and over candidate pairs, do they order them the same way (pairs
-    either judge ties are left out). Pairwise agreement comes with its n, a Wilson 95%
-    interval, the chance agreement of two independent raters with the same marginals and
-    Cohen's kappa. Groups only one file holds are left out, counted and named
+    either judge ties are left out). A pairwise judge's share P(preferred) within 0.05 of 0.5
+    counts as a tie (it could not choose), and the output says how many pairs were ties by
+    that rule. Pairwise agreement comes with its n, a Wilson 95%
+    interval (none from fewer than 5 pairs), the chance agreement of two independent raters
+    with the same marginals and Cohen's kappa. Groups only one file holds are left out, counted and named
     (unmatched_a / unmatched_b); lines with an unreadable score are counted as invalid.
     """
     print_agreement(a, b, as_json=as_json)
@@ -141,7 +143,7 @@ def eval_average(
 
 def print_agreement(a: Path, b: Path, *, as_json: bool) -> None:
     """Top-1 overlap and pairwise agreement of the scores in files `a` and `b`, printed."""
-    from coevo.eval.agreement import judge_agreement, left_out_lines, read_scores_jsonl, report_rows
+    from coevo.eval.agreement import judge_agreement, left_out_lines, read_scores_jsonl, report_rows, tie_rule_line
 
     file_a, file_b = read_scores_jsonl(a), read_scores_jsonl(b)
     result = judge_agreement(file_a.scores, file_b.scores)
@@ -151,7 +153,7 @@ def print_agreement(a: Path, b: Path, *, as_json: bool) -> None:
         return
     print_table({"columns": ["measure", "value", "95% interval", "n", "note"], "rows": report_rows(result)},
                 title="judge agreement")
-    print_plain(left_out_lines(result, str(a), str(b)))
+    print_plain([tie_rule_line(result), *left_out_lines(result, str(a), str(b))])
     if file_a.n_invalid or file_b.n_invalid:
         out.print(f"unreadable scores left out: {file_a.n_invalid} in {a}, {file_b.n_invalid} in {b}",
                   highlight=False, markup=False)

@@ -8,16 +8,18 @@ from pathlib import Path
 
 import typer
 
-from coevo.commands.console import err, out, print_plain, print_table, print_warnings_of
+from coevo.commands.console import err, heading, out, print_plain, print_table
 from coevo.commands.errors import file_in_the_way, interrupted
 
 
 def run_and_report_quickstart(out_dir: Path, *, prompts: int, model: str, judge: str, fresh: bool) -> None:
-    """Run (or resume) the quickstart, then print its metrics, the audit's warnings and the report."""
-    from coevo.quickstart import run_quickstart
+    """Run (or resume) the quickstart, then tell its story: what ran, what changed (with n and
+    intervals), what to trust, what it showed and did not, and what to run next."""
+    from coevo.quickstart import GRPO_STEPS, HELD_OUT, run_quickstart
 
-    if prompts < 4:
-        raise typer.BadParameter("--prompts must be at least 4 (2 held out, 2 or more to train on)")
+    if prompts < HELD_OUT + GRPO_STEPS:
+        raise typer.BadParameter(f"--prompts must be at least {HELD_OUT + GRPO_STEPS} ({HELD_OUT} held out, "
+                                 f"{GRPO_STEPS} or more to train on), got {prompts}", param_hint="--prompts")
     if (blocking := file_in_the_way(out_dir)) is not None:
         raise typer.BadParameter(f"{blocking} is a file, not a folder: give --out a folder for the run",
                                  param_hint="--out")
@@ -25,11 +27,27 @@ def run_and_report_quickstart(out_dir: Path, *, prompts: int, model: str, judge:
         summary = run_quickstart(out_dir, prompts=prompts, model=model, judge=judge, fresh=fresh)
     except KeyboardInterrupt as exc:
         interrupted(exc)
-    print_table(summary["table"], title="TAIScore quickstart: held-out metrics before and after one round")
-    for line in monitor_lines(summary.get("monitor") or {}):
-        out.print(line)
-    print_warnings_of(out_dir)  # what the judge audit found, in plain words: can these numbers be trusted?
-    out.print(f"report: {summary['report']}")
+    print_story(out_dir, summary, title="TAIScore quickstart: what one round of co-evolution did")
+    out.print(f"report: {summary['report']}", markup=False, highlight=False)
+
+
+def print_story(run_dir: Path, summary: dict, *, title: str) -> None:
+    """The run's story (coevo/view/story.py), the run page's card as text, with the quickstart's
+    closing words where the run is one."""
+    from coevo.quickstart import closing_lines
+    from coevo.store import RunStore
+    from coevo.view.story import run_story
+
+    store = RunStore(run_dir, read_only=True)
+    try:
+        story = run_story(store, summary)
+        quickstart = bool(store.get_meta("quickstart"))
+    finally:
+        store.close()
+    heading(title)
+    print_plain(story.lines())
+    if quickstart:
+        print_plain(closing_lines(story))
 
 
 def monitor_lines(monitor: dict) -> list[str]:

@@ -105,7 +105,7 @@ def print_run_header(run_dir: Path) -> None:
     from coevo.runs_display import run_header_lines
 
     for line in run_header_lines(run_dir):
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, markup=True)  # runs_display escapes the run's own text
 
 
 def print_rollouts(store, stages: list[tuple[str, int]], **filters) -> None:
@@ -117,9 +117,9 @@ def print_rollouts(store, stages: list[tuple[str, int]], **filters) -> None:
     for rollout in shown.rollouts:
         heading(rollout.heading)
         for judge, line in rollout.judgments:
-            out.print(f"[bold]{escape(judge)}[/]: {escape(line)}", highlight=False)
+            out.print(f"[bold]{escape(judge)}[/]: {escape(line)}", highlight=False, markup=True)
         for label, text in rollout.texts:
-            out.print(f"[bold]{label}[/]: ", end="")
+            out.print(f"[bold]{escape(label)}[/]: ", end="", markup=True)
             out.print(text, markup=False, highlight=False)
 
 

@@ -94,4 +94,4 @@ def print_fields(result: dict, as_json: bool) -> None:
         print(json.dumps(result, ensure_ascii=False))
         return
     for key, value in result.items():
-        out.print(f"[bold]{key}[/]: {escape(str(value))}", soft_wrap=True, highlight=False)
+        out.print(f"[bold]{escape(str(key))}[/]: {escape(str(value))}", soft_wrap=True, highlight=False, markup=True)

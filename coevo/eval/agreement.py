@@ -10,6 +10,10 @@ several candidates are scored by both judges.
   which both judges express a strict preference, and count how often they prefer the same
   candidate. Pairs tied by either judge are excluded (and counted).
 
+A pairwise judge's verdict is a share, P(this candidate preferred), written as p for one
+candidate and 1 - p for the other. A share within TIE_MARGIN of 0.5 is a tie, not a verdict:
+it is counted with the ties and, apart, as a tie by that rule (`n_margin_ties`).
+
 Only groups present in both inputs, and within them only candidates scored by both, are
 compared: a candidate one judge failed to score (an invalid judgment, ``None``/NaN) says
 nothing about agreement. The groups only one input holds are counted and named (`Unmatched`):
@@ -36,6 +40,16 @@ from coevo.tasks.loaders import DataError
 Scores = dict[str, dict[str, float]]
 """group id -> candidate id -> score."""
 
+#: A judge's share P(preferred) this close to 0.5 (or closer) is a tie. A pairwise judge that
+#: cannot choose still writes a probability a hair off 0.5 (its two shown orders averaged, or
+#: the logprobs of its two answers), and counting that hair as a verdict turns "could not
+#: tell" into agreement or disagreement with a person; a judge that prefers one text moves its
+#: share well past this. Human labels (1, 0, or 0.5 each) are exact and never near it.
+TIE_MARGIN = 0.05
+#: How far from 1 a two-candidate group's scores may sum and still be one share (p, 1 - p):
+#: only floating-point rounding, so that two rubric scores never pass for a share.
+_SHARE_SUM = 1e-9
+
 
 class TopOverlap(BaseModel):
     """Top-1 overlap; `overlap` is None when no group is shared."""
@@ -47,12 +61,15 @@ class TopOverlap(BaseModel):
 
 class PairwiseAgreement(BaseModel):
     """Pairwise agreement on strict preferences; `agreement` (and all that comes with it) is
-    None when no pair qualifies."""
+    None when no pair qualifies. `n_tied` counts every pair either side tied, `n_margin_ties`
+    those among them that were a judge's share within `tie_margin` of 0.5."""
 
     agreement: float | None
     n_pairs: int
     n_agree: int
     n_tied: int
+    n_margin_ties: int = 0
+    tie_margin: float = TIE_MARGIN
     #: Wilson 95 % interval of `agreement` over the n_pairs pairs.
     agreement_lo: float | None = None
     agreement_hi: float | None = None
@@ -81,6 +98,8 @@ class JudgeAgreement(Unmatched):
     n_pairs: int
     n_agree: int
     n_tied: int
+    n_margin_ties: int = 0
+    tie_margin: float = TIE_MARGIN
     agreement_lo: float | None = None
     agreement_hi: float | None = None
     chance_agreement: float | None = None
@@ -103,15 +122,34 @@ def _usable(score) -> bool:
     return score is not None and not (isinstance(score, float) and math.isnan(score))
 
 
-def _shared(a: Scores, b: Scores):
-    """Yield (group, {cand: score_a}, {cand: score_b}) over groups with a shared candidate."""
+def margin_tie(scores: dict[str, float], margin: float = TIE_MARGIN) -> bool:
+    """Whether a group's scores are one share (p, 1 - p: two candidates on [0, 1] summing to 1)
+    within `margin` of 0.5 but not exactly 0.5: a tie by the margin rule only."""
+    if len(scores) != 2:
+        return False
+    p, q = scores.values()
+    if not (0 <= p <= 1 and 0 <= q <= 1 and abs(p + q - 1) <= _SHARE_SUM):
+        return False
+    return p != q and abs(p - 0.5) <= margin + _SHARE_SUM
+
+
+def _settled(scores: dict[str, float], margin: float) -> dict[str, float]:
+    # A share within the margin is read as the tie it is: 0.5 each.
+    return {c: 0.5 for c in scores} if margin_tie(scores, margin) else scores
+
+
+def _shared(a: Scores, b: Scores, margin: float = TIE_MARGIN):
+    """Yield (group, {cand: score_a}, {cand: score_b}, tied by the margin rule) over groups with
+    a shared candidate; a share within `margin` of 0.5 comes as 0.5 each."""
     for group in a.keys() & b.keys():
         common = [
             cand for cand in a[group]
             if cand in b[group] and _usable(a[group][cand]) and _usable(b[group][cand])
         ]
         if common:
-            yield group, {c: a[group][c] for c in common}, {c: b[group][c] for c in common}
+            sa, sb = {c: a[group][c] for c in common}, {c: b[group][c] for c in common}
+            by_margin = margin_tie(sa, margin) or margin_tie(sb, margin)
+            yield group, _settled(sa, margin), _settled(sb, margin), by_margin
 
 
 def _top_set(scores: dict[str, float]) -> set[str]:
@@ -125,7 +163,7 @@ def top1_overlap(a: Scores, b: Scores) -> TopOverlap:
     A group counts when both judges scored at least one common candidate in it.
     """
     n_groups = n_overlapping = 0
-    for _, sa, sb in _shared(a, b):
+    for _, sa, sb, _ in _shared(a, b):
         n_groups += 1
         n_overlapping += bool(_top_set(sa) & _top_set(sb))
     return TopOverlap(
@@ -135,24 +173,26 @@ def top1_overlap(a: Scores, b: Scores) -> TopOverlap:
     )
 
 
-def pairwise_agreement(a: Scores, b: Scores) -> PairwiseAgreement:
+def pairwise_agreement(a: Scores, b: Scores, margin: float = TIE_MARGIN) -> PairwiseAgreement:
     """Share of within-group candidate pairs, strictly ordered by both judges, that both
     judges order the same way. Pairs tied by either judge are excluded and counted in
-    `n_tied`.
+    `n_tied`; a share within `margin` of 0.5 is a tie (and counted in `n_margin_ties` too).
     """
-    n_pairs = n_agree = n_tied = a_first = b_first = 0
-    for _, sa, sb in _shared(a, b):
+    n_pairs = n_agree = n_tied = n_margin = a_first = b_first = 0
+    for _, sa, sb, by_margin in _shared(a, b, margin):
         for x, y in combinations(sorted(sa), 2):
             da, db = sa[x] - sa[y], sb[x] - sb[y]
             if da == 0 or db == 0:
                 n_tied += 1
+                n_margin += by_margin
                 continue
             n_pairs += 1
             n_agree += (da > 0) == (db > 0)
             a_first += da > 0
             b_first += db > 0
     if not n_pairs:
-        return PairwiseAgreement(agreement=None, n_pairs=0, n_agree=0, n_tied=n_tied)
+        return PairwiseAgreement(agreement=None, n_pairs=0, n_agree=0, n_tied=n_tied, n_margin_ties=n_margin,
+                                 tie_margin=margin)
     observed = n_agree / n_pairs
     _, lo, hi = wilson_interval(n_agree, n_pairs)
     pa, pb = a_first / n_pairs, b_first / n_pairs
@@ -162,6 +202,8 @@ def pairwise_agreement(a: Scores, b: Scores) -> PairwiseAgreement:
         n_pairs=n_pairs,
         n_agree=n_agree,
         n_tied=n_tied,
+        n_margin_ties=n_margin,
+        tie_margin=margin,
         agreement_lo=lo,
         agreement_hi=hi,
         chance_agreement=chance,
@@ -241,7 +283,7 @@ def report_rows(result: JudgeAgreement) -> list[dict[str, str]]:
     return [
         {"measure": "pairwise agreement", "value": num(result.agreement), "95% interval": interval,
          "n": f"{result.n_pairs} pairs",
-         "note": f"{result.n_agree} agree; {result.n_tied} pairs tied by either left out"},
+         "note": f"{result.n_agree} agree; {result.n_tied} pairs tied by either left out ({tie_note(result)})"},
         {"measure": "chance agreement", "value": num(result.chance_agreement), "95% interval": "",
          "n": f"{result.n_pairs} pairs", "note": "two independent raters with these marginals"},
         {"measure": "Cohen's kappa", "value": num(result.kappa), "95% interval": "", "n": f"{result.n_pairs} pairs",
@@ -249,6 +291,20 @@ def report_rows(result: JudgeAgreement) -> list[dict[str, str]]:
         {"measure": "top-1 overlap", "value": num(result.overlap), "95% interval": "", "n": f"{result.n_groups} groups",
          "note": "groups whose top-scored candidates overlap"},
     ]
+
+
+def tie_note(result: PairwiseAgreement | JudgeAgreement) -> str:
+    """How many of the ties were a judge's share within the margin of 0.5, in words."""
+    margin = f"{result.tie_margin:g}"
+    return (f"{result.n_margin_ties} of them a judge's share within ±{margin} of 0.5, "
+            f"a tie by that rule")
+
+
+def tie_rule_line(result: PairwiseAgreement | JudgeAgreement) -> str:
+    """The tie rule and what it did, as one line under the table."""
+    pairs = "pair was a tie" if result.n_margin_ties == 1 else "pairs were ties"
+    return (f"ties: a judge's share within ±{result.tie_margin:g} of 0.5 counts as a tie, not a verdict; "
+            f"{result.n_margin_ties} {pairs} by that rule, among the {result.n_tied} tied pairs left out")
 
 
 def left_out_lines(result: JudgeAgreement, a: str = "A", b: str = "B") -> list[str]:

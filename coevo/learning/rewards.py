@@ -31,6 +31,8 @@ ZERO_CHARS = 360
 
 #: Where the constraints are looked up (a judge is called with the prompt's text only).
 SOURCE = "bundled:writing"
+#: Every bundled set whose prompts carry constraints: the rewards know the prompts of each.
+CHECKABLE_SOURCES = (SOURCE, "bundled:writing_short")
 
 
 class UnknownPrompt(LookupError):
@@ -48,7 +50,7 @@ def constraints_by_prompt() -> dict[str, list[dict[str, Any]]]:
     from coevo.eval.constraints import constraints_of
     from coevo.tasks.loaders import load_samples
 
-    return {_normal(s.prompt): constraints_of(s) for s in load_samples(SOURCE)}
+    return {_normal(s.prompt): constraints_of(s) for source in CHECKABLE_SOURCES for s in load_samples(source)}
 
 
 def constraints_for(prompt: str) -> list[dict[str, Any]]:
@@ -59,8 +61,9 @@ def constraints_for(prompt: str) -> list[dict[str, Any]]:
     if found is None:
         if _normal(prompt) == _normal(PROBE_PROMPT):
             return []
-        raise UnknownPrompt(f"{prompt[:80]!r} is not one of the {SOURCE} prompts, so its constraints are unknown; "
-                            f"these rewards and graders are for data.source: {SOURCE}")
+        raise UnknownPrompt(f"{prompt[:80]!r} is not one of the {' or '.join(CHECKABLE_SOURCES)} prompts, so its "
+                            f"constraints are unknown; these rewards and graders are for data.source: "
+                            f"{' or '.join(CHECKABLE_SOURCES)}")
     return found
 
 

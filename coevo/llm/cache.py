@@ -26,7 +26,11 @@ from coevo.types import Completion, Conversation, Sampling
 
 def call_request(conversation: Conversation, sampling: Sampling) -> dict:
     """What a call asked: its messages and sampling (kept beside its cached answers)."""
-    return {"messages": [m.model_dump() for m in conversation], "sampling": sampling.model_dump(mode="json")}
+    asked = sampling.model_dump(mode="json")
+    if asked.get("repetition_penalty") == 1.0:
+        # Left out when off, so the calls of runs made before the setting existed keep their keys.
+        del asked["repetition_penalty"]
+    return {"messages": [m.model_dump() for m in conversation], "sampling": asked}
 
 
 def call_key(model_id: str, request: dict) -> str:

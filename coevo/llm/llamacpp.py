@@ -123,7 +123,7 @@ class LlamaCppModel:
                 # different distribution than the other backends at the same settings.
                 top_k=0,
                 min_p=0.0,
-                repeat_penalty=1.0,
+                repeat_penalty=sampling.repetition_penalty,
                 max_tokens=sampling.max_tokens,
                 stop=list(sampling.stop) or None,
                 seed=seed,

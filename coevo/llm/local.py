@@ -181,6 +181,8 @@ class LocalModel:
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=eos,
         )
+        if sampling.repetition_penalty != 1.0:
+            settings["repetition_penalty"] = sampling.repetition_penalty
         if sampling.temperature > 0:
             # top_k=0: transformers would otherwise apply top_k=50, which no other backend does.
             settings.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)

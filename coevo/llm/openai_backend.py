@@ -263,8 +263,11 @@ class OpenAIModel(PerRequestSampling):
             params.update(logprobs=True, top_logprobs=sampling.logprobs)
         if sampling.json_schema is not None:
             params["response_format"] = self._response_format(json.loads(sampling.json_schema))
-        if self.extra_body:
-            params["extra_body"] = self.extra_body
+        extra = dict(self.extra_body)
+        if sampling.repetition_penalty != 1.0:  # not an OpenAI field: the servers that take it read it here
+            extra["repetition_penalty"] = sampling.repetition_penalty
+        if extra:
+            params["extra_body"] = extra
         return params
 
     async def _back_off(self, attempt: int, asked: float | None) -> None:

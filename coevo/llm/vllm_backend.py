@@ -138,6 +138,7 @@ class VLLMModel(PerRequestSampling):
             n=n, temperature=max(sampling.temperature, 0.0), top_p=sampling.top_p,
             max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None, seed=sampling.seed,
             logprobs=sampling.logprobs or None, structured_outputs=structured,
+            repetition_penalty=sampling.repetition_penalty,
         )
 
 

@@ -2,7 +2,9 @@
 measure what it was meant to reward, and the degeneracy of the outputs, while training runs.
 
 - `rule.py`: the divergence rule, its constants and their reasons;
-- `degeneracy.py`: cut-off, empty, repetitive and too-short outputs, and their thresholds;
+- `degeneracy.py`: cut-off, empty, repetitive, too-short and copied outputs, and their thresholds;
+- `copies.py`: outputs that copy their input (y0, the prompt), per step and in a run's stored
+  GRPO rollouts (`summary.json -> monitor -> copies`, the run's `copies-input` warning);
 - `tracker.py`: `Monitor`, one stage's observations and flags (no model library);
 - `rounds.py`: `RoundMonitor`, a loop watched round by round (RLAC, DecoEvo);
 - `simulate.py`: replayed training curves, the rule's false alarms measured on them;

@@ -67,8 +67,11 @@ class HackingMonitor(TrainerCallback):
             # Called as TRL calls it (prompts=, completions=, ... by keyword) and passed on so.
             rewards = reward_fn(*args, **kwargs)
             completions = kwargs.get("completions", args[1] if len(args) > 1 else [])
+            prompts = kwargs.get("prompts", args[0] if args else None)
             self.monitor.observe_reward(self._step, [float(r) for r in rewards if r is not None])
-            self.monitor.observe_outputs(self._step, [_text(c) for c in completions])
+            self.monitor.observe_outputs(self._step, [_text(c) for c in completions],
+                                         inputs=_inputs(prompts, kwargs, len(completions)),
+                                         rewards=[None if r is None else float(r) for r in rewards])
             return rewards
 
         return recorded
@@ -159,6 +162,30 @@ class HackingMonitor(TrainerCallback):
         self.restored_step = step
         log.warning("%s: stopped at the flag; the weights are back to step %d (the last check before the onset, "
                     "step %d)", self.monitor.stage or "training", step, onset_step)
+
+
+#: Dataset columns TRL passes to the reward that hold a completion's inputs (TAIScore's critic:
+#: the prompt x and the answer y0 it critiques), besides the prompt it was asked with.
+INPUT_COLUMNS = ("x", "y0")
+
+
+def _inputs(prompts: Any, columns: Mapping[str, Any], n: int) -> list[list[str | None]] | None:
+    """Per completion, the texts it was given (INPUT_COLUMNS where TRL passes them, and its
+    prompt's text), for the copy statistics; None where nothing lines up with the completions."""
+    given = [list(columns[c]) for c in INPUT_COLUMNS if isinstance(columns.get(c), (list, tuple))
+             and len(columns[c]) == n]
+    if isinstance(prompts, (list, tuple)) and len(prompts) == n:
+        given.append([_prompt_text(p) for p in prompts])
+    if not given:
+        return None
+    return [[None if column[i] is None else str(column[i]) for column in given] for i in range(n)]
+
+
+def _prompt_text(prompt: Any) -> str:
+    """A prompt as text: a string, or the contents of its chat messages."""
+    if isinstance(prompt, list):
+        return "\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, Mapping))
+    return str(prompt)
 
 
 def _text(completion: Any) -> str:

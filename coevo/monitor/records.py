@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coevo.monitor.copies import critique_copies
 from coevo.store import RunStore
 
 KIND = "monitor"
@@ -31,9 +32,15 @@ def keep_report(store: RunStore, monitor: Any) -> None:
 
 def run_summary(store: RunStore) -> dict[str, Any]:
     """summary.json -> monitor: every flag of every watched stage, the earliest onset (per
-    stage, the step within it), and the stages' reports."""
+    stage, the step within it), the stages' reports, and `copies`: the GRPO critiques that
+    copy their input, with the reward on them beside the reward on real critiques
+    (coevo/monitor/copies.py; absent where the run trained no critic with GRPO)."""
     stages = {key: report for key, report in store.get_records(KIND)}
     flags = [flag for report in stages.values() for flag in report.get("flags", [])]
     first = min(flags, key=lambda f: f["onset_step"], default=None)
-    return {"flags": flags, "onset_step": first["onset_step"] if first else None,
-            "onset_stage": first["stage"] if first else None, "stages": stages}
+    found = {"flags": flags, "onset_step": first["onset_step"] if first else None,
+             "onset_stage": first["stage"] if first else None, "stages": stages}
+    copies = critique_copies(store)
+    if copies is not None:
+        found["copies"] = copies
+    return found

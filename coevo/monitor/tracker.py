@@ -57,11 +57,15 @@ class Monitor:
         old = self.rewards.get(step)
         self.rewards[step] = new if old is None else pooled([old, new])
 
-    def observe_outputs(self, step: int, texts: Sequence[str], cut: Sequence[bool] | None = None) -> None:
-        """The completions of `step` (their degeneracy statistics)."""
-        stats = degeneracy.statistics(texts, cut)
+    def observe_outputs(self, step: int, texts: Sequence[str], cut: Sequence[bool] | None = None, *,
+                        inputs: Sequence[Sequence[str | None]] | None = None,
+                        rewards: Sequence[float | None] | None = None) -> None:
+        """The completions of `step` (their degeneracy statistics; `inputs` and `rewards`, each
+        completion's inputs and reward, for the copy statistics); several calls for one step
+        add up, as the reward's do."""
+        stats = degeneracy.statistics(texts, cut, inputs, rewards)
         if stats:
-            self.outputs.setdefault(step, {}).update(stats)
+            self.outputs[step] = degeneracy.pooled(self.outputs.get(step, {}), stats)
 
     def observe_statistic(self, step: int, name: str, value: float) -> None:
         """One degeneracy statistic of `step` measured elsewhere (TRL's `completions/clipped_ratio`)."""
@@ -83,8 +87,8 @@ class Monitor:
         return anchor_trend(series[steps[0]], series[step if step is not None else steps[-1]])
 
     def check(self, step: int) -> list[Flag]:
-        """The rule at `step` against every anchor measured there, and the degeneracy
-        crossings; the flags raised now (each also logged as a warning)."""
+        """The rule at `step` against every anchor measured there, the degeneracy crossings and
+        levels; the flags raised now (each also logged as a warning)."""
         raised = [flag for name in self.anchors if (flag := self.check_anchor(step, name)) is not None]
         so_far = {s: v for s, v in self.outputs.items() if s <= step}
         reward = self.reward_trend(upto=step)
@@ -92,6 +96,13 @@ class Monitor:
             if not self._flagged(f"degeneracy:{name}"):
                 why = f"{degeneracy.THRESHOLDS[name].why}: {before:.3g} over the first steps, {after:.3g} now " \
                       f"(threshold {degeneracy.THRESHOLDS[name].limit:g})"
+                raised.append(self._flag(step, f"degeneracy:{name}", why, reward, None))
+        for name, (value, items) in degeneracy.levels(so_far, self.window).items():
+            if not self._flagged(f"degeneracy:{name}"):
+                threshold = degeneracy.THRESHOLDS[name]
+                why = (f"{threshold.why}: {value:.0%} of {items:g} groups over the last steps (threshold "
+                       f"{threshold.limit:g}; a level, flagged whenever reached: the reward teaches it from the "
+                       "first step)")
                 raised.append(self._flag(step, f"degeneracy:{name}", why, reward, None))
         return raised
 
@@ -120,7 +131,37 @@ class Monitor:
                 "anchor_curves": {name: [[s, round(sum(v.values()) / len(v), 6), len(v)]
                                          for s, v in sorted(series.items()) if v]
                                   for name, series in self.anchors.items()},
-                "degeneracy": {str(s): v for s, v in sorted(self.outputs.items())}}
+                "degeneracy": {str(s): v for s, v in sorted(self.outputs.items())},
+                # Where the stage ended up: the reward over its last half of steps against its
+                # first half, and each anchor's last check against its first (paired by item).
+                "reward_change": self.reward_change(),
+                "anchor_changes": {name: change for name in self.anchors
+                                   if (change := self.anchor_change(name)) is not None}}
+
+    def reward_change(self) -> dict[str, Any] | None:
+        """The reward's mean over the first half of the logged steps and over the last half,
+        each with its n, and the change with its 95 % interval (None under two steps)."""
+        logged = sorted(self.rewards)
+        half = len(logged) // 2
+        trend = reward_trend(self.rewards, None, half) if half else None
+        if trend is None:
+            return None
+        first, last = (pooled([self.rewards[s] for s in part]) for part in (logged[:half], logged[-half:]))
+        return {"first_steps": [logged[0], logged[half - 1]], "last_steps": [logged[-half], logged[-1]],
+                "first": round(first.mean, 6), "first_n": first.n, "last": round(last.mean, 6), "last_n": last.n,
+                **trend.as_dict()}
+
+    def anchor_change(self, name: str) -> dict[str, Any] | None:
+        """Anchor `name` at its first check and its last, each a mean over its items, and the
+        change paired by item with its 95 % interval (None before a second check)."""
+        series = self.anchors.get(name, {})
+        steps = sorted(step for step, values in series.items() if values)
+        trend = self.anchor_trend(name) if len(steps) > 1 else None
+        if trend is None:
+            return None
+        first, last = series[steps[0]], series[steps[-1]]
+        return {"first_step": steps[0], "last_step": steps[-1], "first": round(sum(first.values()) / len(first), 6),
+                "last": round(sum(last.values()) / len(last), 6), **trend.as_dict()}
 
     def _flagged(self, anchor: str) -> bool:
         return any(f.anchor == anchor for f in self.flags)
@@ -134,4 +175,3 @@ class Monitor:
         log.warning("reward hacking? %s step %d, %s: %s (onset: step %d)", self.stage or "training", step, anchor,
                     why, flag.onset_step)
         return flag
-

@@ -39,6 +39,9 @@ from coevo.types import Rubric, Sample
 # A plain dict, not a registry: adding a bundled set is one line and one data file.
 BUNDLED: dict[str, str] = {
     "writing": "writing_prompts.jsonl",
+    # Short-form writing (at most 80 words each): answers, critiques and revisions that end
+    # within small token limits, so the quickstart's judges score finished texts.
+    "writing_short": "writing_short.jsonl",
 }
 
 FIELDS: tuple[str, ...] = ("id", "prompt", "genre", "reference", "rubric", "meta")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 from coevo.checkpoint_identity import RESULT_FILE
 from coevo.strict import StrictModel
 from coevo.train.errors import TrainError
+from coevo.train.memory import give_back_freed_memory
 from coevo.train.reporting import close_step_logs, current_stage, json_history, step_timing
 
 log = logging.getLogger(__name__)
@@ -360,26 +361,6 @@ def release(trainer: Any) -> None:
     gc.collect()
     give_back_freed_memory()
 
-
-def give_back_freed_memory() -> None:
-    """Hand the heap pages Python and torch have freed back to the system (glibc keeps them
-    otherwise: a finished stage's optimizer state would go on counting in the resident set of
-    every stage after it). A no-op off glibc."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        ctypes.CDLL(name).malloc_trim(0)
-    except (OSError, AttributeError, TypeError):
-        pass
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except ImportError:  # pragma: no cover
-        pass
 
 
 def global_step(checkpoint: str | None) -> int:

@@ -72,6 +72,8 @@ class GRPOSettings(StrictModel):
     loss_type: str = "grpo"
     temperature: float = Field(0.8, gt=0)
     top_p: float = Field(0.95, gt=0, le=1)
+    #: Above 1, tokens already in a completion are less likely again (1: off, as the paper).
+    repetition_penalty: float = Field(1.0, gt=0, le=10)
     #: Table 12's prompt limit, in chat-templated tokens. Nothing here cuts a prompt: TAIScore's
     #: critic builds its prompts within it (y0 shortened in its middle, header and x kept).
     max_prompt_length: int = Field(2048, ge=1)
@@ -277,6 +279,7 @@ def grpo_config(settings: GRPOSettings, checkpoints: Path) -> Any:
         loss_type=settings.loss_type,
         temperature=settings.temperature,
         top_p=settings.top_p,
+        repetition_penalty=settings.repetition_penalty,
         max_completion_length=settings.max_completion_length,
         max_steps=settings.max_steps or -1,
         num_train_epochs=settings.epochs,

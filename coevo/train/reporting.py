@@ -26,6 +26,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 from coevo.train.errors import TrainError
+from coevo.train.memory import give_back_freed_memory
 
 log = logging.getLogger(__name__)
 #: TRL's per-step dicts (loss, reward, kl, ...): the file log, not the terminal (coevo/logs.py).
@@ -189,6 +190,9 @@ def _step_log_class() -> type:
             _wait_for_device()  # the step's kernels have run: its time is its own, not the next one's
             self.marks.append(time.perf_counter())
             self.steps.append(state.global_step)
+            # The step's activations and logits are freed now: handed back, the next step's
+            # backward does not stack its own on top of them in the resident set.
+            give_back_freed_memory()
             if self._advance is not None and state.global_step > self._shown:
                 self._advance(state.global_step - self._shown)
                 self._shown = state.global_step

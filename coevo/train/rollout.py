@@ -32,8 +32,9 @@ class LlamaCppRollout:
     `num_generations` times), each row its own seed."""
 
     def __init__(self, policy: Any, workdir: Path, *, temperature: float, top_p: float, max_tokens: int,
-                 seed: int = 0, n_ctx: int = 4096):
+                 seed: int = 0, n_ctx: int = 4096, repetition_penalty: float = 1.0):
         self.policy, self.workdir = policy, Path(workdir)
+        self.repetition_penalty = repetition_penalty
         self.temperature, self.top_p, self.max_tokens, self.n_ctx = temperature, top_p, max_tokens, n_ctx
         self.seed, self.rank = seed, 0
         self.rng = random.Random(seed)
@@ -95,7 +96,7 @@ class LlamaCppRollout:
         ids: list[int] = []
         # llama.cpp's defaults (top_k 40, min_p 0.05) would sample another distribution than TRL's.
         for token in self.llama.generate(prompt_ids, temp=self.temperature, top_p=self.top_p, top_k=0, min_p=0.0,
-                                         repeat_penalty=1.0, reset=True):
+                                         repeat_penalty=self.repetition_penalty, reset=True):
             ids.append(int(token))
             if token in stop_ids or len(ids) >= self.max_tokens:
                 break
@@ -124,4 +125,5 @@ def rollout_for(policy: Any, settings: Any, workdir: Path) -> LlamaCppRollout | 
         log.warning("grpo.rollout_engine llamacpp: %s; TRL samples with transformers instead", refusal)
         return None
     return LlamaCppRollout(policy, workdir, temperature=settings.temperature, top_p=settings.top_p,
-                           max_tokens=settings.max_completion_length, seed=settings.seed)
+                           max_tokens=settings.max_completion_length, seed=settings.seed,
+                           repetition_penalty=settings.repetition_penalty)

@@ -74,8 +74,17 @@ def _human_lines(name: str, done: dict[str, dict[str, Any]]) -> list[dict[str, A
             for key, record in done.items() for candidate in record["candidates"]]
 
 
-def annotation_lines(store: RunStore, stage: str | None = None, annotator: str | None = None) -> AnnotationExport:
-    """The human labels of a run (or one stage; one annotator's, or everyone's) and the
+def rank_judges(counts: dict[str, int]) -> list[str]:
+    """Judge names by how many labelled pairs each scored (most first), ties broken by
+    _JUDGE_PREFERENCE: the first is the judge judge.jsonl holds."""
+    return sorted(counts, key=lambda n: (-counts[n], _JUDGE_PREFERENCE.index(n) if n in _JUDGE_PREFERENCE
+                                         else len(_JUDGE_PREFERENCE), n))
+
+
+def annotation_lines(store: RunStore, stage: str | None = None, annotator: str | None = None,
+                     kind: str | None = None) -> AnnotationExport:
+    """The human labels of a run (or one stage, or one stage's pairs of one `kind`; one
+    annotator's, or everyone's) and the
     judges' scores of the same pairs, as {group, candidate, score} lines. With several
     annotators `human` is their majority vote over the pairs all labelled (no-majority pairs
     left out) and `merge` says more; raises DataError where they share no pair. A pair whose
@@ -83,6 +92,10 @@ def annotation_lines(store: RunStore, stage: str | None = None, annotator: str |
     from coevo.eval.annotators import from_records, majority_score_lines, merge_annotators
 
     by_annotator = labels_by_annotator(store, stage)
+    if kind is not None:
+        by_annotator = {name: {k: r for k, r in records.items() if r.get("kind") == kind}
+                        for name, records in by_annotator.items()}
+        by_annotator = {name: records for name, records in by_annotator.items() if records}
     if annotator is not None:
         by_annotator = {annotator: by_annotator.get(annotator, {})} if annotator in by_annotator else {}
     done: dict[str, dict[str, Any]] = {}
@@ -108,8 +121,7 @@ def annotation_lines(store: RunStore, stage: str | None = None, annotator: str |
             names[name] = names.get(name, 0) + 1
             judges.setdefault(name, []).extend(
                 {"group": key, "candidate": c, "score": scores.get(c), "judge": name} for c in record["candidates"])
-    ranked = sorted(names, key=lambda n: (-names[n], _JUDGE_PREFERENCE.index(n) if n in _JUDGE_PREFERENCE
-                                          else len(_JUDGE_PREFERENCE), n))
+    ranked = rank_judges(names)
     return AnnotationExport(human=human, judges={n: judges[n] for n in ranked},
                             judge=ranked[0] if ranked else None, labels=len(done), annotators=per_annotator,
                             merge=merge, conditions=condition_rows(by_annotator))
@@ -129,8 +141,9 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
 
     store = RunStore(run_dir, read_only=True)
     try:
+        stage, kind = batch_stage(store, stage)
         names = list(labels_by_annotator(store, stage))
-        lines = annotation_lines(store, stage, annotator)
+        lines = annotation_lines(store, stage, annotator, kind)
         # A comparison of conditions is a stage of its labels only (an opaque id, no rollouts).
         stages = [s for s, _ in store.rollout_stages()] + sorted(
             {r["stage"] for _, r in store.get_records(KIND) if r.get("kind") == "vs_condition"})
@@ -153,6 +166,17 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
         if new.exists():
             shutil.rmtree(new)
     return result
+
+
+def batch_stage(store: RunStore, stage: str | None) -> tuple[str | None, str | None]:
+    """(stage, kind) of `stage` where it is a batch id the annotation pages name (coevo.view.
+    annotate_ids), else (stage, None): `--stage` takes either."""
+    from coevo.view.annotate_ids import BATCH_PREFIX, find_batch, labelled_batches, run_secret
+
+    if stage is None or not stage.startswith(BATCH_PREFIX):
+        return stage, None
+    found = find_batch(labelled_batches(store, run_secret(store), [r for _, r in store.get_records(KIND)]), stage)
+    return (found.stage, found.kind) if found else (stage, None)
 
 
 def _check_labels(run_dir: str | Path, lines: AnnotationExport, stage: str | None, stages: list[str],

@@ -5,6 +5,11 @@ URLs: `/` the runs list; `/runs/{run_id}` a run's page (the same page report.htm
 stylesheet, the plot script and plotly.js (from the `plotly` package: no CDN, works
 offline). The samples, annotation, RLAC proposals and DecoEvo skills pages come from their
 own modules (`coevo.view.samples`, `annotate`, `rlac`, `decoevo`), each a `router`.
+
+Responses go out gzip-compressed to a browser that accepts it: pages and the small assets
+through Starlette's GZipMiddleware, plotly.js (megabytes, the bulk of a cold page load)
+compressed once and kept, since compressing it on every request would cost more time than
+sending it saves on a local link (benchmarks/view_cold_load.py measures the load).
 """
 
 from __future__ import annotations
@@ -18,12 +23,19 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
 
 from coevo.view.context import STATIC, RunIndex, plotly_js, reading, render, run_ref
 
 if TYPE_CHECKING:
     from coevo.view.annotate_conditions import ComparisonSpec
 
+#: Responses smaller than this go out as they are: a gzip header and checksum would outweigh
+#: what compressing a few hundred bytes saves.
+GZIP_MINIMUM_BYTES = 1024
+#: zlib's level for pages, compressed on every request: 6 gives nearly all of 9's saving on
+#: HTML at a fraction of its time. plotly.js, compressed once, gets the smallest (9).
+GZIP_LEVEL = 6
 #: Modules that add pages, each exposing `router` (an APIRouter); a missing one is skipped.
 PAGE_MODULES = ("coevo.view.samples", "coevo.view.annotate", "coevo.view.rlac", "coevo.view.decoevo",
                 "coevo.view.compare")
@@ -76,12 +88,10 @@ def create_app(paths: list[Path], comparisons: ComparisonSpec | None = None, *,
 
         return HTMLResponse(export_html(run_ref(request, run_id).path))
 
-    @app.get("/static/plotly.min.js")
-    def plotly() -> Response:
-        return Response(_plotly_cached(), media_type="application/javascript",
-                        headers={"Cache-Control": "max-age=86400"})
-
+    app.get("/static/plotly.min.js")(plotly_script)
     app.state.guard = Guard(allowed_hosts)
+    # Added before the guard, so it runs inside it: a refused request is never compressed.
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MINIMUM_BYTES, compresslevel=GZIP_LEVEL)
     app.add_middleware(GuardMiddleware, guard=app.state.guard)
     _error_pages(app)
     for name in PAGE_MODULES:
@@ -141,6 +151,7 @@ def _expected(error: dict) -> str:
 
 
 _PLOTLY: str | None = None
+_PLOTLY_GZ: bytes | None = None
 
 
 def _plotly_cached() -> str:
@@ -148,6 +159,32 @@ def _plotly_cached() -> str:
     if _PLOTLY is None:
         _PLOTLY = plotly_js()
     return _PLOTLY
+
+
+def _plotly_gzipped() -> bytes:
+    """plotly.js gzip-compressed, once per process (mtime 0: the same bytes every time)."""
+    import gzip
+
+    global _PLOTLY_GZ
+    if _PLOTLY_GZ is None:
+        _PLOTLY_GZ = gzip.compress(_plotly_cached().encode("utf-8"), compresslevel=9, mtime=0)
+    return _PLOTLY_GZ
+
+
+def plotly_script(request: Request) -> Response:
+    """plotly.js, gzip-compressed for a client that accepts it (compressed once, kept)."""
+    headers = {"Cache-Control": "max-age=86400", "Vary": "Accept-Encoding"}
+    if accepts_gzip(request.headers.get("accept-encoding", "")):
+        # Marked as encoded, GZipMiddleware passes it through untouched.
+        return Response(_plotly_gzipped(), media_type="application/javascript",
+                        headers={**headers, "Content-Encoding": "gzip"})
+    return Response(_plotly_cached(), media_type="application/javascript", headers=headers)
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether a client's Accept-Encoding asks for gzip, read as GZipMiddleware reads it (the
+    word present), so that plotly.js and the pages are compressed for the same clients."""
+    return "gzip" in accept_encoding
 
 
 def serve(paths: list[Path], host: str = "127.0.0.1", port: int = 8000,

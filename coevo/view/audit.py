@@ -29,6 +29,9 @@ PREFIX = "audit_"
 ROLES = {"reward": "Its rewards can be gamed: a rising critic reward may not mean better critiques.",
          "pairwise": "The actor's DPO pairs and win_rate_vs_round0 rest on this judge, so they can follow what "
                      "fools it rather than quality.",
+         # TAIScore: the gold-rubric judge behind gold_score, the run's headline number.
+         "gold": "gold_score, the run's headline number, rests on this judge, so it can move without the answers "
+                 "getting better, or stay put while they do.",
          # RLAC facts: the entailment judge that confirms the critic's claimed wrong facts.
          "validator": "The critic's rewards can be gamed: a claim it confirms may not be a real failure.",
          # DecoEvo: the frozen judge grading under the current rubric-generator skill's rubrics.
@@ -38,6 +41,9 @@ PANELS = (("reward", "fooled_rate", "reward judge: fooled rate (master keys)", "
           ("pairwise", "fooled_rate", "pairwise judge: fooled rate (master keys)", "cases", "FOOLED_RATE_MAX"),
           ("pairwise", "position_consistency", "pairwise judge: position consistency", "pairs",
            "POSITION_CONSISTENCY_MIN"),
+          ("gold", "fooled_rate", "gold-rubric judge: fooled rate (master keys)", "cases", "FOOLED_RATE_MAX"),
+          ("gold", "criterion_order_rate", "gold-rubric judge: prompts scored in criterion order", "prompts",
+           "CRITERION_ORDER_MAX"),
           ("validator", "fooled_rate", "facts validator: fooled rate (content-free claims)", "cases",
            "FOOLED_RATE_MAX"),
           ("grader", "fooled_rate", "grader (judge + rubric skill): fooled rate (master keys)", "cases",

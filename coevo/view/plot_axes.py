@@ -35,6 +35,15 @@ TRAINING: dict[str, MetricDef] = {d.name: d for d in (
     MetricDef(name="rewards/accuracies", title="DPO reward accuracy", definition="Share of the step's pairs whose "
               "chosen answer got the higher implicit reward.", unit="share of pairs", low=0.0, high=1.0,
               kind="rate"),
+    MetricDef(name="completions/mean_length", title="completion length", definition="Mean length of the step's "
+              "sampled completions, in tokens (a policy that learns to pad grows it).", unit="tokens", low=0.0,
+              kind="training"),
+    MetricDef(name="completions/clipped_ratio", title="completions cut at their limit", definition="Share of the "
+              "step's completions that stopped at their token limit (TRL's clipped ratio): the reward scored "
+              "unfinished text.", unit="share of completions", low=0.0, high=1.0, kind="rate"),
+    MetricDef(name="entropy", title="entropy", definition="Mean per-token entropy of the policy over the step's "
+              "completions (a fast fall: the policy collapses onto a few phrasings).", unit="nats", low=0.0,
+              kind="training"),
     MetricDef(name="learning_rate", title="learning rate", definition="The optimiser's learning rate at this step.",
               unit="learning rate", low=0.0, kind="training"),
 )}
@@ -42,8 +51,6 @@ TRAINING: dict[str, MetricDef] = {d.name: d for d in (
 #: Quantities that cannot be negative though the registry gives no scale: an axis around them
 #: never dips below 0.
 NON_NEGATIVE = ("count", "seconds", "memory")
-#: The narrowest axis a bounded score is drawn on, as a share of its scale.
-MIN_SHARE_OF_SCALE = 0.10
 #: The narrowest axis an open-ended quantity is drawn on, as a share of its values' magnitude.
 MIN_SHARE_OF_MAGNITUDE = 0.10
 #: Room beyond a scale's ends, as a share of the axis, so a point at 0 or 1 is not cut by the frame.
@@ -55,21 +62,15 @@ def definition_of(metric: str | MetricDef | None) -> MetricDef | None:
     return describe(metric) if isinstance(metric, str) else metric
 
 
-def is_share(metric: MetricDef) -> bool:
-    """A rate, or anything else on [0, 1]: read against both ends, so always drawn on all of it."""
-    return metric.kind == "rate" or (metric.low == 0.0 and metric.high == 1.0)
-
-
 def y_range(values: list[float], metric: MetricDef | None) -> dict[str, Any]:
     """A panel's y range (`{}`: plotly's autorange) for its values, interval ends included.
 
     Plotly zooms in on whatever the values span, which drew a gold score of 4.9011 then
     4.9015 (on a 1–10 scale) as a climb across the panel, a rate of 0.5 then 0.51 as a leap, and
     a constant 0.002 on the 0 tick. One rule instead:
-    - a share (a rate, or a 0–1 scale) is drawn on all of [0, 1]: 0.8 means something against 0
-      and 1, not against 0.79;
-    - a bounded scale is drawn at least MIN_SHARE_OF_SCALE of its scale wide (kept inside it),
-      so a change too small to matter on that scale looks flat;
+    - a metric with a scale (a rate on [0, 1], a 1–10 score, a −9 to 9 difference) is drawn on
+      all of it: a change is seen against the whole scale, so a step from two items that moves
+      a score by half a point looks like half a point, not a cliff;
     - an open-ended quantity keeps plotly's autorange unless its values span less than
       MIN_SHARE_OF_MAGNITUDE of their magnitude (12.1 s then 12.3 s per step is a 2 % change,
       not a doubling); a count, seconds or memory axis never dips below 0.
@@ -78,22 +79,17 @@ def y_range(values: list[float], metric: MetricDef | None) -> dict[str, Any]:
     low, high = (metric.low, metric.high) if metric is not None else (None, None)
     if metric is not None and low is None and metric.kind in NON_NEGATIVE:
         low = 0.0
-    if metric is not None and low is not None and high is not None and is_share(metric):
+    if low is not None and high is not None:
         pad = EDGE_PAD * (high - low)
         return {"range": [min([low - pad, *finite]), max([high + pad, *finite])]}
     if not finite:
         return {}
     vmin, vmax = min(finite), max(finite)
-    if low is not None and high is not None:
-        min_width = MIN_SHARE_OF_SCALE * (high - low)
-    else:
-        min_width = MIN_SHARE_OF_MAGNITUDE * max(abs(vmin), abs(vmax))
+    min_width = MIN_SHARE_OF_MAGNITUDE * max(abs(vmin), abs(vmax))
     if min_width == 0 or vmax - vmin >= min_width:
         return {}
     pad = EDGE_PAD * min_width
     start = (vmin + vmax - min_width) / 2
-    if high is not None and start + min_width > high + pad:
-        start = max(high + pad - min_width, vmax - min_width)
     if low is not None and start < low - pad:
         start = min(low - pad, vmin)
     return {"range": [start, start + min_width]}

@@ -14,9 +14,11 @@ from typing import Any
 
 from coevo.store import RunStore, stage_round
 from coevo.view import plots
+from coevo.view.answers import dpo_pairs, round_answers
 from coevo.view.audit import audit_section
 from coevo.view.context import RunRef
 from coevo.view.monitor import monitor_section
+from coevo.view.story import run_story
 from coevo.view.targets import target_section
 
 #: What the store's round column counts, where it is not a round.
@@ -32,25 +34,20 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
 
     info = run_info(ref.path)
     metrics = store.metrics()
-    rows = store.rollout_rows()  # read once: the examples and the length check both look at them
+    rows = store.rollout_rows()  # read once: the examples, the answers and the length check all look at them
     logs = store.training_logs()
     results = training_results(store, logs)
     kinds = {stage: r.get("kind") for stage, r in results.items() if isinstance(r, dict) and r.get("kind")}
-    figures = {
-        "metrics": plots.metric_figures(metrics, ROUND_LABEL.get(info.algorithm, "round")),
-        "training": plots.training_figures(logs, kinds),
-        "experiment": [f for title, series in (store.get_meta("plots", {}) or {}).items()
-                       if (f := plots.series_figure(title, series)) is not None],
-        "distributions": plots.distribution_figures(store.get_meta("distributions", {}) or {}),
-    }
-    for group in figures.values():
-        for figure in group:
-            figure["json"] = plots.figure_json(figure["figure"])
+    figures = run_figures(store, metrics, logs, kinds, ROUND_LABEL.get(info.algorithm, "round"))
     summary = read_summary(ref.path)
     task = (store.get_meta("config", {}) or {}).get("task")
     targets = target_section(info.algorithm, task, metrics, logs, kinds, summary)
     audit = audit_section(metrics, _audit_records(store, summary))
     monitor = monitor_section(store)
+    warnings = run_warnings(store, stage_results=results, logs=logs, rollouts=[row["rollout"] for row in rows])
+    pairs = dpo_pairs(store, [stage for stage, kind in kinds.items() if kind == "dpo"], rows)
+    story = run_story(store, summary, warnings=warnings, results=results, rollouts=len(rows),
+                      pairs=pairs["total"] if pairs else None, round_label=ROUND_LABEL.get(info.algorithm, "round"))
     return {
         "title": f"{info.algorithm} run {ref.id}",
         "info": info,
@@ -58,11 +55,11 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "path": str(Path(ref.path).resolve()),
         "provenance": store.get_meta("provenance") or summary.get("provenance"),
         "config_json": json.dumps(store.get_meta("config", {}), indent=2, ensure_ascii=False),
-        "warnings": run_warnings(store, stage_results=results, logs=logs,
-                                 rollouts=[row["rollout"] for row in rows]),
+        "story": story,
+        "warnings": warnings,
         # None: a run made before departures were kept (unknown), [] : the paper's settings.
         "departures": store.get_meta("departures", summary.get("departures")),
-        "tables": _meta_tables(store),
+        "tables": _meta_tables(store, metrics),
         "intervals": _intervals(summary),
         "costs": _step_costs(summary),
         "run_cost": run_cost_rows(summary, store.get_meta("estimate")),
@@ -73,6 +70,8 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "targets": targets,
         "audit": audit,
         "monitor": monitor,
+        "pairs": pairs,
+        "answers": round_answers(rows),
         "images": {title: image for title, image in (store.get_meta("figures", {}) or {}).items()
                    if str(image).startswith("data:image/png;base64,")},
         "judgments": _judgment_rows(store),
@@ -80,8 +79,25 @@ def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
         "examples": examples(store, rows=rows),
         "skills": skill_history(store),
         "needs_plotly": any(figures.values()) or bool(targets and targets["figure"])
-        or bool(audit and audit["figure"]) or bool(monitor and monitor["figure"]),
+        or bool(audit and audit["figure"]) or bool(monitor and (monitor["figure"] or monitor["outputs_figure"])),
     }
+
+
+def run_figures(store: RunStore, metrics: list[dict[str, Any]], logs: list[dict[str, Any]], kinds: dict[str, str],
+                round_label: str) -> dict[str, list[dict[str, Any]]]:
+    """The page's figure groups (metrics by round, per-step training curves, the experiment's
+    own plots, kept distributions), each figure with its `json` for the page's script."""
+    figures = {
+        "metrics": plots.metric_figures(metrics, round_label),
+        "training": plots.training_figures(logs, kinds),
+        "experiment": [f for title, series in (store.get_meta("plots", {}) or {}).items()
+                       if (f := plots.series_figure(title, series)) is not None],
+        "distributions": plots.distribution_figures(store.get_meta("distributions", {}) or {}),
+    }
+    for group in figures.values():
+        for figure in group:
+            figure["json"] = plots.figure_json(figure["figure"])
+    return figures
 
 
 def _audit_records(store: RunStore, summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -94,17 +110,45 @@ def _audit_records(store: RunStore, summary: dict[str, Any]) -> list[dict[str, A
     return records
 
 
-def _meta_tables(store: RunStore) -> list[dict[str, Any]]:
+def _meta_tables(store: RunStore, metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The experiment's comparison tables (meta "tables": {title: {columns, rows}}), each
     with `definitions`: every metric name in its header or its "metric" column that
-    metric_defs.py defines, {name: MetricDef} (the page gives each a hover and a list)."""
+    metric_defs.py defines, {name: MetricDef} (the page gives each a hover and a list). A
+    table of metric × round gets a row for each judge-audit measure that failed and is not
+    among its rows (`added`): a table that lists the audit's passing measures must not leave
+    out the one that failed."""
     out = []
     for i, (title, table) in enumerate((store.get_meta("tables", {}) or {}).items()):
         if isinstance(table, dict) and table.get("columns"):
-            rows = table.get("rows", [])
+            rows = [*table.get("rows", []), *_failed_audit_rows(table, metrics)]
             names = [*table["columns"], *(row.get("metric") for row in rows if isinstance(row, dict))]
             out.append({"id": f"table-result-{i}", "title": title, "columns": table["columns"], "rows": rows,
                         "definitions": metric_definitions(names)})
+    return out
+
+
+def _failed_audit_rows(table: dict[str, Any], metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for `table` (metric × "round N" columns) of the failed audit measures it lacks,
+    each cell the measure's estimate in that round (its n and interval), marked `added`."""
+    from coevo.metric_defs import estimate_of, values_by_stage_round
+    from coevo.view.changes import failed_audit_metrics
+
+    columns = table["columns"]
+    rounds = {c: int(c.split()[1]) for c in columns if isinstance(c, str) and re.fullmatch(r"round \d+", c)}
+    listed = {row.get("metric") for row in table.get("rows", []) if isinstance(row, dict)}
+    if not columns or columns[0] != "metric" or not rounds:
+        return []
+    grouped = values_by_stage_round(metrics)
+    out = []
+    for stage, name, _, _ in failed_audit_metrics(metrics):
+        if name in listed:
+            continue
+        listed.add(name)
+        row: dict[str, Any] = {"metric": name, "added": True}
+        for column, r in rounds.items():
+            values = grouped.get((stage, r), {})
+            row[column] = estimate_of(values, name).text() if values.get(name) is not None else None
+        out.append(row)
     return out
 
 
@@ -117,17 +161,27 @@ def metric_definitions(names: list[Any]) -> dict[str, Any]:
 
 def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Paired confidence intervals summary.json carries (keys ending in `_ci`): one interval
-    ({mean_diff, low, high, n_pairs}: DecoEvo's), or one per condition (TAIScore's gold gain)."""
+    ({mean_diff, low, high, n_pairs}: DecoEvo's), or one per condition (TAIScore's gold gain).
+    From fewer than MIN_ITEMS pairs the ends are dropped (`too_few`): the page says "too few to
+    tell" instead of an interval that spans little more than the two pairs' own spread."""
+    from coevo.metric_defs import MIN_ITEMS
+
     out = []
     for key, value in summary.items():
         if not (key.endswith("_ci") and isinstance(value, dict)):
             continue
         name = key[:-3].replace("_minus_", " − ").replace("_", " ")
         if "low" in value:
-            out.append({"name": name, **value})
+            found = [{"name": name, **value}]
         else:
-            out.extend({"name": f"{name}: {condition}", **ci} for condition, ci in value.items()
-                       if isinstance(ci, dict) and "low" in ci)
+            found = [{"name": f"{name}: {condition}", **ci} for condition, ci in value.items()
+                     if isinstance(ci, dict) and "low" in ci]
+        for ci in found:
+            n = ci.get("n_pairs")
+            ci["too_few"] = isinstance(n, (int, float)) and n < MIN_ITEMS
+            if ci["too_few"]:
+                ci["low"] = ci["high"] = None
+        out += found
     return out
 
 
@@ -232,7 +286,8 @@ def _judgment_rows(store: RunStore) -> list[dict[str, Any]]:
 
 
 def _stage_rows(results: dict[str, Any], cost: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """One row per finished training stage: kind, round, steps, loss, weight change, seconds,
+    """One row per finished training stage: kind, round, steps, the final loss (the last
+    step's) and the mean loss over its steps, the largest absolute weight change, seconds,
     peak memory, the tokens TRL counted (summary.json → cost → training), checkpoint."""
     counted = {row["stage"]: row for row in (cost or {}).get("training") or [] if isinstance(row, dict)}
     rows = []
@@ -241,11 +296,28 @@ def _stage_rows(results: dict[str, Any], cost: dict[str, Any] | None = None) -> 
             continue
         m = r.get("metrics") or {}
         rows.append({"stage": stage, "kind": r.get("kind") or "—", "round": stage_round(stage, r.get("round")),
-                     "steps": r.get("steps"), "loss": m.get("train_loss", m.get("loss")),
+                     "steps": r.get("steps"), **stage_losses(r),
                      "weight_delta": m.get("weight_delta"), "seconds": r.get("seconds"),
                      "peak_rss_mb": r.get("peak_rss_mb"), "tokens": (counted.get(stage) or {}).get("tokens"),
                      "checkpoint": r.get("checkpoint")})
     return rows
+
+
+def stage_losses(result: dict[str, Any]) -> dict[str, float | None]:
+    """{"final_loss": the last step's loss, "mean_loss": the mean over the stage's steps}.
+    TRL's `train_loss` is the mean, and the stage's `loss` metric is the last logged step's
+    (coevo.train.common.final_metrics); where a stage kept only one of them its history gives
+    the other, and neither is taken for the other."""
+    from coevo.view.plots import logged_steps
+
+    metrics = result.get("metrics") or {}
+    losses = [e["loss"] for e in logged_steps(result.get("history") or [])
+              if isinstance(e.get("loss"), (int, float)) and not isinstance(e.get("loss"), bool)]
+    final = losses[-1] if losses else metrics.get("loss")
+    mean = metrics.get("train_loss", metrics.get("step_loss"))
+    if mean is None and losses:
+        mean = sum(losses) / len(losses)
+    return {"final_loss": final, "mean_loss": mean}
 
 
 def examples(store: RunStore, per_kind: int = EXAMPLES, rows: list[dict[str, Any]] | None = None

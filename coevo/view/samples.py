@@ -64,6 +64,13 @@ class SampleRow:
         return "valid" if all(valid for valid, _, _ in self.judges.values()) else "invalid"
 
     @property
+    def length(self) -> str:
+        """The answer's length in characters, `y0 → y1` where it was revised (a revision that
+        only grows is a sign a judge pays for length)."""
+        y0 = len(self.rollout.y0 or "")
+        return f"{y0}" if self.rollout.y1 is None else f"{y0} → {len(self.rollout.y1)}"
+
+    @property
     def reward(self) -> float | None:
         """The training reward one of its judgments gave (TAIScore's GRPO), else None."""
         return next((r for _, _, r in self.judges.values() if r is not None), None)

@@ -142,22 +142,45 @@ def _cut_off_finding(who: str, groups: list[dict[str, Any]]) -> list[Finding]:
 
 def adam_first_steps(stage_results: dict[str, Any]) -> list[Finding]:
     """Training stages of at most FEW_STEPS steps whose largest weight change is within what
-    Adam's first steps do to any gradient (ADAM_STEP_MULTIPLE learning rates a step)."""
+    Adam's first steps do to any gradient (ADAM_STEP_MULTIPLE times the learning rate of each
+    step). The rates are each step's as TRL logged it: a scheduled rate differs per step, so one
+    rate scaled by the step count would name a rate the stage never used."""
     out = []
     for stage, result in stage_results.items():
         if not isinstance(result, dict):
             continue
-        metrics = result.get("metrics") or {}
-        steps, delta, lr = result.get("steps"), metrics.get("weight_delta"), metrics.get("learning_rate")
-        # Without the learning rate there is no yardstick for "about one Adam step": no warning.
+        steps, delta = result.get("steps"), (result.get("metrics") or {}).get("weight_delta")
         if not isinstance(steps, int) or not 0 < steps <= FEW_STEPS or not delta:
             continue
-        if not isinstance(lr, (int, float)) or lr <= 0 or delta > ADAM_STEP_MULTIPLE * steps * lr:
+        rates = step_learning_rates(result)
+        # Without a learning rate there is no yardstick for "about one Adam step": no warning.
+        if not rates:
             continue
-        scale = f" = {delta / lr:.1f}x its learning rate {lr:g}"
+        # Steps whose rate was not logged are taken at the largest logged one (an upper bound).
+        yardstick = sum(rate for _, rate in rates) + max(0, steps - len(rates)) * max(rate for _, rate in rates)
+        if yardstick <= 0 or delta > ADAM_STEP_MULTIPLE * yardstick:
+            continue
+        named = ", ".join(f"{rate:g}" if step is None else f"{rate:g} (step {step})" for step, rate in rates)
+        which = "the learning rate TRL logged at each step" if rates[0][0] is not None else "its last logged " \
+            "learning rate"
         out.append(_finding("adam-first-step", (
-            f"{stage}: {steps} optimizer step{'s' if steps != 1 else ''}, largest weight change {delta:.2g}{scale}. "
-            "Adam's first steps move every weight by about the learning rate whatever the reward meant, so this "
-            "shows that training ran, not that the policy learned what its reward asks: judge that from held-out "
-            "metrics over more steps (benchmarks/learning_curves.py).")))
+            f"{stage}: {steps} optimizer step{'s' if steps != 1 else ''}, largest absolute weight change "
+            f"{delta:.2g}; {which}: {named}. Adam's first steps move every weight by about that step's learning "
+            "rate whatever the reward meant, so this shows that training ran, not that the policy learned what its "
+            "reward asks: judge that from held-out metrics over more steps (benchmarks/learning_curves.py).")))
     return out
+
+
+def step_learning_rates(result: dict[str, Any]) -> list[tuple[int | None, float]]:
+    """[(step, learning rate)] as the stage's TRL history logged them; [(None, rate)] from its
+    final metrics where it kept no history; [] where neither holds a positive rate."""
+    rates = []
+    for i, entry in enumerate(result.get("history") or []):
+        if isinstance(entry, dict) and "train_runtime" not in entry:
+            rate = entry.get("learning_rate")
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate >= 0:
+                rates.append((int(entry.get("step", i + 1)), float(rate)))
+    if rates and any(rate > 0 for _, rate in rates):
+        return rates
+    rate = (result.get("metrics") or {}).get("learning_rate")
+    return [(None, float(rate))] if isinstance(rate, (int, float)) and rate > 0 else []

@@ -5,7 +5,8 @@ TRL history, judgments, rollouts, meta) and says what it saw and what to do abou
   - a training stage that changed no weight, or logged zero loss and zero grad norm;
   - a judge whose outputs were unreadable more than 20 % of the time;
   - a reward that was constant (sd 0, or every GRPO group with equal rewards);
-  - a judge that gave every answer the same score (it agreed with everything);
+  - a model judge that gave every answer the same score (it agreed with everything);
+  - GRPO critiques that copy their input, with the reward they got (view/copy_warnings.py);
   - a metric at its ceiling in every round (it cannot show a gain), on few problems;
   - length inflation (revisions, or later rounds' answers, much longer);
   - a judge that failed checks of the run's judge audit in its latest audited round;
@@ -22,8 +23,10 @@ from collections import defaultdict
 from typing import Any
 
 
+from coevo.eval.constraints import CONSTRAINTS
 from coevo.runinfo import HEADLINE_METRICS
 from coevo.store import RunStore
+from coevo.view.copy_warnings import copied_critiques
 from coevo.view.findings import Finding
 from coevo.view.plots import logged_steps
 # The checks a list of runs also makes live in trust_warnings.py (runinfo.py reads them there).
@@ -39,6 +42,10 @@ MIN_JUDGMENTS = 4
 #: Below this share of pairs judged the same in both shown orders, a pairwise judge's
 #: verdicts are mostly its position preference (a judge reading content is near 1).
 POSITION_CONSISTENCY = 0.5
+
+#: Judges that are checks in code whatever their judgments' `source` says (the constraint
+#: checks of coevo/eval/constraints.py record no source of their own).
+CODE_CHECKERS = (CONSTRAINTS,)
 
 #: Metrics with a known best value: (ceiling, what it means).
 CEILINGS = {"gold_score": 10.0, "refine_S_y1": 10.0, "refine_S_y1_after_dpo": 10.0, "pass_at_1": 1.0,
@@ -59,6 +66,7 @@ def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None
     found += invalid_judgments(store)
     found += constant_reward(metrics, logs)
     found += agreeing_judges(store)
+    found += copied_critiques(store)
     found += position_bias(metrics)
     found += judge_audit(store, metrics)
     found += at_ceiling(metrics, store)
@@ -153,10 +161,15 @@ def constant_reward(metrics: list[dict[str, Any]], logs: list[dict[str, Any]]) -
 
 
 def agreeing_judges(store: RunStore) -> list[Finding]:
-    """Judges that gave every readable answer the same score (a pairwise judge: the same side)."""
+    """Model judges that gave every readable answer the same score (a pairwise judge: the same
+    side). A checker in code (a `python:` scorer, the constraint checks) is left out: it gives
+    what its code computes, and no stronger judge would change that."""
     out = []
     for judge in sorted(store.judgment_counts()):
-        scores = [j.score for j in store.judgments(judge) if j.valid and j.score is not None]
+        judgments = store.judgments(judge)
+        if not is_model_judge(judgments):
+            continue
+        scores = [j.score for j in judgments if j.valid and j.score is not None]
         if len(scores) >= MIN_JUDGMENTS and max(scores) == min(scores):
             what = "preferred the same side in" if "pairwise" in judge else "gave the same score to"
             out.append(Finding(kind="judge-agrees", text=(
@@ -164,6 +177,12 @@ def agreeing_judges(store: RunStore) -> list[Finding]:
                 "it agreed with everything, so it tells nothing apart. Check its prompt and parsing, or use a "
                 "stronger judge or expected scoring.")))
     return out
+
+
+def is_model_judge(judgments: list[Any]) -> bool:
+    """Whether any of a judge's judgments came from a model: not from a `python:` scorer
+    (`source="python"`) nor from a check in code (CODE_CHECKERS)."""
+    return any(j.source != "python" and j.judge not in CODE_CHECKERS for j in judgments)
 
 
 def position_bias(metrics: list[dict[str, Any]]) -> list[Finding]:

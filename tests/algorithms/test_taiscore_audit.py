@@ -22,7 +22,7 @@ def test_a_gullible_reward_judge_is_flagged_every_round(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         summary = summary_dict(run_taiscore(_config(tmp_path), RunStore(tmp_path / "run"), FakeTrainers().backend()))
     rounds = sorted({(record["round"], record["judge_role"]) for record in summary["audit"]})
-    assert rounds == [(f"coevolution/round{r}", judge) for r in range(3) for judge in ("pairwise", "reward")]
+    assert rounds == [(f"coevolution/round{r}", judge) for r in range(3) for judge in ("gold", "pairwise", "reward")]
     reward = [record for record in summary["audit"] if record["judge_role"] == "reward"]
     assert all(record["kind"] == "taiscore" and record["fooled_rate"]["value"] == 1.0 for record in reward)
     assert all("master_keys" in {flag["probe"] for flag in record["flags"]} for record in reward)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from coevo.cli import app
-from coevo.eval.agreement import judge_agreement, pairwise_agreement, unmatched
+from coevo.eval.agreement import judge_agreement, pairwise_agreement, top1_overlap, unmatched
 
 # Four pairs, each oriented (a, b):
 #   A prefers a in g1, g2; b in g3, g4         -> P_A(a first) = 1/2
@@ -96,3 +96,41 @@ def test_the_command_shows_the_interval_from_five_pairs(tmp_path):
     lo, hi = _wilson(6, 8)
     assert f"pairwise agreement │ 0.750 │ [{lo:.3f}, {hi:.3f}] │ 8 pairs" in text
     assert "left out:" not in text
+
+
+# -- a judge's share near 0.5 is a tie ----------------------------------------------------------
+
+def test_a_judges_share_within_the_margin_of_half_is_a_tie_and_is_counted():
+    from coevo.eval.agreement import TIE_MARGIN, margin_tie
+
+    assert TIE_MARGIN == 0.05
+    human = {"g1": {"y0": 0.0, "y1": 1.0}, "g2": {"y0": 1.0, "y1": 0.0}, "g3": {"y0": 0.0, "y1": 1.0},
+             "g4": {"y0": 1.0, "y1": 0.0}}
+    # The bug report's judge: 0.498 / 0.502 (could not choose), then two real verdicts and an edge.
+    judge = {"g1": {"y0": 0.498, "y1": 0.502}, "g2": {"y0": 0.502, "y1": 0.498},
+             "g3": {"y0": 0.2, "y1": 0.8}, "g4": {"y0": 0.54, "y1": 0.46}}
+    result = pairwise_agreement(human, judge)
+    assert (result.n_pairs, result.n_agree, result.n_tied, result.n_margin_ties) == (1, 1, 3, 3)
+    assert result.tie_margin == TIE_MARGIN
+    # Two scores that only look like a share are not one: a rubric's 6 and 7, human labels 1 / 0.
+    assert not margin_tie({"y0": 6.0, "y1": 7.0}) and not margin_tie({"y0": 1.0, "y1": 0.0})
+    assert not margin_tie({"a": 0.5, "b": 0.5})  # an exact tie is a tie of its own, not the margin's
+    assert margin_tie({"a": 0.45, "b": 0.55}) and not margin_tie({"a": 0.44, "b": 0.56})
+    # Top-1 overlap reads the share as the tie it is: both candidates are the judge's top.
+    assert top1_overlap({"g": {"a": 1.0, "b": 0.0}}, {"g": {"a": 0.49, "b": 0.51}}).overlap == 1.0
+    # Without the margin (0), the old count: the hair off 0.5 decided the pair.
+    assert pairwise_agreement(human, judge, margin=0.0).n_pairs == 4
+
+
+def test_the_command_says_how_many_pairs_were_ties_by_the_margin(tmp_path):
+    human = {"g1": {"y0": 0.0, "y1": 1.0}, "g2": {"y0": 1.0, "y1": 0.0}}
+    judge = {"g1": {"y0": 0.498, "y1": 0.502}, "g2": {"y0": 0.502, "y1": 0.498}}
+    a, b = _write(tmp_path / "human.jsonl", human), _write(tmp_path / "judge.jsonl", judge)
+    report = json.loads(CliRunner().invoke(app, ["eval", "agreement", "--a", a, "--b", b, "--json"]).stdout)
+    assert (report["agreement"], report["n_pairs"], report["n_tied"], report["n_margin_ties"]) == (None, 0, 2, 2)
+    assert report["tie_margin"] == 0.05
+    table = CliRunner().invoke(app, ["eval", "agreement", "--a", a, "--b", b])
+    text = " ".join(table.output.split())
+    assert table.exit_code == 0 and "pairwise agreement │ — │" in text  # not 1.000 over 2 "decided" pairs
+    assert ("ties: a judge's share within ±0.05 of 0.5 counts as a tie, not a verdict; 2 pairs were ties by that "
+            "rule, among the 2 tied pairs left out") in text

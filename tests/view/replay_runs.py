@@ -233,9 +233,28 @@ def _tai_rules() -> list[dict]:
     return rules
 
 
+def _trl_history(kind: str, steps: int) -> list[dict]:
+    """A TRL `log_history` of `steps` steps and its closing summary row, with the keys TRL logs
+    (GRPO: reward, completion length, completions cut at their limit, entropy; DPO: margins),
+    the learning rate scheduled down from 1e-05 (a different rate each step)."""
+    rows = []
+    for step in range(1, steps + 1):
+        row = {"step": step, "epoch": step / steps, "loss": round(0.69 - 0.09 * step, 4), "grad_norm": 1.0 + step,
+               "learning_rate": 1e-5 * (1 - (step - 1) / steps), "entropy": round(2.0 - 0.1 * step, 3)}
+        if kind == "grpo":
+            row |= {"reward": 0.2 + 0.1 * step, "reward_std": 0.3, "frac_reward_zero_std": 0.5,
+                    "completions/mean_length": 40.0 + 10 * step, "completions/clipped_ratio": 0.25 * step}
+        else:
+            row |= {"rewards/margins": 0.1 * step, "rewards/accuracies": 0.5 + 0.25 * step}
+        rows.append(row)
+    return rows + [{"step": steps, "train_loss": sum(r["loss"] for r in rows) / steps, "train_runtime": 1.0}]
+
+
 @contextlib.contextmanager
-def _taiscore_fakes(rules: list[dict]):
-    """Replay models in every role, and GRPO / DPO stages that score and record, not train."""
+def _taiscore_fakes(rules: list[dict], steps: int | None = None):
+    """Replay models in every role, and GRPO / DPO stages that score and record, not train.
+    `steps`: each stage records that many optimizer steps with a TRL-shaped history and a
+    largest weight change about its learning rates' (None: one step, no history)."""
     import pytest
 
     import coevo.algorithms.taiscore.loop as taiscore
@@ -250,9 +269,16 @@ def _taiscore_fakes(rules: list[dict]):
             super().__init__(rules=rules)
             self.model_id, self.model, self.tokenizer = f"fake:{spec}", None, None
 
-    def result(output_dir, **metrics) -> TrainResult:
-        return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0, seconds_per_step=0.0,
-                           peak_rss_mb=0.0, metrics=metrics)
+    def result(output_dir, kind: str = "", **metrics) -> TrainResult:
+        if steps is None:
+            return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0, seconds_per_step=0.0,
+                               peak_rss_mb=0.0, metrics=metrics)
+        history = _trl_history(kind, steps)
+        # As coevo.train.common.final_metrics keeps them: each key's last value, train_loss the mean.
+        last = {k: v for row in history for k, v in row.items() if k not in ("step", "epoch")}
+        return TrainResult(checkpoint=str(output_dir / "final"), steps=steps, seconds=1.0, seconds_per_step=0.5,
+                           peak_rss_mb=0.0, metrics={**last, "weight_delta": 1.5e-5}, history=history, kind=kind,
+                           round=int(Path(output_dir).parent.name.removeprefix("round")))
 
     def grpo(policy, prompts, reward_fn, settings, output_dir, *, resume=True, extra_columns=None, callbacks=None):
         # The reward as TRL calls it: N critiques per prompt (the critic's rules' texts).
@@ -262,11 +288,11 @@ def _taiscore_fakes(rules: list[dict]):
         columns = {key: [v for v in values for _ in range(n)] for key, values in (extra_columns or {}).items()}
         reward_fn(prompts=[p for p in prompts for _ in range(n)], completions=completions, **columns)
         policy.model_id += "+grpo"
-        return result(output_dir, loss=0.5)
+        return result(output_dir, "grpo", loss=0.5)
 
     def dpo(policy, pairs, settings, output_dir, *, reference=None, resume=True):
         policy.model_id += "+dpo"
-        return result(output_dir, train_loss=0.6)
+        return result(output_dir, "dpo", train_loss=0.6)
 
     backend = taiscore.Backend(load_trainable=Local, restore=lambda model, checkpoint, settings: None,
                                train_grpo=grpo, train_dpo=dpo, load_frozen=Local,
@@ -294,4 +320,53 @@ def build_taiscore(run: Path, inputs: Path) -> Path:
                         "critic": {"model": "critic"}, "judge": {"model": "judge"}}}
     with _taiscore_fakes(_tai_rules()):
         run_experiment(None, run, data=config)
+    return run
+
+
+#: The reward-hacking monitor's anchor in the story run, as the quickstart names it.
+STORY_ANCHOR = "python:coevo.learning.rewards:checkable_taiscore"
+
+
+def build_taiscore_story(run: Path, inputs: Path) -> Path:
+    """The quickstart's shape, from replay models: one TAIScore round on four prompts (two held
+    out: too few to tell), GRPO and DPO stages of two steps with TRL's per-step history (a
+    scheduled learning rate, completion length, completions cut at their limit, entropy) and a
+    weight change about Adam's first steps, DPO pairs judged by the pairwise judge, and a
+    monitor report of the critic's two steps against the quickstart's anchor. Not in BUILDERS:
+    the story's browser tests build it for themselves."""
+    from coevo.monitor import Monitor
+    from coevo.monitor.records import keep_report
+    from coevo.runner import run_experiment
+    from coevo.store import RunStore
+    from coevo.view.export import write_report
+
+    inputs.mkdir(parents=True, exist_ok=True)
+    data = inputs / "taiscore_story_data.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Write about {topic}.", "rubric": RUBRIC}) + "\n"
+                            for i, topic in enumerate(TAI_TOPICS)))
+    config = {"algorithm": "taiscore", "data": {"source": str(data)}, "rounds": 1, "pairs_per_round": 2,
+              "grpo": {"num_generations": 2}, "evaluation": {"holdout": 0.5}, "monitor": {"enabled": False},
+              "roles": {"actor": {"model": "actor"}, "critic": {"model": "critic"}, "judge": {"model": "judge"}}}
+    with _taiscore_fakes(_tai_rules(), steps=2):
+        run_experiment(None, run, data=config)
+
+    class Watched:  # what HackingMonitor keeps of a two-step stage: too few steps for the rule
+        def __init__(self):
+            self.monitor = Monitor(stage="coevolution/round1/critic")
+            for step in (0, 2):
+                self.monitor.observe_anchor(step, STORY_ANCHOR, {"q0": -0.5, "q1": 0.0})
+            for step in (1, 2):
+                self.monitor.observe_reward(step, [0.2 * step, 0.1 * step, 0.3])
+                self.monitor.observe_outputs(step, ["a critique a critique a critique", "short"], [step == 2, False])
+            self.flags = self.monitor.flags
+
+        def report(self):
+            return self.monitor.report()
+
+    store = RunStore(run)
+    try:
+        keep_report(store, Watched())
+    finally:
+        store.close()
+    write_report(run)
     return run

@@ -63,8 +63,9 @@ def _records(run: Path, kind: str = KIND) -> dict[str, dict]:
 
 
 def _shown(page: str, run: Path | None = None) -> dict:
-    """The pair on a page: its key, its token, the two texts, the progress; with `run`, also
-    which candidate is on the left, as the server keeps it (the page does not say)."""
+    """The pair on a page: its opaque id, its token, the two texts, the progress; with `run`,
+    also its key and which candidate is on the left, as the server keeps them (the page says
+    neither)."""
     fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page))
     progress = re.search(r'id="annotate-progress" data-labelled="(\d+)" data-total="(\d+)"', page)
     key = re.search(r'<div class="pair" id="pair" data-pair="([^"]+)">', page)
@@ -75,8 +76,18 @@ def _shown(page: str, run: Path | None = None) -> dict:
              "left_text": html.unescape(left.group(1)) if left else None,
              "right_text": html.unescape(right.group(1)) if right else None}
     if run is not None and "token" in fields:
-        shown["left"] = _records(run, SERVED)[fields["token"]]["left"]
+        serving = _records(run, SERVED)[fields["token"]]
+        shown["left"], shown["key"] = serving["left"], serving["pair"]
     return shown
+
+
+def _stage_rows(page: str) -> dict[tuple[str, str], dict]:
+    """The overview's batches as a researcher sees them (`reveal=stages`): (stage, kind) ->
+    {"batch": id, "title": what its pairs are, "pairs": n}."""
+    return {(stage, kind): {"batch": batch, "title": title, "pairs": int(n)} for batch, kind, stage, title, n in
+            re.findall(r'<tr data-batch="([^"]+)" data-kind="(\w+)" data-stage="([^"]+)">\s*<td class="l batch">'
+                       r'[^<]*</td>\s*<td class="l stage">[^<]*</td>\s*<td class="l">([^<]*)</td>\s*<td>(\d+)</td>',
+                       page)}
 
 
 def _label(client: TestClient, run_id: str, token: str, label: str, **kwargs):
@@ -93,11 +104,11 @@ def test_stages_list_their_pairs_and_a_pair_hides_the_judge(controls):
     rows = _rows(controls)
     page = client.get(f"/runs/{run_id}/annotate").text
     assert "<h1>Annotate</h1>" in page and 'id="annotate-stages"' in page
+    # The stages behind the batches are shown only to a researcher who asks.
+    assert "data-stage=" not in page and not re.search(r"<td[^>]*>controls</td>", page)
+    table = {key: row["pairs"] for key, row in _stage_rows(client.get(f"/runs/{run_id}/annotate?reveal=stages").text)
+             .items()}
     revisions = sum(bool(r["rollout"].y1) for r in rows)
-    table = {(stage, kind): int(n) for stage, kind, n in re.findall(
-        r'<tr data-stage="([^"]+)" data-kind="(\w+)">\s*<td class="l">[^<]*</td>\s*<td class="l">[^<]*</td>\s*'
-        r'<td>(\d+)</td>',
-        page)}
     assert table[(STAGE, "revision")] == revisions == 12
     # Critiques of one response: the controls' generic, shuffled and matched critiques of
     # each sample's y0 (the `none` condition has none) make 3 pairs per sample.
@@ -108,9 +119,9 @@ def test_stages_list_their_pairs_and_a_pair_hides_the_judge(controls):
     for element in ("label-A", "label-B", "label-tie", "label-form", "pair-left", "pair-right", "pair-x"):
         assert f'id="{element}"' in pair, element
     assert 'keys = {a: "label-A", b: "label-B", t: "label-tie"}' in pair  # the keyboard shortcuts
-    shown = _shown(pair)
+    shown = _shown(pair, controls)
     assert shown["labelled"] == 0 and shown["total"] == 12
-    [rollout] = [r["rollout"] for r in rows if f"{STAGE}|revision|{r['id']}" == shown["pair"]]
+    [rollout] = [r["rollout"] for r in rows if f"{STAGE}|revision|{r['id']}" == shown["key"]]
     assert {shown["left_text"], shown["right_text"]} == {rollout.y0, rollout.y1}
     # Nothing of the judges: no scores' reasons, no condition name, no critique.
     for judgment in rollout.judgments.values():
@@ -130,14 +141,17 @@ def test_sides_are_drawn_once_per_person_and_only_the_server_knows_them(controls
     assert [p.key for p in queue(pairs, 1)] != [p.key for p in queue(pairs, 0)]  # another seed, another order
     lefts, tokens = {}, set()
     for pair in pairs:
-        url = f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&pair={quote(pair.key)}"
-        page = client.get(url).text
+        # A researcher's link by stage and pair key: redirected to the pair's opaque url.
+        answer = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&pair={quote(pair.key)}")
+        url, page = str(answer.url), answer.text
+        assert "pair=p-" in url and "batch=b-" in url and STAGE not in url.split("?")[1] and "%7C" not in url
         source = page.split("<main>")[1].split("</main>")[0] + page.split("</main>")[1]
         # No side's name anywhere in what the browser gets: not y0 / y1, no `left=` field.
         assert not re.search(r"\by[01]\b", source), re.findall(r".{40}\by[01]\b.{40}", source)
         assert "left=" not in source and 'name="left"' not in source and 'name="token"' in source
         shown = _shown(page, controls)
-        assert shown["pair"] == pair.key and {shown["left_text"], shown["right_text"]} == set(pair.texts)
+        assert shown["key"] == pair.key and {shown["left_text"], shown["right_text"]} == set(pair.texts)
+        assert pair.key not in source and shown["pair"].startswith("p-")  # the page names the pair by its id
         assert shown["left_text"] == pair.text_of(shown["left"])  # the server's record is what was shown
         again = _shown(client.get(url).text, controls)
         assert (again["token"], again["left_text"]) == (shown["token"], shown["left_text"])  # kept, not redrawn
@@ -169,8 +183,8 @@ def test_labels_are_saved_resumed_exported_and_compared_with_the_judge(controls,
         if i == 4:  # leave and come back: a new viewer resumes where the labels stop
             client, run_id = _client(controls)
         shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text, controls)
-        assert shown["labelled"] == i and shown["pair"] not in labelled
-        s0, s1 = _judge_pick(controls, shown["pair"])
+        assert shown["labelled"] == i and shown["key"] not in labelled
+        s0, s1 = _judge_pick(controls, shown["key"])
         if s0 is None or s1 is None:
             label = "A"
             expected["invalid_b"] += (s0 is None) + (s1 is None)
@@ -191,11 +205,15 @@ def test_labels_are_saved_resumed_exported_and_compared_with_the_judge(controls,
             expected["n_agree"] += agree
         answer = _label(client, run_id, shown["token"], label, follow_redirects=False)
         assert answer.status_code == 303
-        assert answer.headers["location"].endswith(f"stage={STAGE}&kind=revision&annotator=annotator1")
-        labelled.append(shown["pair"])
+        assert re.fullmatch(rf"/runs/{run_id}/annotate\?batch=b-[0-9a-f]+&annotator=annotator1",
+                            answer.headers["location"])
+        labelled.append(shown["key"])
     assert expected["invalid_b"] > 0 and expected["n_tied"] > 0 and 0 < expected["n_agree"] < expected["n_pairs"]
     done = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text
     assert 'id="annotate-done"' in done and _shown(done)["labelled"] == 12
+    # The end of the batch says how these labels agree with the judge, counted here by hand.
+    assert f'id="annotate-agreement" data-n="{expected["n_pairs"]}"' in done
+    assert f'<strong>{expected["n_agree"]} of {expected["n_pairs"]}</strong>' in done
     assert 'id="export-human"' in done and "coevo eval agreement --a" in done
 
     store = RunStore(controls, read_only=True)
@@ -233,14 +251,15 @@ def test_critique_pairs_export_each_critiques_judge_score(controls, tmp_path):
     for _ in range(3):
         page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=critique").text
         shown = _shown(page, controls)
-        ra, rb = (int(x) for x in shown["pair"].rsplit("|", 1)[1].split("-"))
+        ra, rb = (int(x) for x in shown["key"].rsplit("|", 1)[1].split("-"))
         assert rows[ra].y0 == rows[rb].y0 and rows[ra].c != rows[rb].c  # two critiques of one response
         assert 'id="pair-context"' in page and not re.search(rf"\bc({ra}|{rb})\b", page)
         answer = client.post(f"/runs/{run_id}/annotate/label", headers={"content-type": "application/json"},
                              content=json.dumps({"token": shown["token"], "label": "B"}))
         assert answer.status_code == 200 and answer.json()["saved"]["label"] == "B"
         assert "winner" not in answer.json()["saved"]  # the reply names no side either
-        assert _records(controls)[shown["pair"]]["winner"] not in (shown["left"], "tie")
+        assert answer.json()["saved"]["pair"] == shown["pair"]  # nor the pair's key: its id
+        assert _records(controls)[shown["key"]]["winner"] not in (shown["left"], "tie")
     result = export_annotations(controls, tmp_path / "out", stage=STAGE)
     lines = [json.loads(line) for line in Path(result["judge"]).read_text().splitlines()]
     critique_lines = [line for line in lines if "|critique|" in line["group"]]
@@ -273,7 +292,7 @@ def test_a_label_can_be_changed_reviewed_and_undone(controls):
     pair_url = str(page.url)  # the queue redirects to the pair's own url, which Back returns to
     assert "pair=" in pair_url and page.headers["cache-control"] == "no-store"
     shown = _shown(page.text, controls)
-    key, right = shown["pair"], "y1" if shown["left"] == "y0" else "y0"
+    key, right = shown["key"], "y1" if shown["left"] == "y0" else "y0"
     record = f"{key}#annotator=erin"
     assert _label(client, run_id, shown["token"], "B", follow_redirects=False).status_code == 303
     assert _records(controls)[record]["winner"] == right
@@ -288,33 +307,33 @@ def test_a_label_can_be_changed_reviewed_and_undone(controls):
 
     review = client.get(f"/runs/{run_id}/annotate/review").text
     rows = re.findall(r'<tr data-pair="([^"]+)">(.*?)</tr>', review, re.DOTALL)
-    assert [html.unescape(k) for k, _ in rows] == [key]
+    assert [html.unescape(k) for k, _ in rows] == [shown["pair"]] and key not in review
     cells = rows[0][1]
     preferred = re.search(r'<td class="l text choice">(.*?)</td>', cells, re.DOTALL).group(1)
     assert html.unescape(preferred) == shown["left_text"]  # the chosen text itself, not a side name
     assert "(1 earlier)" in cells and not re.search(r"\by[01]\b", cells)
     change = html.unescape(re.search(r'class="review-change" href="([^"]+)"', cells).group(1))
-    assert _shown(client.get(change).text)["pair"] == key
+    assert _shown(client.get(change).text)["pair"] == shown["pair"] and "pair=p-" in change
 
-    undone = client.post(f"/runs/{run_id}/annotate/undo", data={"pair": key}, follow_redirects=False)
+    undone = client.post(f"/runs/{run_id}/annotate/undo", data={"pair": shown["pair"]}, follow_redirects=False)
     assert undone.status_code == 303 and record not in _records(controls)
     assert 'id="review-empty"' in client.get(f"/runs/{run_id}/annotate/review").text
-    assert client.post(f"/runs/{run_id}/annotate/undo", data={"pair": key}).status_code == 404
+    assert client.post(f"/runs/{run_id}/annotate/undo", data={"pair": shown["pair"]}).status_code == 404
     first = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text)
-    assert first["pair"] == key and first["labelled"] == 0  # unlabelled again: it is first in the queue again
+    assert first["pair"] == shown["pair"] and first["labelled"] == 0  # unlabelled again: it is first in the queue again
 
 
 def test_the_name_is_asked_once_and_kept_with_every_label(controls):
     client, run_id = _client(controls, annotator=None)
     asked = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text
     assert 'id="annotate-ask"' in asked and 'id="label-form"' not in asked
-    assert 'name="annotator"' in asked and 'name="stage" value="controls"' in asked  # back to this stage after
+    assert 'name="annotator"' in asked and 'name="batch" value="b-' in asked  # back to this batch after
     named = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision&annotator=frank")
     assert named.cookies.get(COOKIE) == "frank" or client.cookies.get(COOKIE) == "frank"
     # From now on this browser is frank's without saying so.
     shown = _shown(client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text, controls)
     assert _label(client, run_id, shown["token"], "tie").status_code == 200
-    assert _records(controls)[f"{shown['pair']}#annotator=frank"]["annotator"] == "frank"
+    assert _records(controls)[f"{shown['key']}#annotator=frank"]["annotator"] == "frank"
     assert "as frank" in client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind=revision").text
     assert client.get(f"/runs/{run_id}/annotate?annotator=a%20b").status_code == 400
 
@@ -467,13 +486,13 @@ def test_the_pairs_behind_win_rate_vs_round0_can_be_labelled(tmp_path):
     store.close()
 
     client, run_id = _client(run, "hal")
-    overview = client.get(f"/runs/{run_id}/annotate").text
-    rows = dict(re.findall(r'<tr data-stage="([^"]+)" data-kind="vs_round0">\s*<td class="l">[^<]*</td>\s*'
-                           r'<td class="l">([^<]*)</td>', overview))
+    overview = client.get(f"/runs/{run_id}/annotate?reveal=stages").text
+    rows = {stage: row for (stage, kind), row in _stage_rows(overview).items() if kind == "vs_round0"}
     assert set(rows) == {"taiscore/round1/eval", "taiscore/round2/eval"}  # round 0 is not compared with itself
-    assert "headline" in rows["taiscore/round2/eval"] and "headline" not in rows["taiscore/round1/eval"]
+    assert "headline" in rows["taiscore/round2/eval"]["title"] and "headline" not in rows["taiscore/round1/eval"]["title"]
     link = re.search(r'id="headline-pairs-1">.*?<a href="([^"]+)"', overview, re.DOTALL)
-    assert html.unescape(link.group(1)).endswith("stage=taiscore/round2/eval&kind=vs_round0")
+    assert html.unescape(link.group(1)).endswith(f"batch={rows['taiscore/round2/eval']['batch']}")
+    assert "round2" not in client.get(f"/runs/{run_id}/annotate").text.split("<main>")[1]  # unasked: ids only
 
     labelled = {}
     for _ in range(3):
@@ -486,7 +505,7 @@ def test_the_pairs_behind_win_rate_vs_round0_can_be_labelled(tmp_path):
         assert not re.search(r"round[02]\b", above)  # nothing but the texts says which is which round's
         label = "A" if shown["left"] == "round2" else "B"  # this person always prefers the later round
         assert _label(client, run_id, shown["token"], label).status_code == 200
-        labelled[shown["pair"]] = shown
+        labelled[shown["key"]] = shown
     result = export_annotations(run, tmp_path / "out", stage="taiscore/round2/eval")
     assert result["judge_name"] == "pairwise_vs_round0"
     judge = {(j["group"], j["candidate"]): j["score"]

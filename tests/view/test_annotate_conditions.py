@@ -149,13 +149,16 @@ def test_the_pages_never_name_a_condition(tmp_path):
     run = _tai_run(tmp_path / "study", ROUNDS)
     client, run_id = _client(run, "ann")
     overview = client.get(f"/runs/{run_id}/annotate").text
-    rows = re.findall(r'<tr data-stage="(comparison-[0-9a-f]+)" data-kind="vs_condition">', overview)
-    assert len(rows) == 3
+    batches = re.findall(r'<tr data-batch="(b-[0-9a-f]+)" data-kind="vs_condition">', overview)
+    assert len(batches) == 3
     pages = [overview]
-    for cid in rows:
-        for pair in queue(_comparisons(run)[cid][1])[:2]:
-            url = f"/runs/{run_id}/annotate?stage={cid}&kind=vs_condition&pair={quote(pair.key)}"
-            pages.append(client.get(url).text)
+    for cid, (_, pairs) in _comparisons(run).items():
+        for pair in queue(pairs)[:2]:
+            # A researcher's link by comparison and pair key: redirected to the opaque url.
+            answer = client.get(f"/runs/{run_id}/annotate?stage={cid}&kind=vs_condition&pair={quote(pair.key)}")
+            query = str(answer.url).split("?")[1]
+            assert re.fullmatch(r"batch=(b-[0-9a-f]+)&pair=p-[0-9a-f]+", query) and query[6:20] in batches, query
+            pages.append(answer.text)
             shown = _shown(pages[-1])
             assert {shown["left_text"], shown["right_text"]} == set(pair.texts)
             assert _label(client, run_id, shown["token"], "A").status_code == 200
@@ -165,7 +168,7 @@ def test_the_pages_never_name_a_condition(tmp_path):
     for page in pages:
         # The run's header names its algorithm (taiscore, as one condition is named): not a side.
         below_header = page.split("<main>")[1]
-        for name in (*ROUNDS, "round0", "round1", "round3"):
+        for name in (*ROUNDS, "round0", "round1", "round3", "comparison-", "vs_condition|"):
             assert name not in below_header, name
         assert "off_the_shelf" not in page and "coevolution" not in page
 

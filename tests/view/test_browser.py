@@ -84,6 +84,24 @@ def open_run(browser, viewer, algorithm: str) -> str:
     raise AssertionError(f"no {algorithm} run in the runs list")
 
 
+#: Opens every fold (<details>) of the page; True once view.js has laid out every plot the
+#: folds held for the width it now has.
+UNFOLD = "document.querySelectorAll('details').forEach(d => d.open = true)"
+UNFOLDED = """
+return [...document.querySelectorAll('div.plot')].every(p => {
+  const svg = p.querySelector('svg.main-svg');
+  return svg && Math.abs(svg.getBoundingClientRect().width - p.clientWidth) <= 3;
+});
+"""
+
+
+def unfold(browser) -> None:
+    """Open every <details> of the page (the run page folds its long tables and plot grids), and
+    wait for the plots inside to be drawn at their box's width."""
+    browser.execute_script(UNFOLD)
+    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script(UNFOLDED), "a plot was not laid out once unfolded")
+
+
 def go(browser, viewer, nav: str) -> None:
     """Click one of the run's navigation links (Overview, Samples, Annotate, Proposals, Skills)."""
     click(browser, browser.find_element(By.ID, f"nav-{nav}"))
@@ -123,6 +141,7 @@ def test_run_page_draws_its_plots(browser, viewer, run_folders, algorithm):
     from coevo.store import RunStore
 
     open_run(browser, viewer, algorithm)
+    unfold(browser)  # the grids of every metric and the training curves are folded
     plots = browser.find_elements(By.CSS_SELECTOR, "div.plot")
     assert plots, "the run page has no plot"
     rounds_or_steps = 0
@@ -325,7 +344,8 @@ def test_annotation_round_trip_into_agreement(browser, viewer, run_folders, tmp_
     click(browser, browser.find_element(By.ID, "annotator-save"))
 
     def start_row():
-        row = browser.find_element(By.CSS_SELECTOR, '#annotate-stages tr[data-stage="controls"][data-kind="revision"]')
+        # Batches go by opaque ids: the controls stage's revision pairs are the one revision batch.
+        row = browser.find_element(By.CSS_SELECTOR, '#annotate-stages tr[data-kind="revision"]')
         return row, [td.text.strip() for td in row.find_elements(By.TAG_NAME, "td")]
 
     row, cells = start_row()
@@ -349,7 +369,9 @@ def test_annotation_round_trip_into_agreement(browser, viewer, run_folders, tmp_
             progress = browser.find_element(By.ID, "annotate-progress")
             assert progress.get_attribute("data-labelled") == str(i)
             shown = browser.find_element(By.ID, "pair")
-            key = shown.get_attribute("data-pair")
+            # The page names the pair by an opaque id; its key is the server's (the served token's record).
+            token = browser.find_element(By.CSS_SELECTOR, '#label-form input[name="token"]').get_attribute("value")
+            key = reader.get_record("annotation_served", token)["pair"]
             assert key not in labels, f"pair {key} came back after it was labelled"
             # The judge's verdict is hidden: none of its scores' reasons are on the page.
             page = text_of(browser.find_element(By.TAG_NAME, "main"))

@@ -13,12 +13,27 @@ import urllib.parse
 import pytest
 from replay_runs import RLAC_VARIANT, build_rlac_pair
 # Selenium's names through test_browser, which skips (or, under CI, fails) where it is missing.
-from test_browser import WAIT, By, WebDriverWait, check_page, click, table_rows, text_of
+from test_browser import WAIT, By, WebDriverWait, check_page, click, header, table_rows, text_of
 from view_harness import Viewer
 
 from coevo.metric_defs import describe
 
 pytestmark = pytest.mark.timeout(180)
+
+#: A drawn plot's y axes as plotly laid them out: [{title, range}], in panel order.
+AXES = """
+const layout = arguments[0]._fullLayout;
+return Object.keys(layout).filter(k => /^yaxis\\d*$/.test(k))
+  .sort((a, b) => (parseInt(a.slice(5)) || 1) - (parseInt(b.slice(5)) || 1))
+  .map(k => ({title: (layout[k].title || {}).text || "", range: layout[k].range}));
+"""
+#: The y-axis titles a drawn plot's svg holds (`ytitle`, `y2title`, ...), in panel order.
+DRAWN_TITLES = """
+const number = t => parseInt(t.getAttribute('class').slice(1)) || 1;
+return [...arguments[0].querySelectorAll('svg text')]
+  .filter(t => /^y\\d*title$/.test(t.getAttribute('class')))
+  .sort((a, b) => number(a) - number(b)).map(t => t.textContent);
+"""
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +72,15 @@ def test_tick_two_runs_compare_and_see_the_difference_and_the_curves(browser, pa
     background = "return getComputedStyle(arguments[0].querySelector('td')).backgroundColor"
     assert browser.execute_script(background, differing[0]) != browser.execute_script(background, same)
 
-    # The metrics: the title in words, the definition on hover, the interval and n.
+    # The metrics: the title in words, the definition on hover, the unit and scale, the
+    # interval and n, and B − A with both n (no interval: run a has 4 items).
     metrics = {row[0]: row for row in table_rows(browser, "table-compare-metrics")}
     meaning = describe("detection_rate")
-    assert metrics[f"{meaning.title} detection_rate"][2:] == ["0.250 (n=4: too few to tell)",
-                                                              "0.167 [0.030, 0.564] (n=6)"]
+    assert header(browser, "table-compare-metrics") == ["metric", "unit (scale)", "stage", "rlac-a", "rlac-b",
+                                                        "rlac-b − rlac-a"]
+    assert metrics[f"{meaning.title} detection_rate"][1:] == [
+        "share of proposals (0–1)", "critic", "0.250 (n=4: too few to tell)", "0.167 [0.030, 0.564] (n=6)",
+        "-0.083 (n=4 vs 6: too few to tell)"]
     label = browser.find_element(By.CSS_SELECTOR, '#table-compare-metrics tr[data-metric="detection_rate"] td.name')
     assert label.get_attribute("title").startswith(meaning.definition)
 
@@ -71,6 +90,23 @@ def test_tick_two_runs_compare_and_see_the_difference_and_the_curves(browser, pa
         By.CSS_SELECTOR, "svg.main-svg .scatterlayer .trace")) == 2, "the curve does not have a line per run")
     legend = [text_of(t) for t in plot.find_elements(By.CSS_SELECTOR, ".legend .legendtext")]
     assert legend == ["rlac-a", "rlac-b"]
+
+    # Every drawn plot names its y axis's unit, and a rate's axis spans all of 0–1.
+    plots = browser.find_elements(By.CSS_SELECTOR, "div.plot")
+    assert len(plots) > 4
+    for drawn in plots:
+        axes = browser.execute_script(AXES, drawn)
+        assert axes and all(axis["title"] for axis in axes), (drawn.get_attribute("id"), axes)
+        titles = browser.execute_script(DRAWN_TITLES, drawn)  # as the svg shows them, not only as laid out
+        assert [a["title"] for a in axes] == titles, (drawn.get_attribute("id"), titles)
+    [rate] = browser.execute_script(AXES, plot)
+    assert rate["title"] == "share of proposals (0–1)"
+    assert rate["range"][0] <= 0 and rate["range"][1] >= 1 and rate["range"][1] - rate["range"][0] < 1.2
+    # The runs' per-step training, overlaid: a line per run in each shared stage's panels.
+    training = browser.find_element(By.ID, "plot-compare-training-rlac-round1-generator")
+    assert len(training.find_elements(By.CSS_SELECTOR, "svg.main-svg .scatterlayer .trace")) == 2 * 4
+    assert [a["title"] for a in browser.execute_script(AXES, training)] == [
+        "loss", "L2 norm", "β × log ratio", "share of pairs (0–1)"]
 
     # Only the differing settings, one click away.
     click(browser, browser.find_element(By.ID, "toggle-differing"))

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_browser import WAIT, check_page, open_run
+from test_browser import WAIT, check_page, open_run, unfold
 from view_harness import WINDOW, settle
 
 from coevo.store import RunStore
@@ -100,6 +100,7 @@ def wide_then_restored(browser):
 def test_served_plots_keep_their_boxes_after_a_resize(wide_then_restored, viewer, run_folders):
     browser = wide_then_restored
     open_run(browser, viewer, "rlac")
+    unfold(browser)  # every fold open: each plot it held laid out for its box, then resized with the rest
     plots = browser.execute_script("return [...document.querySelectorAll('div.plot')].map(p => p.id)")
     assert "plot-training-curves-dpo-per-step" in plots and "plot-judges-rewards-and-critics-by-round" in plots
     assert_laid_out(browser, 1400)
@@ -142,6 +143,7 @@ def test_report_grids_keep_their_boxes_after_a_resize(wide_then_restored, tmp_pa
     report = write_report(_taiscore_run(tmp_path / "tai"))
     browser.get(report.resolve().as_uri())
     settle(browser, WAIT)
+    unfold(browser)
     plots = browser.execute_script("return [...document.querySelectorAll('div.plot')].map(p => p.id)")
     for grid in ("plot-training-curves-grpo-critic-per-step", "plot-training-curves-dpo-per-step",
                  "plot-scores-by-round", "plot-critic-training-reward-grpo"):

@@ -200,3 +200,96 @@ def test_all_without_compare_is_refused_with_the_fix(tmp_path):
 
     result = CliRunner().invoke(app, ["runs", str(tmp_path), "--all"])
     assert result.exit_code == 2 and "add --compare" in result.output
+
+
+# -- units, scales, differences, training curves -------------------------------------------
+
+def _figures(page: str) -> dict[str, dict]:
+    """The page's plotly figures by element id."""
+    import html as html_lib
+
+    return {fid: json.loads(html_lib.unescape(data))
+            for fid, data in re.findall(r'id="(plot-compare-[^"]+)" data-figure="([^"]+)"', page)}
+
+
+def _y_axes(figure: dict) -> list[dict]:
+    return [axis for key, axis in sorted(figure["layout"].items()) if key.startswith("yaxis")]
+
+
+def test_every_panel_names_its_unit_and_rates_span_0_to_1(client):
+    figures = _figures(client.get("/compare", params=[("run", "rlac-a"), ("run", "rlac-b")]).text)
+    curves = {fid: f for fid, f in figures.items() if not fid.startswith("plot-compare-training-")}
+    assert "plot-compare-detection-rate" in curves
+    for fid, figure in figures.items():
+        for axis in _y_axes(figure):
+            assert axis.get("title", {}).get("text"), (fid, axis)  # the unit (and scale) on every y axis
+    detection = describe("detection_rate")
+    [axis] = _y_axes(curves["plot-compare-detection-rate"])
+    assert axis["title"]["text"] == detection.axis_label == "share of proposals (0–1)"
+    low, high = axis["range"]
+    assert low <= 0 and high >= 1 and high - low < 1.2  # the whole of 0–1, not a zoom on the values
+    # x: what the points are over, under the bottom panel
+    assert curves["plot-compare-detection-rate"]["layout"]["xaxis"]["title"]["text"]
+
+
+def _scored_pair(tmp_path: Path) -> dict[str, Path]:
+    """Two runs whose gold_score and win rate are known, both from 20 prompts (enough for an
+    interval), and a third from 3 (too few)."""
+    def run(name, gold, win, n):
+        return _made_run(tmp_path / "runs" / name, {"algorithm": "taiscore", "rounds": 2},
+                         [("eval", r, {"gold_score": g, "gold_score_lo": g - 0.5, "gold_score_hi": g + 0.4,
+                                       "eval_prompts": n, "win_rate_vs_round0": w, "win_rate_vs_round0_n": n})
+                          for r, (g, w) in enumerate(zip(gold, win))])
+    return {"a": run("a", (5.0, 5.5), (0.5, 0.6), 20), "b": run("b", (5.0, 6.5), (0.5, 0.75), 20),
+            "c": run("c", (5.0, 7.0), (0.5, 0.9), 3)}
+
+
+def test_difference_column_is_b_minus_a_with_n_and_an_interval_only_from_5_items(tmp_path):
+    from coevo.eval.stats import wilson_interval
+
+    runs = _scored_pair(tmp_path)
+    comparison = compare_runs([(name, path) for name, path in runs.items()])
+    rows = {row.name: row for row in comparison.metrics}
+    gold_b, gold_c = rows["gold_score"].differences
+    # MOVER by hand: d = 6.5 - 5.5; low = d - sqrt((6.5 - 6.0)^2 + (5.9 - 5.5)^2); high = d + sqrt(0.4^2 + 0.5^2)
+    assert gold_b.value == pytest.approx(1.0) and gold_b.n == (20, 20)
+    assert gold_b.low == pytest.approx(1.0 - (0.5 ** 2 + 0.4 ** 2) ** 0.5)
+    assert gold_b.high == pytest.approx(1.0 + (0.4 ** 2 + 0.5 ** 2) ** 0.5)
+    assert gold_b.text == f"+1.000 [{gold_b.low:+.3f}, {gold_b.high:+.3f}] (n=20 vs 20)"
+    assert gold_c.low is None and gold_c.text == "+1.500 (n=20 vs 3: too few to tell)"
+    # A rate's interval is its Wilson one (n logged, no bounds): the difference combines them.
+    win_b = rows["win_rate_vs_round0"].differences[0]
+    _, la, ha = wilson_interval(0.6 * 20, 20)
+    _, lb, hb = wilson_interval(0.75 * 20, 20)
+    assert win_b.low == pytest.approx(0.15 - ((0.75 - lb) ** 2 + (ha - 0.6) ** 2) ** 0.5)
+    assert win_b.high == pytest.approx(0.15 + ((hb - 0.75) ** 2 + (0.6 - la) ** 2) ** 0.5)
+
+    page = TestClient(create_app([runs["a"].parent])).get("/compare", params=[("run", n) for n in runs]).text
+    assert '<th class="difference" title="b\'s value minus a\'s">b − a</th>' in page
+    assert "c − a</th>" in page and gold_b.text in page and gold_c.text in page
+    assert 'class="l unit">points (1–10)</td>' in page  # the unit and scale beside each metric
+    # A score is drawn on its whole scale (1–10), a rate on 0–1, in the compare figures too.
+    figures = _figures(page)
+    [gold_axis] = _y_axes(figures["plot-compare-gold-score"])
+    assert gold_axis["range"][0] <= 1 and gold_axis["range"][1] >= 10
+    assert gold_axis["title"]["text"] == "points (1–10)"
+
+
+def test_training_curves_of_the_stages_both_runs_trained_are_overlaid(pair, client):
+    comparison = compare_runs([("rlac-a", pair["rlac-a"]), ("rlac-b", pair["rlac-b"])])
+    stages = {curve.stage for curve in comparison.training}
+    assert stages == {f"rlac/round{r}/{role}" for r in (1, 2) for role in ("generator", "critic")}
+    keys = {curve.key for curve in comparison.training}
+    assert keys == {"loss", "grad_norm", "rewards/margins", "rewards/accuracies"}  # a constant lr is no curve
+    loss = next(c for c in comparison.training if c.stage == "rlac/round1/generator" and c.key == "loss")
+    assert sorted(loss.runs) == ["rlac-a", "rlac-b"] and [s for s, _ in loss.runs["rlac-a"]] == [1, 2, 3, 4]
+
+    page = client.get("/compare", params=[("run", "rlac-a"), ("run", "rlac-b")]).text
+    figure = _figures(page)["plot-compare-training-rlac-round1-generator"]
+    assert {t["name"] for t in figure["data"]} == {"rlac-a", "rlac-b"}
+    titles = [axis["title"]["text"] for axis in _y_axes(figure)]
+    assert titles == ["loss", "L2 norm", "β × log ratio", "share of pairs (0–1)"]
+    # The same run, the same colour in every figure.
+    colours = {t["name"]: t["line"]["color"] for f in _figures(page).values() for t in f["data"]}
+    curve_colours = {t["name"]: t["line"]["color"] for t in _figures(page)["plot-compare-detection-rate"]["data"]}
+    assert colours == curve_colours

@@ -1,5 +1,5 @@
 """The run page's plots read as a researcher needs: panels titled in words, y axes with units
-and honest ranges (a rate on all of [0, 1], a tiny change on a 1–10 scale drawn flat), box
+and honest ranges (a rate on all of [0, 1], a 1–10 score on all of 1–10), box
 plots with their points on the box, and small-multiple grids that can reflow for a narrow page."""
 
 from __future__ import annotations
@@ -88,10 +88,32 @@ def test_a_tiny_change_on_a_bounded_scale_is_drawn_flat():
     assert high <= 10.3 and high - low >= 0.9 and low <= 9.99
 
 
-def test_a_change_that_matters_keeps_plotlys_autorange():
-    (figure,) = metric_figures(_metrics({"gold_score": [3.0, 6.3]}))
+@pytest.mark.parametrize(("name", "values", "scale"), [
+    ("gold_score", [3.0, 6.3], (1.0, 10.0)), ("gold_score", [5.2, 5.4], (1.0, 10.0)),
+    ("refine_delta", [0.1, 0.5], (-9.0, 9.0)), ("kpr", [40.0, 41.0], (0.0, 100.0))])
+def test_a_bounded_metric_is_drawn_on_its_whole_scale(name, values, scale):
+    """A change from two items of half a point on a 1–10 score looks like half a point on
+    1–10, not a cliff across a window zoomed onto it."""
+    (figure,) = metric_figures(_metrics({name: values}))
     (_, axis), = _panels(figure).values()
-    assert "range" not in axis
+    low, high = axis["range"]
+    pad = 0.03 * (scale[1] - scale[0])
+    assert low == pytest.approx(scale[0] - pad) and high == pytest.approx(scale[1] + pad)
+
+
+def test_a_value_outside_its_scale_is_still_drawn():
+    assert y_range([11.5, 5.0], describe("gold_score"))["range"][1] >= 11.5  # a bug upstream stays visible
+
+
+def test_per_step_training_curves_include_length_cut_off_and_entropy():
+    history = [{"step": s, "loss": 0.5, "completions/mean_length": 40.0 + s, "completions/clipped_ratio": 0.5,
+                "entropy": 2.0 - 0.1 * s} for s in (1, 2)]
+    (figure,) = training_figures([{"stage": "c/round1/critic", "history": history}], {"c/round1/critic": "grpo"})
+    panels = _panels(figure)
+    assert panels["completion length"][1]["title"]["text"] == "tokens"
+    assert panels["completions cut at their limit"][1]["range"][0] <= 0 <= 1 <= \
+        panels["completions cut at their limit"][1]["range"][1]
+    assert panels["entropy"][1]["title"]["text"] == "nats"
 
 
 def test_an_open_ended_metric_is_never_zoomed_past_its_magnitude():

@@ -70,7 +70,7 @@ def test_run_page_has_a_judge_audit_panel_with_intervals(audited_run):
     audit = figures["plot-judge-audit-by-round"]
     assert [a["text"] for a in audit["layout"]["annotations"]] == [
         "<b>reward judge: fooled rate (master keys)</b>", "<b>pairwise judge: fooled rate (master keys)</b>",
-        "<b>pairwise judge: position consistency</b>"]
+        "<b>pairwise judge: position consistency</b>", "<b>gold-rubric judge: fooled rate (master keys)</b>"]
     fooled, threshold = _panel(audit, "reward judge: fooled rate (master keys)")
     assert fooled["name"] == "coevolution" and fooled["x"] == [0, 1, 2]
     value, lo = _metric(audited_run, "audit_reward_fooled_rate", 2), _metric(audited_run, "audit_reward_fooled_rate_lo", 2)
@@ -92,8 +92,8 @@ def test_run_page_has_a_judge_audit_panel_with_intervals(audited_run):
     # the table of flags: each round, each judge, its flags in words, latest round first
     table = re.search(r'<table id="table-audit-flags">(.*?)</table>', section.group(1), re.S).group(1)
     rows = re.findall(r"<tr><td class=\"l\">coevolution</td><td>(\d+)</td><td class=\"l\">(\w+)</td>", table)
-    assert rows == [("2", "reward"), ("2", "pairwise"), ("1", "reward"), ("1", "pairwise"),
-                    ("0", "reward"), ("0", "pairwise")]
+    assert rows == [("2", "reward"), ("2", "pairwise"), ("2", "gold"), ("1", "reward"), ("1", "pairwise"),
+                    ("1", "gold"), ("0", "reward"), ("0", "pairwise"), ("0", "gold")]
     assert "content-free answers scored at least as high as a real answer in" in table
     assert "(flagged probes: colon," in table  # each master key's flag folded into one line
 
@@ -103,11 +103,12 @@ def test_judge_audit_warning_per_judge_in_plain_words(audited_run):
     warnings = [html_lib.unescape(w) for w in re.findall(
         r'<li class="warning warning-judge-audit"><span class="kind">[^<]*</span>(.*?)</li>', page, re.S)]
     flags = int(_metric(audited_run, "audit_reward_flags", 2))
-    assert len(warnings) == 2
+    assert len(warnings) == 3
     assert warnings[0].startswith(f"the reward judge failed {flags} audit checks in round 2 (content-free answers "
                                   "scored at least as high as a real answer in ")
     assert "Its rewards can be gamed" in warnings[0]
     assert warnings[1].startswith("the pairwise judge failed ") and "win_rate_vs_round0" in warnings[1]
+    assert warnings[2].startswith("the gold judge failed ") and "gold_score" in warnings[2]
 
 
 def test_report_and_show_print_the_audit_warnings(audited_run):
@@ -118,9 +119,9 @@ def test_report_and_show_print_the_audit_warnings(audited_run):
     for args in (["report", str(audited_run)], ["show", str(audited_run), "--limit", "0"]):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
-        # Every run warning is printed, a line each, its kind named; the audit's are two of them.
+        # Every run warning is printed, a line each, its kind named; the audit's are three of them.
         lines = [line for line in result.output.splitlines() if line.startswith("warning (judge-audit): ")]
-        assert len(lines) == 2, result.output
+        assert len(lines) == 3, result.output
         assert lines[0].startswith("warning (judge-audit): the reward judge failed ") and "in round 2" in lines[0]
         assert lines[1].startswith("warning (judge-audit): the pairwise judge failed ")
     html = (audited_run / "report.html").read_text(encoding="utf-8")

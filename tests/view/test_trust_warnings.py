@@ -57,7 +57,21 @@ def test_a_short_stage_whose_change_is_about_the_learning_rate_is_flagged():
     }
     found = adam_first_steps(results)
     assert [f.text.split(":")[0] for f in found] == ["r1/critic"]
-    assert "3.0x its learning rate" in found[0].text
+    assert "largest absolute weight change 1.5e-05; its last logged learning rate: 5e-06" in found[0].text
+
+
+def test_the_adam_warning_names_each_steps_learning_rate():
+    """A scheduled rate differs per step: the warning names each one TRL logged, never one
+    rate scaled by the number of steps (which named a rate the stage never used)."""
+    history = [{"step": 1, "loss": 0.69, "learning_rate": 1e-5}, {"step": 2, "loss": 0.6, "learning_rate": 5e-6},
+               {"step": 2, "train_loss": 0.645, "train_runtime": 1.0}]
+    results = {"r1/critic": {"steps": 2, "history": history,
+                             "metrics": {"weight_delta": 1.5e-5, "learning_rate": 5e-6}}}
+    (found,) = adam_first_steps(results)
+    assert "the learning rate TRL logged at each step: 1e-05 (step 1), 5e-06 (step 2)" in found.text
+    assert "x its learning rate" not in found.text
+    # each step's rate is the yardstick: a change far past their sum is learning, not Adam's first steps
+    assert adam_first_steps({"r1/critic": {**results["r1/critic"], "metrics": {"weight_delta": 1e-3}}}) == []
 
 
 def test_headline_numbers_from_fewer_than_five_items_are_too_few_to_tell(tmp_path):

@@ -64,8 +64,9 @@ def _labels(run: Path) -> dict[str, dict]:
 
 def _pair_token(client, run_id: str, pair, annotator: str) -> str:
     """The pair token of `pair`'s page, as served to `annotator`."""
+    # A link by stage and pair key, as a researcher writes it: redirected to the pair's opaque url.
     page = client.get(f"/runs/{run_id}/annotate?stage={STAGE}&kind={pair.kind}&annotator={annotator}"
-                      f"&pair={quote(pair.key)}")
+                      f"&pair={quote(pair.key)}", follow_redirects=True)
     assert page.status_code == 200, page.text
     return re.search(r'<input type="hidden" name="token" value="([^"]+)">', page.text).group(1)
 

@@ -10,6 +10,11 @@ where it ran). Two judges, as the loop uses them:
   audited): can a critique and a revision with no content score as high as κ_r's?
 - `pairwise`: the judge that picks the actor's DPO pairs and makes `win_rate_vs_round0`:
   does it read the answers, or the order they are shown in?
+- `gold`: the gold-rubric judge behind `gold_score`, the run's headline number, on π_r's
+  answers y0 to the first `audit.prompts` held-out prompts that carry a rubric (where the
+  judge is a model: a `python:` scorer is the user's own code, not a judge to probe): can a
+  content-free answer score as high, and do its per-criterion scores follow the answer, or
+  the rubric's criterion order or the prompt (coevo/audit/patterns.py)?
 
 Round 0 says whether the judge can be gamed at all; later rounds say whether the trained
 models' texts still beat content-free ones in the judge's eyes (a fooled rate that climbs
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from coevo.audit.in_run import audit_in_run, save_records
 from coevo.audit.probes import AUDIT_KINDS
 from coevo.judging import rollout_judge
+from coevo.llm.python_functions import PythonFunction
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.python_scorers import judge_for
@@ -40,7 +46,7 @@ def audit_round(ctx: Context, tag: str, r: int, reward: str, seed: int, samples:
                 rollouts: Sequence[Rollout], actor: Actor, critic: Critic) -> dict[str, float | None]:
     """Audit the run's judges on round r's held-out items; the round's `audit_*` metrics."""
     config = ctx.config.audit
-    if not config.enabled or not samples:
+    if not config.enabled or not samples or (r > 0 and not config.after_rounds):
         return {}
     chosen = list(zip(samples, rollouts))[:config.prompts]
     audit_samples = [s for s, _ in chosen]
@@ -50,15 +56,31 @@ def audit_round(ctx: Context, tag: str, r: int, reward: str, seed: int, samples:
     records: list[dict[str, Any]] = []
     judges = []
     if reward in AUDIT_KINDS:
-        judges.append(("reward", reward, rollout_judge(reward, judge_model, sampling)))
+        judges.append(("reward", reward, rollout_judge(reward, judge_model, sampling), audit_samples, items))
     if ctx.config.evaluation.win_rate:
-        judges.append(("pairwise", "pairwise", judge_for("pairwise", judge_model, sampling)))
-    for name, kind, judge in judges:
-        found, record = audit_in_run(where, name, kind, judge, audit_samples, items, config, seed)
+        judges.append(("pairwise", "pairwise", judge_for("pairwise", judge_model, sampling), audit_samples, items))
+    judges += _gold_judge(ctx, judge_model, samples, rollouts, config.prompts)
+    for name, kind, judge, audited, audited_items in judges:
+        found, record = audit_in_run(where, name, kind, judge, audited, audited_items, config, seed)
         metrics |= found
         records.append(record)
     save_records(ctx.store, f"{tag}/round{r}", records)
     return metrics
+
+
+def _gold_judge(ctx: Context, judge_model: Any, samples: Sequence[Sample], rollouts: Sequence[Rollout],
+                prompts: int) -> list[tuple[str, str, Any, list[Sample], list[Rollout]]]:
+    """The gold-rubric judge with its audit items, where `gold_score` is measured by a model:
+    π_r's answers y0 to the first `prompts` held-out prompts with a rubric, alone in the slot
+    (the gold judge scores y1 where a rollout has one, so the critique and revision go)."""
+    if not ctx.config.evaluation.gold_rubric or isinstance(ctx.judge_model, PythonFunction):
+        return []
+    chosen = [(s, ro) for s, ro in zip(samples, rollouts) if s.rubric is not None and s.rubric.criteria][:prompts]
+    if not chosen:
+        return []
+    items = [ro.model_copy(update={"c": None, "y1": None, "judgments": {}}) for _, ro in chosen]
+    judge = judge_for("gold_rubric", judge_model, ctx.config.roles.judge.sampling)
+    return [("gold", "gold_rubric", judge, [s for s, _ in chosen], items)]
 
 
 def _with_critique_and_revision(items: list[Rollout], actor: Actor, critic: Critic) -> list[Rollout]:

@@ -11,7 +11,8 @@ tokens, seconds and dollars). The counts follow the loop (taiscore/loop.py), its
   output set (key points, report quality);
 - the audit, per evaluation: for a scored judge every item, each master key, padding and
   an injection, and a retest (m·(keys + 4) calls); for the pairwise judge the real pair,
-  each key, padding and injection in both orders plus a retest of the real pairs (23·m).
+  each key, padding and injection in both orders plus a retest of the real pairs (23·m); for
+  the gold-rubric judge (a model's), each master key, padding, injection and a retest (11·m).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from coevo.estimate import (
     completion_tokens,
     template_tokens,
 )
+from coevo.llm.python_functions import is_python_spec
 from coevo.planning import RunPlan, data_prompt_tokens
 
 #: A pairwise verdict is one word ("1", "2", "tie") under its answer schema.
@@ -126,7 +128,8 @@ def count_evaluation(k: _Counter, r: int, held: int) -> None:
         k.critiques_and_revisions(stage, held)
         if ev.gold_rubric:
             k.gold(stage, held, k.s.y1)
-    count_audit(k, stage, held)
+    if r == 0 or k.config.audit.after_rounds:
+        count_audit(k, stage, held)
 
 
 def count_audit(k: _Counter, stage: str, held: int) -> None:
@@ -142,6 +145,9 @@ def count_audit(k: _Counter, stage: str, held: int) -> None:
     if k.config.evaluation.win_rate:
         keys = len(default_probes("pairwise"))
         k.pairwise(stage, 2 * m * (1 + keys + 2) + m)
+    if k.config.evaluation.gold_rubric and not is_python_spec(k.judge_spec):
+        # The real answers' first pass is the evaluation's own gold call, asked again: cached.
+        k.gold(stage, m * (len(default_probes("gold_rubric")) + 3), k.s.y0)
 
 
 def count_monitor(k: _Counter, r: int, steps: int, held: int) -> None:

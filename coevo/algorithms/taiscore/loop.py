@@ -128,6 +128,7 @@ class ConditionRun:
         # rollout T 0.8 / top-p 0.95, roles.critic.sampling) unless the grpo block says otherwise.
         rollout_defaults = {"temperature": roles.critic.sampling.temperature,
                             "top_p": roles.critic.sampling.top_p,
+                            "repetition_penalty": roles.critic.sampling.repetition_penalty,
                             "max_completion_length": roles.critic.sampling.max_tokens}
         if config.critic_engine == "llamacpp" and not config.grpo.use_vllm:
             rollout_defaults["rollout_engine"] = "llamacpp"  # its GRPO samples too, unless said otherwise

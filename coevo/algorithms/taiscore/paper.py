@@ -94,6 +94,12 @@ PAPER: list[PaperSetting] = [
     PaperSetting("roles.actor.sampling.revision.temperature", 0.2, "another refiner temperature (Table 12)"),
     PaperSetting("roles.actor.sampling.revision.top_p", 0.95, "another refiner top-p (Table 12)"),
     PaperSetting("roles.actor.sampling.revision.max_tokens", 4096, "shorter revisions (Table 12: 4,096 tokens)"),
+    PaperSetting("roles.critic.sampling.repetition_penalty", 1.0,
+                 "a repetition penalty on critiques (the paper samples without one)"),
+    PaperSetting("roles.actor.sampling.response.repetition_penalty", 1.0,
+                 "a repetition penalty on responses (the paper samples without one)"),
+    PaperSetting("roles.actor.sampling.revision.repetition_penalty", 1.0,
+                 "a repetition penalty on revisions (the paper samples without one)"),
     PaperSetting("roles.judge.sampling.temperature", 0.2, "another judge temperature (Table 12)"),
     PaperSetting("roles.judge.sampling.top_p", 1.0, "another judge top-p (Table 12)"),
     PaperSetting("roles.judge.sampling.scoring", "sampled", "the reward is the judge's expected score (G-Eval "

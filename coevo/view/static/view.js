@@ -50,7 +50,12 @@
       if (!chosen || div.dataset.columns === String(chosen[0])) { return; }
       div.dataset.columns = String(chosen[0]);
       div.style.height = chosen[1].height + "px";
-      Plotly.relayout(div, chosen[1]);
+      // A relayout that sets the height alone also freezes the width at its current value, and
+      // plotly's responsive resize leaves a plot with both set alone: the width is let go here,
+      // so the plot follows its box on every later resize.
+      Plotly.relayout(div, Object.assign({width: null}, chosen[1])).then(function () {
+        if (div.clientWidth) { Plotly.Plots.resize(div); }
+      });
     });
   }
 
@@ -59,5 +64,17 @@
     clearTimeout(pending);
     pending = setTimeout(reflow, 150);
   });
+
+  // A plot inside a closed <details> was drawn at plotly's default width (its box had none):
+  // opening the fold lays it out for the width it now has. `toggle` does not bubble, hence
+  // the capture.
+  document.addEventListener("toggle", function (event) {
+    var fold = event.target;
+    if (!fold.open || typeof Plotly === "undefined") { return; }
+    reflow();
+    fold.querySelectorAll("div.plot[data-drawn]").forEach(function (div) {
+      if (div.clientWidth) { Plotly.Plots.resize(div); }
+    });
+  }, true);
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", draw); } else { draw(); }
 })();
