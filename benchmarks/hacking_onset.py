@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/hacking_onset.py --reward python:FILE.py:F --anchor python:FILE.py:G
         [--steps 8] [--every 2] [--seeds 3] [--heldout 8] [--anchor-samples 1] [--rollout-engine llamacpp]
-        [--json OUT] [--work-dir DIR]
+        [--first-seed 0] [--json OUT] [--work-dir DIR]
 
 Trains the TAIScore critic with GRPO on the reward F (a Python function of (x, y0, critique,
 y1) -> float, as `coevo.learning.rewards`' are) on bundled writing prompts, with
@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=8, help="GRPO optimizer steps per seed (default 8)")
     parser.add_argument("--every", type=int, default=2, help="steps between anchor checks (default 2)")
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (0, 1, ...; default 3)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first seed (default 0): a stopped run's remaining seeds, to be merged after")
     parser.add_argument("--heldout", type=int, default=8, help="held-out prompts the anchor is taken on (default 8)")
     parser.add_argument("--anchor-samples", type=int, default=1,
                         help="critiques of each held-out prompt per check, their anchor values averaged (default 1)")
@@ -54,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("steps", "every", "seeds", "heldout", "anchor_samples"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.first_seed < 0:
+        parser.error(f"--first-seed must be at least 0, got {args.first_seed}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from coevo.learning.hacking import measure
@@ -63,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             # The JSON is rewritten after every seed: a stopped run keeps the seeds it finished.
             result = measure(reward=args.reward, anchor=args.anchor, steps=args.steps, every=args.every,
-                             seeds=list(range(args.seeds)), heldout=args.heldout, anchor_samples=args.anchor_samples,
+                             seeds=list(range(args.first_seed, args.first_seed + args.seeds)), heldout=args.heldout,
+                             anchor_samples=args.anchor_samples,
                              rollout_engine=args.rollout_engine,
                              work_dir=Path(args.work_dir or scratch),
                              on_seed=lambda so_far: write_json(args.json, so_far))

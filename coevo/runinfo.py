@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 #: Metrics worth a column in a list of runs, best first; the first few a run has are shown.
 HEADLINE_METRICS = ("gold_score", "win_rate_vs_round0", "refine_delta", "pass_at_1", "factscore_precision",
                     "precision", "detection_rate", "test_mean", "gold_mean", "test_gold", "S(y1)", "delta",
-                    "reward_mean", "invalid_judgment_rate")
+                    "constraint_pass_rate", "reward_mean", "invalid_judgment_rate")
 #: How many headline numbers a run gets.
 HEADLINE_COUNT = 3
 

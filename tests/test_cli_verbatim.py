@@ -64,7 +64,9 @@ def test_tables_headings_progress_and_log_lines_print_verbatim(monkeypatch, caps
     assert printed.count(TRICKY) == 4 and "models: A:B:C" in printed and "😄" not in printed
 
     stream = io.StringIO()
-    monkeypatch.setattr(progress.console, "file", stream)
+    # `_file`, not `file`: undoing a patch of `file` would pin the console to this test's
+    # captured stderr (what `file` reads while no file is set), closed once the test ends.
+    monkeypatch.setattr(progress.console, "_file", stream)
     monkeypatch.delenv("COEVO_QUIET", raising=False)
     with progress.progress_bar(TRICKY, total=1) as advance:
         advance(1)

@@ -27,9 +27,8 @@ from coevo.view.training_changes import monitor_changes
 #: Headline rows the card shows at most (the rounds tables have the rest).
 MAX_CHANGES = 8
 #: Beside the runs list's headline metrics, the held-out gold each loop logs per round where it
-#: may have none of those: DecoEvo's diagnostic gold score, the Python-checked constraint pass
-#: rate of TAIScore's answers.
-STORY_METRICS = ("diag_gold", "constraint_pass_rate")
+#: has none of those (DecoEvo's diagnostic gold score).
+STORY_METRICS = ("diag_gold",)
 #: Headline metrics that are not measured on held-out items (their n is not the items').
 NOT_HELD_OUT = ("reward_mean", "invalid_judgment_rate")
 #: Training stages listed one by one; past this many they are counted by kind.
