@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     cost = result.anchor_cost
     if cost:
         print(f"  anchor: {cost['critiques_per_check']:g} critiques a check, {cost['seconds_per_check']:.1f} s "
-              f"(sd {cost['seconds_sd']:.1f}, n={cost['checks']} checks; engine copy {cost['copy_seconds_per_check']:.1f} s)")
+              f"(sd {cost['seconds_sd']:.1f}, n={cost['checks']} checks; "
+              f"engine copy {cost['copy_seconds_per_check']:.1f} s)")
     for run in result.seeds:
         print(f"  seed {run.seed}: " + (f"flagged at step {run.flag_step} ({run.flags[0]['anchor']}), onset "
                                         f"{run.onset_step}" if run.flagged

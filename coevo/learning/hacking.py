@@ -165,7 +165,8 @@ def sample_seeds(seed: int, samples: int) -> list[int]:
 
 
 def costed_anchor(critic: Any, anchor_fn: Any, scored: list[Any], y0: Mapping[str, str], seeds: list[int],
-                  copies: Callable[[int], Any] | None, checks: list[dict[str, float]]) -> Callable[[], dict[str, float]]:
+                  copies: Callable[[int], Any] | None,
+                  checks: list[dict[str, float]]) -> Callable[[], dict[str, float]]:
     """The monitor's anchor: per held-out prompt the mean of `anchor_fn` over one critique per
     sampling seed in `seeds`; each call appends its cost to `checks` (wall seconds, of them the
     engine copy's, critiques generated)."""
