@@ -50,21 +50,6 @@ def print_story(run_dir: Path, summary: dict, *, title: str) -> None:
         print_plain(closing_lines(story))
 
 
-def monitor_lines(monitor: dict) -> list[str]:
-    """The reward-hacking monitor in words: per watched stage, each anchor's mean over its
-    checks (with n) and the stage's flags."""
-    lines = []
-    for stage, report in (monitor.get("stages") or {}).items():
-        for anchor, curve in report.get("anchor_curves", {}).items():
-            points = ", ".join(f"step {int(step)} {value:.3f}" for step, value, _ in curve)
-            lines.append(f"monitor, {stage}: anchor {anchor} (n={curve[0][2] if curve else 0} held-out prompts): "
-                         f"{points or 'not measured'}")
-        flags = report.get("flags") or []
-        lines.append(f"monitor, {stage}: " + ("; ".join(f"flagged at step {f['step']} ({f['anchor']}): {f['why']}"
-                                                       for f in flags) if flags else "no flag"))
-    return lines
-
-
 def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: bool,
                calibration_file: Path | None, allow_large: bool = False) -> None:
     """Print the plan of CONFIG (text, or one JSON object), measuring this machine first with
