@@ -75,11 +75,16 @@ def read_change(first: Estimate, last: Estimate, two_rounds: bool = True) -> tup
     half = math.hypot((first.high - first.low) / 2, (last.high - last.low) / 2)
     known = [n for n in (first.n, last.n) if n is not None]
     text = estimate_text(diff, diff - half, diff + half, min(known) if known else None, signed=True)
-    if diff - half > 0:
-        return text, "rose: the difference's interval is above 0", "up"
-    if diff + half < 0:
-        return text, "fell: the difference's interval is below 0", "down"
-    return text, "no clear change: the difference's interval contains 0", "flat"
+    return (text, *interval_reading(diff - half, diff + half))
+
+
+def interval_reading(low: float, high: float) -> tuple[str, Tone]:
+    """A difference's interval read in words: above 0, below it, or across it."""
+    if low > 0:
+        return "rose: the difference's interval is above 0", "up"
+    if high < 0:
+        return "fell: the difference's interval is below 0", "down"
+    return "no clear change: the difference's interval contains 0", "flat"
 
 
 def failed_audit_changes(metrics: list[dict[str, Any]]) -> list[Change]:

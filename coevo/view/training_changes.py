@@ -13,7 +13,7 @@ from typing import Any
 
 from coevo.metric_defs import MIN_ITEMS, estimate_text
 from coevo.view.anchors import anchor_words
-from coevo.view.changes import Change, Tone
+from coevo.view.changes import Change, Tone, interval_reading
 
 #: What the trained role's reward is, by the monitored stage's kind.
 REWARD_TITLE = "Training reward (the reward its GRPO stage optimised)"
@@ -58,12 +58,7 @@ def _read(c: dict[str, Any], n: int, unit: str) -> tuple[str, str, Tone]:
     if n < MIN_ITEMS:
         return "", f"too few to tell: {n} {unit} a side, and a change needs {MIN_ITEMS} or more", "too-few"
     low, high = c["ci"]
-    text = estimate_text(c["gain"], low, high, c["n"], signed=True)
-    if low > 0:
-        return text, "rose: the difference's interval is above 0", "up"
-    if high < 0:
-        return text, "fell: the difference's interval is below 0", "down"
-    return text, "no clear change: the difference's interval contains 0", "flat"
+    return (estimate_text(c["gain"], low, high, c["n"], signed=True), *interval_reading(low, high))
 
 
 def _span(steps: list[int]) -> str:
