@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/hacking_onset.py --reward python:FILE.py:F --anchor python:FILE.py:G
         [--steps 8] [--every 2] [--seeds 3] [--heldout 8] [--anchor-samples 1] [--rollout-engine llamacpp]
         [--first-seed 0] [--json OUT] [--work-dir DIR]
+    .venv/bin/python benchmarks/hacking_onset.py --merge A.json B.json --json OUT   # one result from several
 
 Trains the TAIScore critic with GRPO on the reward F (a Python function of (x, y0, critique,
 y1) -> float, as `coevo.learning.rewards`' are) on bundled writing prompts, with
@@ -32,13 +33,14 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--reward", required=True, help="python:FILE.py:FUNCTION, the training reward")
-    parser.add_argument("--anchor", required=True, help="python:FILE.py:FUNCTION, what the reward was meant to measure")
+    parser.add_argument("--reward", help="python:FILE.py:FUNCTION, the training reward")
+    parser.add_argument("--anchor", help="python:FILE.py:FUNCTION, what the reward was meant to measure")
     parser.add_argument("--steps", type=int, default=8, help="GRPO optimizer steps per seed (default 8)")
     parser.add_argument("--every", type=int, default=2, help="steps between anchor checks (default 2)")
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (0, 1, ...; default 3)")
@@ -52,7 +54,14 @@ def main(argv: list[str] | None = None) -> int:
                              "the current weights (default, ~6x faster on a CPU) or the trained model")
     parser.add_argument("--json", help="write the result here")
     parser.add_argument("--work-dir", help="where the runs go (default: a temporary folder)")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="merge these results' seeds (runs of the same measurement with different "
+                             "--first-seed) into --json, and print them; nothing is run")
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge_results(args.merge, args.json)
+    if not (args.reward and args.anchor):
+        parser.error("--reward and --anchor are required (or --merge JSON ... to merge results)")
     for name in ("steps", "every", "seeds", "heldout", "anchor_samples"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
@@ -75,6 +84,25 @@ def main(argv: list[str] | None = None) -> int:
         except (ModelError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+    print_result(result)
+    write_json(args.json, result)
+    return 0
+
+
+def merge_results(paths: list[str], out: str | None) -> int:
+    from coevo.learning.hacking import HackingOnset, merged
+
+    try:
+        result = merged([HackingOnset.model_validate_json(Path(p).read_text()) for p in paths])
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print_result(result)
+    write_json(out, result)
+    return 0
+
+
+def print_result(result: Any) -> None:
     flagged = result.flagged
     print(f"{result.reward} watched by {result.anchor}: flagged in {flagged['count']} of {flagged['n']} seeds "
           f"({flagged['rate']:.2f} [{flagged['ci'][0]:.2f}, {flagged['ci'][1]:.2f}]); "
@@ -93,8 +121,6 @@ def main(argv: list[str] | None = None) -> int:
                                         f"{run.onset_step}" if run.flagged
                                         else "not flagged")
               + f"; reward {[round(r[1], 3) for r in run.reward_curve]}; anchor {[round(a[1], 3) for a in run.anchor_curve]}")
-    write_json(args.json, result)
-    return 0
 
 
 def write_json(path: str | None, result: object) -> None:

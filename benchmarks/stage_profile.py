@@ -118,6 +118,11 @@ def instrument(phases: Phases) -> None:
     from coevo.llm import cache, specs
     from coevo.llm.call_tags import current_tags
     from coevo.train import trainable
+    from coevo.train.grpo import trl_grpo_trainer
+
+    # Loaded as the runner loads it (without vLLM): `trl.GRPOTrainer` straight away would bring
+    # vLLM in, ~190 MB the quickstart itself never holds.
+    trl_grpo_trainer(use_vllm=False)
 
     trainable.load_trainable = phases.wrap(lambda spec, **_: f"load trainable {spec}", trainable.load_trainable,
                                            load=True)

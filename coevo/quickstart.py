@@ -42,25 +42,7 @@ def quickstart_config(prompts: int, model: str, judge: str) -> dict[str, Any]:
         # DPO candidates are drawn from it.
         "data": {"source": "bundled:writing_short", "limit": prompts,
                  "pool_total": prompts - HELD_OUT, "pool_size": prompts - HELD_OUT},
-        "roles": {
-            # A repetition penalty on revisions and critiques: at the revision's temperature (0.2)
-            # the 135M actor falls into loops that run to any token limit, and the critic
-            # often does at 0.8 (a departure from the paper, listed with the others).
-            "actor": {"model": model,
-                      "sampling": {"response": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 192},
-                                   "revision": {"temperature": 0.2, "top_p": 0.95, "max_tokens": 192,
-                                                "repetition_penalty": 1.2}}},
-            "critic": {"model": model, "template": "critic_brief",
-                       "sampling": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 192,
-                                    "repetition_penalty": 1.2}},
-            # Scored by expectation over the final score's tokens (continuous rewards, so two
-            # critiques it would both call 4 still get different advantages). Reasons of at most
-            # 40 characters: the 135M judge's reasons are where its calls spend their tokens,
-            # and 4 of them (TAIScore's dimensions) then fit the token limit even when each is
-            # a run of "1.1.1." at a token a character.
-            "judge": {"model": judge, "sampling": {"temperature": 0.2, "top_p": 1.0, "max_tokens": 320,
-                                                   "scoring": "expected", "reason_limit": 40}},
-        },
+        "roles": quickstart_roles(model, judge),
         # The trained actor and critic generate on llama.cpp from their current weights (the
         # critic's GRPO samples too): several times transformers' speed on a CPU.
         "actor_engine": "llamacpp",
@@ -70,8 +52,12 @@ def quickstart_config(prompts: int, model: str, judge: str) -> dict[str, Any]:
         "pairs_per_round": prompts - HELD_OUT,
         # No KL term (beta 0): over 6 steps of a LoRA adapter it would hold the critic to where it
         # already is, and it costs a reference pass a step (the paper: 0.02).
-        "grpo": {"num_generations": 2, "batch_size": 1, "learning_rate": 1e-4, "max_steps": GRPO_STEPS,
-                 "beta": 0.0, "save_steps": 2, "lora": lora},
+        # Prompts of at most 1,024 tokens (the critic's here are under 400): the llama.cpp
+        # context its samples are written in is sized to a prompt and a completion. One
+        # critique a micro-batch (two a step, as before): the logits over a 49k vocabulary in
+        # the backward pass are the GRPO stage's, and the run's, peak memory.
+        "grpo": {"num_generations": 2, "batch_size": 1, "grad_accum": 2, "learning_rate": 1e-4,
+                 "max_steps": GRPO_STEPS, "beta": 0.0, "save_steps": 2, "max_prompt_length": 1024, "lora": lora},
         # One pair per micro-batch, two per step: the logits over a 49k vocabulary of a batch of
         # pairs are the DPO stage's peak memory (BENCHMARKS.md, "The quickstart").
         "dpo": {"learning_rate": 1e-4, "max_steps": DPO_STEPS, "batch_size": 1, "grad_accum": 2, "max_length": 512,
@@ -90,6 +76,38 @@ def quickstart_config(prompts: int, model: str, judge: str) -> dict[str, Any]:
         # a 6-step stage has room for: the monitor says so; taiscore_tiny.yaml's stages do).
         "monitor": {"anchors": [QUICKSTART_ANCHOR], "prompts": HELD_OUT, "every": GRPO_STEPS},
     }
+
+
+def quickstart_roles(model: str, judge: str) -> dict[str, Any]:
+    """The quickstart's roles: `model` as actor and critic, `judge` as the frozen judge."""
+    return {
+        # A repetition penalty on revisions and critiques: at the revision's temperature (0.2)
+        # the 135M actor falls into loops that run to any token limit, and the critic
+        # often does at 0.8 (a departure from the paper, listed with the others).
+        "actor": {"model": model, "options": embedded_options(model),
+                  "sampling": {"response": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 192},
+                               "revision": {"temperature": 0.2, "top_p": 0.95, "max_tokens": 192,
+                                            "repetition_penalty": 1.2}}},
+        "critic": {"model": model, "options": embedded_options(model), "template": "critic_brief",
+                   "sampling": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 192,
+                                "repetition_penalty": 1.2}},
+        # Scored by expectation over the final score's tokens (continuous rewards, so two
+        # critiques it would both call 4 still get different advantages). Reasons of at most
+        # 40 characters: the 135M judge's reasons are where its calls spend their tokens,
+        # and 4 of them (TAIScore's dimensions) then fit the token limit even when each is
+        # a run of "1.1.1." at a token a character.
+        "judge": {"model": judge, "options": embedded_options(judge),
+                  "sampling": {"temperature": 0.2, "top_p": 1.0, "max_tokens": 320, "scoring": "expected",
+                               "reason_limit": 40}},
+    }
+
+
+def embedded_options(spec: str) -> dict[str, Any]:
+    """Backend options for a role on `spec`: the embedded model's llama.cpp contexts hold 2,048
+    tokens, not 4,096 (the longest call here, a judge's, is under 1,000 tokens, and each of the
+    run's 4-5 contexts keeps a KV cache for all of them: ~45 MB saved each, BENCHMARKS.md "The
+    quickstart"). Another model's backend (a server, a replay file) takes no such option."""
+    return {"n_ctx": 2048} if spec.split(":", 1)[0] == "smollm2" else {}
 
 
 def run_quickstart(out_dir: Path, *, prompts: int, model: str, judge: str, fresh: bool) -> dict[str, Any]:

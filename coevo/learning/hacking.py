@@ -222,6 +222,28 @@ def summarized(runs: list[SeedOnset], *, reward: str, anchor: str, steps: int, e
         seeds=runs, steps=steps, every=every, seconds=round(time.perf_counter() - started, 1), settings=settings)
 
 
+def merged(parts: list[HackingOnset]) -> HackingOnset:
+    """One result from runs of the same measurement over different seeds (a stopped run's
+    remaining seeds, `--first-seed`): the seeds together, the rates over all of them again,
+    the seconds summed. Runs of different rewards, anchors, steps or settings are refused."""
+    if not parts:
+        raise ValueError("nothing to merge: give at least one result JSON")
+    first = parts[0]
+    for part in parts[1:]:
+        for field in ("reward", "anchor", "steps", "every", "settings"):
+            if getattr(part, field) != getattr(first, field):
+                raise ValueError(f"cannot merge results whose {field} differ ({getattr(first, field)!r} vs "
+                                 f"{getattr(part, field)!r}): they measured different things")
+    runs = sorted((run for part in parts for run in part.seeds), key=lambda run: run.seed)
+    seeds = [run.seed for run in runs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seed {next(s for s in seeds if seeds.count(s) > 1)} is in more than one result; "
+                         "merge each seed once")
+    result = summarized(runs, reward=first.reward, anchor=first.anchor, steps=first.steps, every=first.every,
+                        started=time.perf_counter(), settings=first.settings)
+    return result.model_copy(update={"seconds": round(sum(part.seconds for part in parts), 1)})
+
+
 def watched_seed(backend: Backend, model: str, seed: int, settings: Any, reward_fn: Any, anchor_fn: Any,
                  train: list[Any], scored: list[Any], y0: dict[str, str], every: int, work_dir: Path,
                  anchor_samples: int = 1) -> SeedOnset:

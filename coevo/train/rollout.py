@@ -124,6 +124,9 @@ def rollout_for(policy: Any, settings: Any, workdir: Path) -> LlamaCppRollout | 
     if refusal:
         log.warning("grpo.rollout_engine llamacpp: %s; TRL samples with transformers instead", refusal)
         return None
+    # The context holds what one sample can need, a whole prompt and a whole completion, and no
+    # more: each token of context costs KV cache (~23 KB a token for the embedded model).
     return LlamaCppRollout(policy, workdir, temperature=settings.temperature, top_p=settings.top_p,
                            max_tokens=settings.max_completion_length, seed=settings.seed,
+                           n_ctx=settings.max_prompt_length + settings.max_completion_length,
                            repetition_penalty=settings.repetition_penalty)

@@ -38,3 +38,6 @@ def test_grpo_samples_with_it_in_trl_and_on_llama_cpp(tmp_path, monkeypatch):
     policy = type("Policy", (), {"model": None})()
     assert rollout_for(policy, settings, tmp_path).repetition_penalty == 1.2
     assert rollout_for(policy, GRPOSettings(rollout_engine="llamacpp"), tmp_path).repetition_penalty == 1.0
+    # Its context holds a whole prompt and a whole completion, no more (each token is KV cache).
+    short = GRPOSettings(rollout_engine="llamacpp", max_prompt_length=700, max_completion_length=100)
+    assert rollout_for(policy, short, tmp_path).n_ctx == 800
