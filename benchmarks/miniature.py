@@ -1,4 +1,4 @@
-"""Each paper's central comparison in miniature, on tasks whose gold Python checks (issue 43).
+"""Each paper's central comparison in miniature, on tasks whose gold Python checks.
 
     .venv/bin/python benchmarks/miniature.py --paper rlac|taiscore|decoevo [--seeds 3]
         [--heldout FILE] [--json FILE] [--work-dir DIR] [--set KEY=VALUE ...] [--arms A,B]
@@ -10,18 +10,21 @@
   of `python -m coevo.tasks.code_families`, the set the settings were tuned on).
 - `taiscore`: critics trained by GRPO on a checkable TAIScore analogue, on outcome gain
   only and on critique quality only, against the frozen critic, each scored by the frozen
-  actor's held-out refinement gain (Table 3a); and co-evolution (critic + actor DPO over
-  rounds) against the static trained critic (Table 1). `--heldout`: prompts with
-  `meta.constraints` like the bundled writing prompts.
+  actor's held-out refinement gain (Table 3a) and, directly, by the share of its critiques
+  that name a constraint the held-out y0 breaks (`measures`); and co-evolution (critic +
+  actor DPO over rounds, at least 32 pairs a round) against the static trained critic
+  (Table 1). `--heldout`: prompts with `meta.constraints` like the bundled writing prompts.
 - `decoevo`: DecoEvo against SkillOpt, SC-CoEvo and the zero-shot skill, test score under
   the constraint grader. `--heldout`: prompts with `meta.constraints`.
 
 Every arm is scored per (held-out item, seed) before and after it trains; `gain_ci` is a
 paired bootstrap 95 % interval over those keys, and a comparison `A_minus_B` pairs the two
-arms' gains over the keys both scored. The JSON (`--json`) holds `arms: {name: {before,
-after, gain, gain_ci, n, ...}}`, `comparisons: {A_minus_B: {value, ci, n}}`, `seeds`,
-`seconds`, `settings` and `notes`. Runs are kept in `--work-dir` (default: a temporary
-folder) and resumed from there: a killed miniature continues where it stopped.
+arms' gains over the keys both scored; beside each, `mde`, the effect that n and the
+differences' spread would detect with 80 % power (a null is printed with it). The JSON
+(`--json`) holds `arms: {name: {before, after, gain, gain_ci, n, sd, mde, ...}}`,
+`comparisons: {A_minus_B: {value, ci, n, sd, mde}}`, `measures` (the arms scored another
+way), `seeds`, `seconds`, `settings` and `notes`. Runs are kept in `--work-dir` (default: a
+temporary folder) and resumed from there: a killed miniature continues where it stopped.
 Results: BENCHMARKS.md, "Miniatures"; README, "Does it work?", whose tables are printed from
 the JSON by `benchmarks/miniature.py --table FILE.json` (so they cannot drift from it).
 """
@@ -34,6 +37,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: The tables' minimum-detectable-effect column (coevo/learning/miniature.py, `minimum_detectable_effect`).
+MDE_HEADER = "detectable at 80 % power"
 PAPERS = {"rlac": "coevo.learning.mini_rlac", "taiscore": "coevo.learning.mini_taiscore",
           "decoevo": "coevo.learning.mini_decoevo"}
 
@@ -71,7 +76,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import importlib
 
-    from coevo.learning.miniature import shown
     from coevo.llm.base import ModelError
 
     measure = importlib.import_module(PAPERS[args.paper]).measure
@@ -86,35 +90,58 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     print(f"{result.paper}: {result.target}; seeds {result.seeds}, {result.seconds / 60:.1f} min")
-    for name, arm in result.arms.items():
-        before = "—" if arm.before is None else f"{arm.before:.3f}"
-        after = "—" if arm.after is None else f"{arm.after:.3f}"
-        print(f"  {name:18s} {before} -> {after}  gain {shown(arm.gain, arm.gain_ci, arm.n)}")
-    for name, comparison in result.comparisons.items():
-        print(f"  {name:34s} {shown(comparison.value, comparison.ci, comparison.n)}")
+    print_summary(result.arms, result.comparisons)
+    for measure in result.measures.values():
+        print(f"{result.paper}, also: {measure.target}")
+        print_summary(measure.arms, measure.comparisons)
     if args.json:
         Path(args.json).write_text(result.model_dump_json(indent=1) + "\n")
     return 0
 
 
+def print_summary(arms: dict, found: dict) -> None:
+    """The run's closing lines: each arm's gold before and after and its gain, then each
+    comparison; a null with the effect it could have detected."""
+    from coevo.learning.miniature import shown_of
+
+    for name, arm in arms.items():
+        before = "—" if arm.before is None else f"{arm.before:.3f}"
+        after = "—" if arm.after is None else f"{arm.after:.3f}"
+        print(f"  {name:18s} {before} -> {after}  gain {shown_of(arm)}")
+    for name, comparison in found.items():
+        print(f"  {name:34s} {shown_of(comparison)}")
+
+
 def print_tables(path: Path, parser: argparse.ArgumentParser) -> int:
-    """The README's tables of one miniature: its arms, then its comparisons."""
-    from coevo.learning.miniature import Miniature, shown
+    """The README's tables of one miniature: its arms, then its comparisons, then the same
+    for each further measure of its arms (TAIScore's critiques)."""
+    from coevo.learning.miniature import Miniature
 
     try:
         result = Miniature.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         parser.error(f"--table: {path} is not a miniature's JSON: {exc}")
-    minutes = f"{result.seconds / 60:.0f} min"
-    print("| arm | before | after | gain [95 % CI] (n) | seeds | whole run |\n|---|---|---|---|---|---|")
-    for name, arm in result.arms.items():
-        cells = ["—" if v is None else f"{v:.3f}" for v in (arm.before, arm.after)]
-        print(f"| `{name}` | {cells[0]} | {cells[1]} | {shown(arm.gain, arm.gain_ci, arm.n)} | "
-              f"{len(result.seeds)} | {minutes} |")
-    print("\n| comparison | value [95 % CI] (n) |\n|---|---|")
-    for name, comparison in result.comparisons.items():
-        print(f"| `{name}` | {shown(comparison.value, comparison.ci, comparison.n)} |")
+    print_table(result.arms, result.comparisons, len(result.seeds), f"{result.seconds / 60:.0f} min")
+    for measure in result.measures.values():
+        print(f"\n{measure.target}:\n")
+        print_table(measure.arms, measure.comparisons, len(result.seeds), f"{result.seconds / 60:.0f} min")
     return 0
+
+
+def print_table(arms: dict, found: dict, seeds: int, minutes: str) -> None:
+    """One measure's two markdown tables. The MDE column: the effect each n and spread would
+    detect with 80 % power (two-sided α 0.05), so a null reads with what it rules out."""
+    from coevo.learning.miniature import mde_cell, shown
+
+    print(f"| arm | before | after | gain [95 % CI] (n) | {MDE_HEADER} | seeds | whole run |\n"
+          "|---|---|---|---|---|---|---|")
+    for name, arm in arms.items():
+        cells = ["—" if v is None else f"{v:.3f}" for v in (arm.before, arm.after)]
+        print(f"| `{name}` | {cells[0]} | {cells[1]} | {shown(arm.gain, arm.gain_ci, arm.n)} | {mde_cell(arm)} | "
+              f"{seeds} | {minutes} |")
+    print(f"\n| comparison | value [95 % CI] (n) | {MDE_HEADER} |\n|---|---|---|")
+    for name, comparison in found.items():
+        print(f"| `{name}` | {shown(comparison.value, comparison.ci, comparison.n)} | {mde_cell(comparison)} |")
 
 
 if __name__ == "__main__":

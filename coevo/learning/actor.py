@@ -139,7 +139,7 @@ def _rollouts(engine: Any, train: list[Sample], work_dir: Path, r: int) -> tuple
 def rollouts_of(base: Actor, critic: Critic, train: list[Sample], folder: Path, r: int) -> list[Rollout]:
     """`base` answers every training prompt (y0), `critic` critiques, `base` revises (y1),
     each step's texts cached in `folder` as `<step>_<r>.json`; the rollouts (`id#r`) whose y0
-    and y1 are both non-blank. TAIScore's miniature runs it with a trained critic."""
+    and y1 are both non-blank."""
     by_id = {s.id: s for s in train}
     ids = list(by_id)
     y0 = cached_texts(folder / f"y0_{r}.json", ids, lambda todo: base.respond([by_id[i] for i in todo]))
@@ -149,6 +149,33 @@ def rollouts_of(base: Actor, critic: Critic, train: list[Sample], folder: Path, 
         [by_id[i].prompt for i in todo], [y0[i] for i in todo], [c[i] for i in todo]))
     return [Rollout(sample_id=f"{i}#{r}", x=by_id[i].prompt, y0=y0[i], c=c[i], y1=y1[i], condition="matched")
             for i in ids if y0[i].strip() and y1[i].strip()]
+
+
+def critiqued_rollouts(base: Actor, critic: Critic, samples: list[Sample], y0: Mapping[str, str], n: int,
+                       folder: Path) -> list[Rollout]:
+    """`critic` writes `n` critiques of each sample's y0 and `base` revises under each (y1), the
+    texts cached in `folder` (`critique.json`, `y1.json`, keyed `id#i`); the rollouts (`id#i`)
+    whose y0 and y1 are both non-blank. TAIScore's miniature makes its actor's pairs so."""
+    by_id = {s.id: s for s in samples}
+    keys = [f"{s.id}#{i}" for s in samples for i in range(n)]
+
+    def critiques(todo: list[str]) -> list[str]:
+        # One call for a y0's n critiques: llama.cpp asks them one after another, so it
+        # evaluates their shared prompt once (and the revisions', sorted together, share x, y0).
+        ids = list(dict.fromkeys(_id_of(k) for k in todo))
+        found = critic.critique([by_id[i].prompt for i in ids], [y0[i] for i in ids], n=n)
+        made = {f"{i}#{j}": text for i, texts in zip(ids, found) for j, text in enumerate(texts)}
+        return [made[k] for k in todo]
+
+    c = cached_texts(folder / "critique.json", keys, critiques)
+    y1 = cached_texts(folder / "y1.json", keys, lambda todo: base.revise(
+        [by_id[_id_of(k)].prompt for k in todo], [y0[_id_of(k)] for k in todo], [c[k] for k in todo]))
+    return [Rollout(sample_id=k, x=by_id[_id_of(k)].prompt, y0=y0[_id_of(k)], c=c[k], y1=y1[k], condition="matched")
+            for k in keys if y0[_id_of(k)].strip() and y1[k].strip()]
+
+
+def _id_of(key: str) -> str:
+    return key.rpartition("#")[0]
 
 
 def _pass_rate(actor: Actor, scored: list[Sample], seeds: list[int],

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from coevo.learning import mini_rlac
-from coevo.learning.miniature import arm_result, compare, comparisons, shown
+from coevo.learning.miniature import (ArmResult, Comparison, Measure, Miniature, arm_result, compare, comparisons,
+                                      minimum_detectable_effect, shown, shown_of)
 from coevo.store import RunStore
 from coevo.types import Completion
 
@@ -28,6 +29,44 @@ def test_an_arm_pairs_its_keys_and_a_comparison_pairs_the_arms_gains():
     assert list(found) == ["good_minus_flat"]
     assert shown(0.5, [0.1, 0.9], 4) == "+0.500 [+0.100, +0.900] (n=4)"
     assert shown(None, [None, None], 0) == "— (n=0)"
+
+
+def test_the_minimum_detectable_effect_is_2_8_standard_errors_of_the_paired_differences():
+    # 36 differences, half 0 and half 1: sd = sqrt(0.25 * 36 / 35), SE = sd / 6, and
+    # (z_0.975 + z_0.80) = 1.95996 + 0.84162 = 2.80158.
+    differences = [0.0, 1.0] * 18
+    assert minimum_detectable_effect(differences) == pytest.approx(2.80158 * (0.25 * 36 / 35) ** 0.5 / 6, abs=1e-5)
+    assert minimum_detectable_effect(differences * 4) == pytest.approx(minimum_detectable_effect(differences) / 2,
+                                                                       rel=0.02)  # 4x the keys: half the MDE
+    assert minimum_detectable_effect([0.5]) is None          # one key: no spread to measure
+    assert minimum_detectable_effect([0.25] * 10) is None    # no spread: unmeasured, not perfect power
+    arm = arm_result(BEFORE, {"p/0#0": 1.0, "p/1#0": 1.0, "p/2#0": 1.0, "p/3#0": 0.0})
+    assert arm.mde == pytest.approx(minimum_detectable_effect([1.0, 1.0, 0.0, 0.0]))
+    assert compare(arm, arm_result(BEFORE, dict(BEFORE))).mde == arm.mde
+
+
+def test_a_json_written_before_the_mde_is_sized_from_its_own_scores():
+    arm = arm_result(BEFORE, {"p/0#0": 1.0, "p/1#0": 1.0, "p/2#0": 1.0, "p/3#0": 0.0})
+    flat = arm_result(BEFORE, {"p/0#0": 1.0, "p/1#0": 0.0, "p/2#0": 1.0, "p/3#0": 0.0})
+    written = Miniature(paper="rlac", target="pass@1", arms={"a": arm, "b": flat},
+                        comparisons=comparisons({"a": arm, "b": flat}, [("a", "b")]), seeds=[0], seconds=1)
+    old = json.loads(written.model_dump_json())
+    for record in [*old["arms"].values(), *old["comparisons"].values()]:
+        del record["sd"], record["mde"]
+    read = Miniature.model_validate(old)
+    assert read.arms["a"].mde == arm.mde and read.comparisons["a_minus_b"].mde == written.comparisons["a_minus_b"].mde
+    assert read.comparisons["a_minus_b"].mde == pytest.approx(minimum_detectable_effect([0.0, 1.0, 0.0, 0.0]))
+
+
+def test_a_null_is_printed_with_the_effect_it_could_have_detected():
+    assert shown(0.012, [-0.05, 0.07], 40, 0.09) == "+0.012 [-0.050, +0.070] (n=40; could detect ±0.090)"
+    assert shown(0.5, [0.1, 0.9], 40, 0.09) == "+0.500 [+0.100, +0.900] (n=40)"  # not a null: no MDE
+    null = Comparison(value=0.0, ci=[-0.1, 0.1], n=36, sd=0.3, mde=0.14)
+    assert shown_of(null) == "+0.000 [-0.100, +0.100] (n=36; could detect ±0.140)"
+    still = arm_result(BEFORE, dict(BEFORE))  # every key the same before and after
+    assert shown_of(still) == "+0.000 [+0.000, +0.000] (n=4; no spread: MDE unknown)"
+    moved = arm_result(BEFORE, {"p/0#0": 1.0, "p/1#0": 0.0, "p/2#0": 1.0, "p/3#0": 0.0})
+    assert isinstance(moved, ArmResult) and shown_of(moved).endswith(f"(n=4; could detect ±{moved.mde:.3f})")
 
 
 def evaluation(outcomes):
@@ -121,17 +160,28 @@ def test_the_readme_tables_are_printed_from_the_json(tmp_path):
 
     arm = arm_result(BEFORE, {"p/0#0": 1.0, "p/1#0": 1.0, "p/2#0": 1.0, "p/3#0": 0.0})
     flat = arm_result(BEFORE, dict(BEFORE))
+    measure = Measure(target="critiques naming a failure", arms={"named": arm},
+                      comparisons=comparisons({"named": arm, "static_critic": flat}, [("named", "static_critic")]))
     result = Miniature(paper="rlac", target="pass@1", arms={"co_trained": arm, "static_critic": flat},
                        comparisons=comparisons({"co_trained": arm, "static_critic": flat},
-                                               [("co_trained", "static_critic")]), seeds=[0, 1, 2], seconds=600)
+                                               [("co_trained", "static_critic")]), seeds=[0, 1, 2], seconds=600,
+                       measures={"critique": measure})
     path = tmp_path / "rlac.json"
     path.write_text(result.model_dump_json())
     printed = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)], capture_output=True,
                              text=True, timeout=60)
     assert printed.returncode == 0, printed.stderr
     lines = printed.stdout.splitlines()
-    assert lines[2].startswith("| `co_trained` | 0.250 | 0.750 | +0.500 [") and lines[2].endswith("(n=4) | 3 | 10 min |")
-    assert "| `co_trained_minus_static_critic` | +0.500 [" in printed.stdout
+    assert lines[0] == "| arm | before | after | gain [95 % CI] (n) | detectable at 80 % power | seeds | whole run |"
+    assert lines[2].startswith("| `co_trained` | 0.250 | 0.750 | +0.500 [")
+    assert lines[2].endswith(f"(n=4) | ±{arm.mde:.3f} | 3 | 10 min |")
+    assert lines[3].endswith("(n=4) | — (no spread) | 3 | 10 min |")
+    tables = printed.stdout.split("\n\n")
+    assert f"| `co_trained_minus_static_critic` | +0.500 [" in tables[1]
+    assert tables[1].endswith(f"(n=4) | ±{arm.mde:.3f} |")
+    # The further measure: its target, then its own two tables.
+    assert tables[2] == "critiques naming a failure:" and tables[3].splitlines()[2].startswith("| `named` | 0.250 |")
+    assert tables[4].splitlines()[2].startswith("| `named_minus_static_critic` | +0.500 [")
     bad = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(tmp_path / "none.json")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not a miniature's JSON" in bad.stderr
