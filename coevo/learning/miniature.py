@@ -162,10 +162,9 @@ def arm_result(before: Mapping[str, float], after: Mapping[str, float], notes: l
     """The arm from its per-key gold before and after training (keys scored both times)."""
     keys = sorted(set(before) & set(after))
     ci = paired_difference([after[k] for k in keys], [before[k] for k in keys])
-    gains = [after[k] - before[k] for k in keys]
+    # sd and mde are left to ArmResult's validator, which sizes every arm from its scores.
     return ArmResult(before=mean({k: before[k] for k in keys}), after=mean({k: after[k] for k in keys}),
-                     gain=ci.mean_diff, gain_ci=[ci.low, ci.high], n=ci.n_pairs, sd=spread(gains),
-                     mde=minimum_detectable_effect(gains),
+                     gain=ci.mean_diff, gain_ci=[ci.low, ci.high], n=ci.n_pairs,
                      scores_before=dict(before), scores_after=dict(after), notes=list(notes or []))
 
 
@@ -174,7 +173,7 @@ def compare(a: ArmResult, b: ArmResult) -> Comparison:
     gains_a, gains_b = a.gains, b.gains
     keys = sorted(set(gains_a) & set(gains_b))
     ci = paired_difference([gains_a[k] for k in keys], [gains_b[k] for k in keys])
-    differences = _differences(a, b)
+    differences = [gains_a[k] - gains_b[k] for k in keys]
     return Comparison(value=ci.mean_diff, ci=[ci.low, ci.high], n=ci.n_pairs, sd=spread(differences),
                       mde=minimum_detectable_effect(differences))
 
