@@ -225,14 +225,24 @@ def test_the_paper_form_asks_both_models_in_a_system_and_a_user_message(tmp_path
                                                                               for c in crit_calls}
 
 
-def test_static_critic_proposes_once_and_never_trains(tmp_path, fakes):
-    store = RunStore(tmp_path)
+def test_static_critic_proposes_n_like_the_trained_one_and_never_trains(tmp_path, fakes):
+    """The paper's static ablation only freezes the critic: it draws the same N proposals per
+    output (§4.1: "the critic proposes 4 rubrics per output" for all methods), so the two
+    conditions' round-1 proposals and verification calls are the same."""
+    store = RunStore(tmp_path / "static")
     summary = run_rlac(facts_config(critic_training="static"), store)
     [gen] = fakes["trained"]
     assert store.get_meta("warnings") == []  # a static critic has no pairs by design
     assert gen["dir"].endswith("generator")
-    assert summary.verification_calls.rlac == 2  # one proposal per output
+    assert summary.verification_calls.rlac == 4  # N=2 proposals on each of K=2 outputs
     assert summary.condition == "rlac-static"
+    adversarial = RunStore(tmp_path / "adversarial")
+    trained = run_rlac(facts_config(), adversarial)
+    assert trained.verification_calls.rlac == summary.verification_calls.rlac
+    def proposals(run):
+        return sorted((r["output"], r["proposal_index"], r["proposal"]) for _, r in run.get_records("rlac_proposal"))
+
+    assert proposals(store) == proposals(adversarial)
 
 
 def test_the_critic_gets_a_whole_stage_per_call(tmp_path, fakes, monkeypatch):
@@ -414,7 +424,8 @@ def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
     summary = summary_dict(run_rlac(facts_config(), RunStore(tmp_path / "run")))  # as summary.json holds it
     assert set(summary) == {"base_model", "base_models", "task", "condition", "baseline", "rounds",
                             "verification_calls", "verification_call_ratio", "pairs", "pair_budget",
-                            "reward_model", "table", "audit"}
+                            "reward_model", "table", "audit", "detection"}
+    assert summary["detection"] == []  # measured only with `detection: {enabled: true}`
     assert summary["pairs"] == {"rlac-adversarial": {"1": {"generator": 1, "critic": 1}}}
     assert summary["reward_model"] is None  # only the reward-model baseline has one
     [rnd] = summary["rounds"]
