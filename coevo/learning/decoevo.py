@@ -34,7 +34,7 @@ DEFAULT_REWARD = "python:coevo.learning.graders:constraint_grader"
 #: The checkable config: the gates are judged by code (coevo/learning/graders.py), so an edit
 #: can pass its margin on merit; under the 135M judge two skills' gate scores differ by less
 #: than one skill's do. Its partitions (a 20-question test split) are the curve's, and the
-#: gate's margin is set from its measured noise before the run (mini_decoevo.gate_noise).
+#: gate's margin is set from its measured noise before the run (decoevo/gate_noise.py).
 DEFAULT_CONFIG = "examples/decoevo_checkable.yaml"
 DEFAULT_STEPS = 8
 DEFAULT_OVERRIDES: tuple[str, ...] = ()
@@ -156,7 +156,7 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     from coevo.algorithms.decoevo import DecoEvoConfig
     from coevo.algorithms.decoevo.skills import versions
     from coevo.config import apply_overrides, read_yaml
-    from coevo.learning.mini_decoevo import gate_noise
+    from coevo.algorithms.decoevo.gate_noise import measure_in
     from coevo.runner import run_experiment
     from coevo.store import RunStore
 
@@ -168,7 +168,7 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     raw = apply_overrides(read_yaml(config_path), settings)
     began = time.time()
     # The solver gate's margin from its measured noise, as the miniature sets it.
-    noise = gate_noise(DecoEvoConfig.model_validate(raw), Path(work_dir) / "calibration")
+    noise = measure_in(Path(work_dir) / "calibration", DecoEvoConfig.model_validate(raw))
     settings.append(f"delta={noise['delta']!r}")
     raw = apply_overrides(raw, [settings[-1]])
     run_dir = Path(work_dir) / "run"

@@ -42,17 +42,10 @@ DEFAULT_CONFIG = "examples/decoevo_checkable.yaml"
 DEFAULT_OVERRIDES: tuple[str, ...] = ()
 METHODS = ("zero_shot", "skillopt", "sc_coevo", "decoevo")
 COMPARISONS = [("decoevo", "skillopt"), ("decoevo", "sc_coevo"), ("decoevo", "zero_shot")]
-#: Draws of the initial skill's gate score for the noise: sd over 4 means has 3 degrees of
-#: freedom, enough to tell a gate that resolves tenths from one that resolves hundredths.
-NOISE_DRAWS = 4
-#: delta = NOISE_K sd of the gain between identical skills (a sampling difference passes
-#: about 2 % of the time), and at least NOISE_FLOOR (a gate whose scores never moved).
-NOISE_K = 2.0
-NOISE_FLOOR = 0.01
 
 
 def measure(*, seeds: list[int], work_dir: Path, heldout_file: str | None = None, config_path: str = DEFAULT_CONFIG,
-            overrides: list[str] | None = None, noise_draws: int = NOISE_DRAWS) -> Miniature:
+            overrides: list[str] | None = None, noise_draws: int | None = None) -> Miniature:
     """The gate's noise, then the four methods under every seed in one run (resumed where
     `work_dir/run` holds it), each method's paired gain over zero-shot, the comparisons and
     the per-step proxy and gold. `heldout_file` (prompts with `meta.constraints`, as
@@ -103,17 +96,12 @@ def measure(*, seeds: list[int], work_dir: Path, heldout_file: str | None = None
                             *(f"{m}: {n}" for m in METHODS for n in arms[m].notes)])
 
 
-def gate_noise(config: Any, folder: Path, draws: int = NOISE_DRAWS) -> dict[str, Any]:
-    """The solver gate's noise and the delta above it, measured in a store of its own
-    (cached: a rerun of the miniature asks nothing again)."""
-    from coevo.algorithms.decoevo.gate_noise import measure_gate_noise
-    from coevo.store import RunStore
+def gate_noise(config: Any, folder: Path, draws: int | None = None) -> dict[str, Any]:
+    """The solver gate's noise and the delta above it (decoevo/gate_noise.py), measured in a
+    store of its own at `folder` (a rerun of the miniature asks nothing again)."""
+    from coevo.algorithms.decoevo.gate_noise import DRAWS, measure_in
 
-    store = RunStore(folder)
-    try:
-        return measure_gate_noise(config, store, draws=draws, k=NOISE_K, floor=NOISE_FLOOR)
-    finally:
-        store.close()
+    return measure_in(folder, config, DRAWS if draws is None else draws)
 
 
 def method_metrics(summary: dict[str, Any], results: dict[int, Any], method: str) -> dict[str, Any]:

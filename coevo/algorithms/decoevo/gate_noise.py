@@ -6,15 +6,15 @@ A delta under that spread lets noise through; one far above it refuses real edit
 margin is measured, not guessed: the initial skill S0 answers the gate under several
 sampling seeds, each draw scored as the gate scores (the same questions, `gate_samples`
 answers to each, the incumbent rubric generator's cached rubrics of the run's first seed,
-the config's criterion judge),
-and `rules.noise_delta` turns the draws' means into the gain's sd and delta = k sd.
+the config's criterion judge), and `rules.noise_delta` turns the draws' means into the
+gain's sd and delta = k sd.
 
-    noise = measure_gate_noise(config, RunStore(work_dir / "calibration"), draws=4)
+    noise = measure_in(work_dir / "calibration", config)
     overrides.append(f"delta={noise['delta']}")
 
 Draws use seeds of their own (`draw_seeds`), never a run's and never each other's: each
-stands for another, independent sample of the same skill. Their calls are cached in `store`, so measuring again
-costs nothing.
+stands for another, independent sample of the same skill. Their calls are cached in the
+store, so measuring again costs nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +29,14 @@ from coevo.algorithms.decoevo.loop import MethodRun, question_means
 from coevo.algorithms.decoevo.rules import noise_delta
 from coevo.algorithms.decoevo.skills import GENERATOR, SOLVER
 
+#: Draws of the initial skill's gate score. The sd over 8 means has 7 degrees of freedom (its
+#: 95 % interval spans about 0.66 to 2.0 times the estimate); over 4 it spans 0.57 to 3.7
+#: times, wide enough to set delta at half the noise or twice it.
+DRAWS = 8
+#: delta = K sd of the gain between identical skills (a sampling difference passes about 2 %
+#: of the time), and at least FLOOR (a gate whose scores never moved must not take ties).
+K = 2.0
+FLOOR = 0.01
 #: The first sampling seed of the draws: far from any run's seeds (0, 1, 2 ...).
 FIRST_SEED = 10_000
 #: Seeds between two draws. A backend samples a call's n answers under seeds s, s+1, ...
@@ -65,7 +73,7 @@ def draw_scores(config: DecoEvoConfig, model: Any, draws: int, first_seed: int =
     return [q.id for q in gate], scores
 
 
-def measure_gate_noise(config: DecoEvoConfig, store: Any, draws: int = 4, k: float = 2.0, floor: float = 0.01,
+def measure_gate_noise(config: DecoEvoConfig, store: Any, draws: int = DRAWS, k: float = K, floor: float = FLOOR,
                        first_seed: int = FIRST_SEED, model: Any = None) -> dict[str, Any]:
     """The gate's noise and the margin from it (`rules.noise_delta`), with what it was
     measured on: the draws' seeds, the questions every draw scored readably, the judge.
@@ -83,3 +91,15 @@ def measure_gate_noise(config: DecoEvoConfig, store: Any, draws: int = 4, k: flo
             "question_ids": [ids[q] for q in kept], "rubric_seed": config.seeds[0],
             "judge": config.roles.judge.scorer or f"{config.roles.backbone.model} (the backbone)",
             "seconds": round(time.perf_counter() - started, 1)}
+
+
+def measure_in(folder: Any, config: DecoEvoConfig, draws: int = DRAWS) -> dict[str, Any]:
+    """`measure_gate_noise` in a run store of its own at `folder` (its calls cached there, so
+    measuring again asks the model nothing)."""
+    from coevo.store import RunStore
+
+    store = RunStore(folder)
+    try:
+        return measure_gate_noise(config, store, draws=draws)
+    finally:
+        store.close()
