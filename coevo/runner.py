@@ -408,6 +408,20 @@ def _run_locked(out: Path, algorithm: str, config: BaseModel, resume: bool) -> d
     return summary
 
 
+def _warnings_of(store: RunStore) -> list[dict[str, Any]]:
+    """The run's warnings as {kind, about, text} rows; a bug in reading them is logged and
+    gives none, so that it cannot cost the summary of a run that finished."""
+    import logging
+
+    from coevo.view.warnings import run_warnings
+
+    try:
+        return [{"kind": f.kind, "about": f.about, "text": f.text} for f in run_warnings(store)]
+    except Exception:  # noqa: BLE001 - reading, not running: the run's results stand without it
+        logging.getLogger(__name__).exception("could not read the run's warnings; summary.json has none")
+        return []
+
+
 def _open_run(out: Path, config: BaseModel, resume: bool) -> tuple[RunStore, bool]:
     """The run folder's store, refused where it holds another run (or, resuming, another
     config); and whether this start begins it over."""
@@ -483,6 +497,9 @@ def _finish(out: Path, store: RunStore, summary: dict[str, Any], algorithm: str,
     summary["cost"] = run_cost(store).model_dump(mode="json")
     # What the reward-hacking monitor saw in each watched stage (docs/monitor.md).
     summary["monitor"] = monitor_summary(store)
+    # The run page's warnings (a role that got no pairs, a judge that was fooled, ...): a
+    # script reading summary.json sees what a person reading the page sees.
+    summary["warnings"] = _warnings_of(store)
     finished = time.time()
     summary["provenance"] = timed(facts, store.get_meta("started"), finished=finished, earlier=earlier,
                                   duration_s=finished - began)

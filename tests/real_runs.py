@@ -35,12 +35,13 @@ TAISCORE_TEST_SIZE = [
     "roles.actor.sampling.response.max_tokens=24", "roles.critic.sampling.max_tokens=24",
     "roles.actor.sampling.revision.max_tokens=24", "evaluation.win_rate=false",
 ]
-# examples/rlac_code_tiny.yaml at test size. Seeded noisy labels (validator=random) so that
+# examples/rlac_code_tiny.yaml at test size, on the HumanEval problems its estimate was read off. Seeded noisy labels (validator=random) so that
 # both models surely get pairs to train on (on two problems the real validator may find no
 # failing test at all); a checkpoint every step so that a killed stage has one to resume from.
 RLAC_CODE_TEST_SIZE = [
     "iterations=1", "k=2", "n=2", "validator=random", "seed=0", "kl=false",
-    "data.train_ids=[HumanEval/45, HumanEval/2]", "data.heldout_ids=[HumanEval/53]",
+    "data.source=humaneval", "data.train_ids=[HumanEval/45, HumanEval/2]",
+    "data.heldout_ids=[HumanEval/53]",
     "roles.generator.sampling.train.max_tokens=32", "roles.critic.sampling.max_tokens=40",
     "roles.generator.sampling.eval.max_tokens=32",
     "dpo.max_steps=2", "dpo.save_steps=1", "dpo.max_length=512", "dpo.max_prompt_length=384",

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from coevo.commands.console import err, heading, out, print_plain, print_table
 from coevo.commands.errors import file_in_the_way, interrupted
@@ -111,4 +112,6 @@ def run_config(config: Path, out_dir: Path, *, resume: bool, fresh: bool, overri
         return  # a rank other than 0 of a many-process launch: rank 0 reports
     if "table" in summary:
         print_table(summary["table"], title=summary.get("algorithm", "results"))
+    for warning in summary.get("warnings", []):  # what the run page will say, said here first
+        out.print(f"[yellow]warning ({escape(warning['kind'])}):[/] {escape(warning['text'])}", markup=True)
     out.print(f"summary: {out_dir / 'summary.json'}\nreport: {summary['report']}")

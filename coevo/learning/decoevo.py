@@ -31,19 +31,13 @@ from coevo.learning.curve import LearningCurve, curve_record
 
 LOOP = "decoevo"
 DEFAULT_REWARD = "python:coevo.learning.graders:constraint_grader"
-DEFAULT_CONFIG = "examples/decoevo_tiny.yaml"
-#: Chosen by measurement on 2 shared CPU cores: 4 inner steps with a 16-question test split
-#: took 90 s for one seed, so 8 steps, a 20-question test split (the paired interval rests on
-#: 20 keys per seed) and a 4-question solver gate stay well under ~20 minutes.
+#: The checkable config: the gates are judged by code (coevo/learning/graders.py), so an edit
+#: can pass its margin on merit; under the 135M judge two skills' gate scores differ by less
+#: than one skill's do. Its partitions (a 20-question test split) are the curve's, and the
+#: gate's margin is set from its measured noise before the run (decoevo/gate_noise.py).
+DEFAULT_CONFIG = "examples/decoevo_checkable.yaml"
 DEFAULT_STEPS = 8
-DEFAULT_OVERRIDES: tuple[str, ...] = (
-    # The test fraction is raised so the split reaches 20 questions (0.2 of 72 is 14); the
-    # train partition is capped at its size anyway, so it can give up the share.
-    "partitions.fractions.train=0.25", "partitions.fractions.test=0.3",
-    "partitions.sizes.test=20",
-    # The tiny config's 1-question gate accepts or rejects an edit on one 135M judgment.
-    "partitions.sizes.solver_gate=4",
-)
+DEFAULT_OVERRIDES: tuple[str, ...] = ()
 
 #: (seed, solver skill text) -> {test question id: score or None}: how `measure` scores an
 #: intermediate skill; the tests give a fake.
@@ -159,8 +153,10 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
 
     `steps`: DecoEvo's inner steps (the solver-edit budget). `overrides` (`key.path=value`)
     apply after the defaults here, so a caller can resize any partition."""
+    from coevo.algorithms.decoevo import DecoEvoConfig
     from coevo.algorithms.decoevo.skills import versions
     from coevo.config import apply_overrides, read_yaml
+    from coevo.algorithms.decoevo.gate_noise import measure_in
     from coevo.runner import run_experiment
     from coevo.store import RunStore
 
@@ -170,10 +166,14 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     settings = [*DEFAULT_OVERRIDES, "methods=[zero_shot, decoevo]", f"seeds={list(seeds)}",
                 f"roles.grader.model={reward}", f"inner_steps={steps}", *(overrides or [])]
     raw = apply_overrides(read_yaml(config_path), settings)
-    run_dir = Path(work_dir) / "run"
     began = time.time()
+    # The solver gate's margin from its measured noise, as the miniature sets it.
+    noise = measure_in(Path(work_dir) / "calibration", DecoEvoConfig.model_validate(raw))
+    settings.append(f"delta={noise['delta']!r}")
+    raw = apply_overrides(raw, [settings[-1]])
+    run_dir = Path(work_dir) / "run"
     summary = run_experiment(None, run_dir, data=raw, fresh=True)
-    run_seconds = time.time() - began
+    run_seconds = time.time() - began  # the noise measurement included
     store = RunStore(run_dir)
     try:
         results = {f"{m}/seed{s}": MethodResult.model_validate(store.step_result(f"{m}/seed{s}"))
@@ -191,6 +191,7 @@ def measure(*, reward: str | None = None, steps: int | None = None, seeds: list[
     return curve_record(loop=LOOP, target=f"test score under the grader {reward} (0-1), per (test question, seed)",
                         reward=reward, points=points, seconds=time.time() - began, seeds=list(seeds),
                         settings={"config": config_path, "overrides": settings, "inner_steps": steps,
+                                  "gate_noise": noise, "delta": noise["delta"],
                                   "partitions": partitions, "run_dir": str(run_dir),
                                   "run_seconds": round(run_seconds, 1)},
                         notes=notes)

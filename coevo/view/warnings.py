@@ -28,6 +28,7 @@ from coevo.runinfo import HEADLINE_METRICS
 from coevo.store import RunStore
 from coevo.view.copy_warnings import copied_critiques
 from coevo.view.findings import Finding
+from coevo.view.pair_warnings import too_few_pairs
 from coevo.view.plots import logged_steps
 # The checks a list of runs also makes live in trust_warnings.py (runinfo.py reads them there).
 from coevo.view.trust_warnings import (adam_first_steps, cut_off_generations, invalid_judgments, judge_audit,
@@ -63,6 +64,7 @@ def run_warnings(store: RunStore, *, stage_results: dict[str, Any] | None = None
     stage_results = training_results(store, logs) if stage_results is None else stage_results
     found: list[Finding] = []
     found += unchanged_policy(stage_results, logs, metrics)
+    found += too_few_pairs(store, metrics)
     found += invalid_judgments(store)
     found += constant_reward(metrics, logs)
     found += agreeing_judges(store)

@@ -20,6 +20,12 @@ GOLD = "You are an expert evaluator"
 GOLD_SECRET = "GOLD-SECRET"
 
 
+#: The fakes' skill texts are markers the replay rules match on ("SKILL V1", "NEW SOLVER
+#: SKILL"), not skills: the skill-form audit would refuse every one of them, so configs built
+#: here turn it off (tests/algorithms/test_decoevo_skill_form.py tests it with real skills).
+MARKERS_ARE_NOT_SKILLS = {"enabled": False}
+
+
 def rubric(*criteria):
     return json.dumps({"criteria": [{"criterion": c, "points": p} for c, p in criteria]})
 
@@ -168,7 +174,7 @@ def config(data, **overrides):
 
     base = dict(data={"source": str(data)}, seeds=[0], inner_steps=2, k=1, s=1,
                 batch_size=2, m=3, max_pairs=3, epsilon=0.5,
-                partitions={"sizes": {"test": 2, "diagnostic": 2}})
+                partitions={"sizes": {"test": 2, "diagnostic": 2}}, skill_form=MARKERS_ARE_NOT_SKILLS)
     roles = {"backbone": {"model": "replay:unused"}, **overrides.pop("roles", {})}
     return DecoEvoConfig(**{**base, "roles": roles, **overrides})
 
@@ -200,5 +206,56 @@ def replay_run_config(folder, **overrides) -> dict:
     return {
         "algorithm": "decoevo", "data": {"source": str(data)}, "roles": {"backbone": {"model": f"replay:{model}"}},
         "seeds": [0, 1], "inner_steps": 3, "k": 1, "batch_size": 2, "m": 2, "epsilon": 0.5,
-        "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}}, **overrides,
+        "initial_solver_skill": SKILL_V0, "partitions": {"sizes": {"test": 3, "diagnostic": 2}},
+        "skill_form": MARKERS_ARE_NOT_SKILLS, **overrides,
     }
+
+
+# -- checkable scoring (examples/decoevo_checkable.yaml) on the bundled writing prompts ------
+#: Real skills (the skill-form audit passes them); each is also the marker its rules match on.
+REAL_SOLVER_SKILL = "Use every word the task requires and stay under its word limit."
+EASY_GENERATOR_SKILL = "Write criteria every answer can meet, such as an engaging tone and clear writing."
+#: A generated rubric that refers to two checkable requirements (the word limit, required
+#: words) and one the code cannot check; and one that refers to none (easier to satisfy).
+COVERING_RUBRIC = rubric(("Respects the word limit", 2), ("Uses every required word", 2), ("Is vivid", 1))
+EASY_RUBRIC = rubric(("Is engaging", 1), ("Reads clearly", 1))
+#: The initial skill's answer breaks every required word; the real skill's meets them often.
+SHORT_ANSWER = "A short answer."
+
+
+def checkable_rules(solver_rewrite: str | None = None, generator_rewrite: str = EASY_GENERATOR_SKILL) -> list[dict]:
+    """Replay answers for a checkable run: the solver answers by its skill, the rubric
+    generator writes COVERING_RUBRIC under the initial skill and EASY_RUBRIC under
+    EASY_GENERATOR_SKILL; the rewriters return `solver_rewrite` (None: the incumbent, a
+    stall) and `generator_rewrite`."""
+    from coevo.algorithms.decoevo.config import DEFAULT_SOLVER_SKILL
+
+    def rewrite(note, skill):
+        return [json.dumps({note: "n", "skill": skill})]
+
+    return rules(
+        solver=[{"match": [SOLVER, REAL_SOLVER_SKILL],
+                 "completions": ["lantern harbour rain canopy heat", "lantern harbour rain, canopy, heat"]},
+                {"match": SOLVER, "completions": [SHORT_ANSWER, SHORT_ANSWER + " Truly."]}],
+        generator=[{"match": [GENERATOR, EASY_GENERATOR_SKILL], "completions": [EASY_RUBRIC]},
+                   {"match": GENERATOR, "completions": [COVERING_RUBRIC]}],
+        solver_rewriter=[{"match": SOLVER_REWRITER,
+                          "completions": rewrite("diagnosis", solver_rewrite or DEFAULT_SOLVER_SKILL)}],
+        generator_rewriter=[{"match": GENERATOR_REWRITER, "completions": rewrite("analysis", generator_rewrite)}],
+    )
+
+
+def checkable_run_config(folder, rules_: list[dict] | None = None, **overrides) -> dict:
+    """examples/decoevo_checkable.yaml on a replay backbone (`checkable_rules` unless
+    `rules_`), 2 inner steps; `overrides` replace top-level keys."""
+    from pathlib import Path
+
+    from coevo.config import read_yaml
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model = folder / "replay.jsonl"
+    model.write_text("\n".join(json.dumps(r) for r in (rules_ or checkable_rules())) + "\n")
+    raw = read_yaml(Path(__file__).resolve().parents[2] / "examples" / "decoevo_checkable.yaml")
+    raw["roles"]["backbone"]["model"] = f"replay:{model}"
+    return {**raw, "inner_steps": 2, **overrides}

@@ -118,3 +118,14 @@ def test_a_second_seed_asks_its_seeded_calls_again():
     one, two = _counts(_test_size()), _counts(_test_size(seeds=[0, 1]))
     assert all(two[key] >= one[key] for key in one)
     assert two[("decoevo", "solver")] == 2 * one[("decoevo", "solver")]
+
+
+def test_code_scorers_ask_no_model_and_gate_samples_multiply_the_gate_answers():
+    checkable = _example("decoevo_checkable.yaml")
+    roles = {role for _, role in _counts(checkable)}
+    assert not roles & {"judge:criteria", "structural_auditor"}  # code, not the backbone
+    assert "contrastive_auditor" in roles  # its explanation stage still asks the backbone
+    one, two = (_counts(_config({**yaml.safe_load((EXAMPLES / "decoevo_checkable.yaml").read_text()),
+                                 "gate_samples": n, "methods": ["skillopt"], "inner_steps": 1})) for n in (1, 2))
+    gate = 16  # solver-gate questions: the incumbent's and the candidate's answers
+    assert two[("decoevo", "solver")] - one[("decoevo", "solver")] == 2 * gate

@@ -7,7 +7,7 @@ import logging
 import math
 
 import pytest
-from decoevo_fakes import JUDGE, config, method_run, replay, rules, scored_verdicts, write_data
+from decoevo_fakes import JUDGE, MARKERS_ARE_NOT_SKILLS, config, method_run, replay, rules, scored_verdicts, write_data
 
 from coevo.roles.decoevo import CriterionJudge, StructuralAuditor
 from coevo.algorithms.decoevo.summary import gate_ties
@@ -168,7 +168,7 @@ def test_summary_counts_gate_ties_per_method(tmp_path):
     model.write_text("\n".join(json.dumps(r) for r in rules(**_surer_candidate_rules())) + "\n")
     cfg = {"algorithm": "decoevo", "data": {"source": str(data)}, "roles": {"backbone": {"model": f"replay:{model}"}},
            "methods": ["zero_shot", "skillopt"], "seeds": [0, 1], "inner_steps": 2, "batch_size": 2,
-           "partitions": {"sizes": {"test": 2, "diagnostic": 1}}}
+           "partitions": {"sizes": {"test": 2, "diagnostic": 1}}, "skill_form": MARKERS_ARE_NOT_SKILLS}
     summary = run_experiment(None, tmp_path / "run", data=cfg)
     skillopt, zero = summary["methods"]["skillopt"], summary["methods"]["zero_shot"]
     # Each seed: step 1 compares and accepts; step 2's rewrite is the incumbent (no comparison).

@@ -12,7 +12,8 @@ from coevo.runner import plan_experiment
 
 #: tests/real_runs.py's RLAC_CODE_TEST_SIZE: examples/rlac_code_tiny.yaml at test size.
 CODE_TEST_SIZE = ["iterations=1", "k=2", "n=2", "validator=random", "seed=0", "kl=false",
-                  "data.train_ids=[HumanEval/45, HumanEval/2]", "data.heldout_ids=[HumanEval/53]",
+                  "data.source=humaneval", "data.train_ids=[HumanEval/45, HumanEval/2]",
+                  "data.heldout_ids=[HumanEval/53]",
                   "roles.generator.sampling.train.max_tokens=32", "roles.critic.sampling.max_tokens=40",
                   "roles.generator.sampling.eval.max_tokens=32", "dpo.max_steps=2", "dpo.save_steps=1",
                   "dpo.max_length=512", "dpo.max_prompt_length=384"]
@@ -101,12 +102,31 @@ def test_no_judge_calls_without_a_judge_model():
 
 
 def test_baselines_and_ablations():
-    # Static critic: one proposal per output and no critic DPO; enumerative: no critic at all.
+    # Static critic: N=2 proposals per output as the trained one draws, and no critic DPO;
+    # enumerative: no critic at all.
     static = plan_experiment("examples/rlac_code_tiny.yaml", ["critic_training=static"]).estimate
-    assert calls_by_stage(static)[(round_stage(1), "critic")] == 3 * 4
+    assert calls_by_stage(static)[(round_stage(1), "critic")] == 3 * 4 * 2
     assert [t.stage for t in static.training] == [round_stage(r, "generator", prefix=STAGE) for r in (1, 2)]
     enumerative = plan_experiment("examples/rlac_code_tiny.yaml", ["verification=enumerative"]).estimate
     assert {role for _, role in calls_by_stage(enumerative)} == {"generator"}
+
+
+def test_the_detection_measurement_is_counted_per_round():
+    # rlac_code_tiny: 2 held-out problems, K=4, N=2, 2 iterations. The set: 3 base-generator
+    # samples per held-out problem (round 0 only); every round (0, 1, 2): N proposals on each
+    # of at most 4 kept outputs.
+    made = plan_experiment("examples/rlac_code_tiny.yaml", ["detection.enabled=true", "detection.samples=3",
+                                                            "detection.max_outputs=4"])
+    counts = calls_by_stage(made.estimate)
+    assert counts[(round_stage(0, "detection"), "generator")] == 2 * 3
+    assert [counts[(round_stage(r, "detection"), "critic")] for r in (0, 1, 2)] == [4 * 2] * 3
+    assert (round_stage(1, "detection"), "generator") not in counts
+    stages = [s.name for s in made.stages if s.name.endswith("/detection")]
+    assert stages == [round_stage(r, "detection", prefix=STAGE) for r in (0, 1, 2)]
+    # No critic proposes in the enumerative baseline: nothing to measure.
+    enumerative = plan_experiment("examples/rlac_code_tiny.yaml", ["verification=enumerative",
+                                                                   "detection.enabled=true"])
+    assert not [key for key in calls_by_stage(enumerative.estimate) if key[0].endswith("/detection")]
 
 
 def test_the_facts_judge_calls_are_filed_under_the_judge():

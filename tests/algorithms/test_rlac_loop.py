@@ -20,6 +20,7 @@ from coevo.llm.base import by_sampling, user
 from coevo.llm.replay import ReplayModel
 from coevo.runner import run_experiment, summary_dict
 from coevo.store import RunStore
+from coevo.view.pair_warnings import too_few_pairs
 from coevo.train.common import TrainResult
 from coevo.types import Message, Sample, Verdict
 
@@ -225,14 +226,24 @@ def test_the_paper_form_asks_both_models_in_a_system_and_a_user_message(tmp_path
                                                                               for c in crit_calls}
 
 
-def test_static_critic_proposes_once_and_never_trains(tmp_path, fakes):
-    store = RunStore(tmp_path)
+def test_static_critic_proposes_n_like_the_trained_one_and_never_trains(tmp_path, fakes):
+    """The paper's static ablation only freezes the critic: it draws the same N proposals per
+    output (§4.1: "the critic proposes 4 rubrics per output" for all methods), so the two
+    conditions' round-1 proposals and verification calls are the same."""
+    store = RunStore(tmp_path / "static")
     summary = run_rlac(facts_config(critic_training="static"), store)
     [gen] = fakes["trained"]
     assert store.get_meta("warnings") == []  # a static critic has no pairs by design
     assert gen["dir"].endswith("generator")
-    assert summary.verification_calls.rlac == 2  # one proposal per output
+    assert summary.verification_calls.rlac == 4  # N=2 proposals on each of K=2 outputs
     assert summary.condition == "rlac-static"
+    adversarial = RunStore(tmp_path / "adversarial")
+    trained = run_rlac(facts_config(), adversarial)
+    assert trained.verification_calls.rlac == summary.verification_calls.rlac
+    def proposals(run):
+        return sorted((r["output"], r["proposal_index"], r["proposal"]) for _, r in run.get_records("rlac_proposal"))
+
+    assert proposals(store) == proposals(adversarial)
 
 
 def test_the_critic_gets_a_whole_stage_per_call(tmp_path, fakes, monkeypatch):
@@ -357,9 +368,20 @@ def test_a_round_without_pairs_warns_and_does_not_train(tmp_path, fakes):
     summary = run_rlac(facts_config(), store)
     assert fakes["trained"] == [] and summary.rounds[0].trained == {"generator": False, "critic": False}
     assert summary.rounds[0].critic.outcome_invalid == 1.0
-    warnings = store.get_meta("warnings")
-    assert any("no generator preference pairs" in w for w in warnings)
-    assert any("no critic preference pairs" in w for w in warnings)
+    store.set_meta("config", facts_config().model_dump(mode="json"))  # as the runner records it
+    found = too_few_pairs(store)  # said once, by the run's warnings, with its cause
+    assert [f.kind for f in found] == ["no-pairs", "no-pairs"]
+    assert [("generator" in f.text, "critic" in f.text.split("(")[0]) for f in found] == [(True, False), (False, True)], \
+        [f.text for f in found]
+    assert not any("preference pairs" in w for w in store.get_meta("warnings"))
+
+
+def test_summary_json_carries_the_runs_warnings_with_the_no_pairs_cause(tmp_path, fakes):
+    fakes["models"]["crit"] = [{"completion": INVALID}]  # no pairs for either role
+    run_experiment(None, tmp_path / "run", data=facts_config().model_dump(mode="json"))
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
+    said = [w for w in on_disk["warnings"] if w["kind"] == "no-pairs"]
+    assert len(said) == 2 and all(w["about"] == "findings" and "round 1" in w["text"] for w in said)
 
 
 def test_a_dpo_stage_that_moved_no_weight_is_reported(tmp_path, fakes):
@@ -414,7 +436,8 @@ def test_summary_keys_are_the_documented_contract(tmp_path, fakes):
     summary = summary_dict(run_rlac(facts_config(), RunStore(tmp_path / "run")))  # as summary.json holds it
     assert set(summary) == {"base_model", "base_models", "task", "condition", "baseline", "rounds",
                             "verification_calls", "verification_call_ratio", "pairs", "pair_budget",
-                            "reward_model", "table", "audit"}
+                            "reward_model", "table", "audit", "detection"}
+    assert summary["detection"] == []  # measured only with `detection: {enabled: true}`
     assert summary["pairs"] == {"rlac-adversarial": {"1": {"generator": 1, "critic": 1}}}
     assert summary["reward_model"] is None  # only the reward-model baseline has one
     [rnd] = summary["rounds"]

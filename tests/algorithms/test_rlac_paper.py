@@ -226,8 +226,8 @@ def test_plan_of_the_full_code_config_draws_2000_problems_and_holds_out_humaneva
 
 def test_plan_of_the_tiny_configs_names_their_ids_and_embedded_models(no_model_loads):
     code = plan(load("rlac_code_tiny.yaml"))
-    assert code.data["train"] == ["HumanEval/45", "HumanEval/2", "HumanEval/30"]
-    assert code.data["held_out"] == ["HumanEval/53", "HumanEval/23"]
+    assert code.data["train"] == ["code_easy/0", "code_easy/1", "code_easy/10"]
+    assert code.data["held_out"] == ["code_easy/2", "code_easy/20"]
     bio = plan(load("rlac_bio_tiny.yaml"))
     assert bio.data["train_size"] == 3 and bio.data["held_out_size"] == 2
     assert {r.role for r in bio.roles} == {"generator", "critic", "judge"}

@@ -7,8 +7,12 @@ One module per part of the paper's method, read in this order:
     data.py       disjoint partitions by a seeded hash; gold-rubric grades
     loop.py       one method under one seed: inner (solver) and outer (generator) steps;
                   a method is a MethodPolicy (which skills evolve, each one's acceptance rule)
-    rules.py      the acceptance rules as pure functions (solver gate, Pareto, score-coupled)
+    rules.py      the acceptance rules as pure functions (solver gate, Pareto, score-coupled),
+                  the margin from the gate's noise, and the form a skill must keep
     backbone.py   the frozen backbone in its roles, and the call meter
+    checkable.py  code standing for a scoring role (criterion judge, structural auditor,
+                  blind preference), where the config names a `python:` scorer
+    gate_noise.py the solver gate's noise, measured, and the margin delta above it
     skills.py     the skill documents' versions, diffs and exports
     audit.py      the grading under the current rubric generator probed for gaming
     summary.py    what a run writes: per-method results, paired CIs, summary.json

@@ -58,9 +58,9 @@ class BackboneRoles:
 
     solver: Solver
     generator: RubricGenerator
-    judge: CriterionJudge
+    judge: CriterionJudge  # or checkable.CheckedCriterionJudge, its stand-in in code
     solver_rewriter: SolverRewriter
-    structural: StructuralAuditor
+    structural: StructuralAuditor  # or checkable.CheckedStructuralAuditor
     contrastive: ContrastiveAuditor
     generator_rewriter: GeneratorRewriter
     grader: Any  # GoldRubricJudge: final test and diagnostic grading only
@@ -68,23 +68,39 @@ class BackboneRoles:
 
 
 def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, seed: int) -> BackboneRoles:
-    """Every DecoEvo role on `model` (the grader on `grader_model`), decoding seeded by `seed`."""
+    """Every DecoEvo role on `model` (the grader on `grader_model`), decoding seeded by `seed`;
+    a scoring role the config gives code for (`scorer`, checkable.py) is that code instead."""
+    from coevo.algorithms.decoevo.checkable import (
+        CheckedContrastiveAuditor,
+        CheckedCriterionJudge,
+        CheckedStructuralAuditor,
+        load_scorer,
+    )
     from coevo.prompts import load_template
     from coevo.roles.python_scorers import grader_for
 
     roles = config.roles
     spec = load_template(config.audit_spec).text.strip()
     chars, words = config.max_text_chars, config.max_skill_words
+    judge_sampling, auditor_sampling = seeded(roles.judge.sampling, seed), seeded(roles.auditor.sampling, seed)
     return BackboneRoles(
         solver=Solver(model, seeded(roles.solver.sampling.answer, seed)),
         generator=RubricGenerator(model, seeded(roles.rubric_generator.sampling, seed),
                                   min_criteria=config.min_criteria, max_criteria=config.max_criteria,
                                   text_chars=chars),
-        judge=CriterionJudge(model, seeded(roles.judge.sampling, seed), text_chars=chars),
+        judge=(CriterionJudge(model, judge_sampling, text_chars=chars) if roles.judge.scorer is None else
+               CheckedCriterionJudge(load_scorer(roles.judge.scorer, "judge", "roles.judge.scorer"),
+                                     roles.judge.scorer, judge_sampling)),
         solver_rewriter=SolverRewriter(model, seeded(roles.rewriter.sampling, seed), max_words=words,
                                        text_chars=chars),
-        structural=StructuralAuditor(model, seeded(roles.auditor.sampling, seed), spec, text_chars=chars),
-        contrastive=ContrastiveAuditor(model, seeded(roles.auditor.sampling, seed), seed=seed, text_chars=chars),
+        structural=(StructuralAuditor(model, auditor_sampling, spec, text_chars=chars)
+                    if roles.auditor.structural_scorer is None else CheckedStructuralAuditor(
+                        load_scorer(roles.auditor.structural_scorer, "structural", "roles.auditor.structural_scorer"),
+                        roles.auditor.structural_scorer)),
+        contrastive=(ContrastiveAuditor(model, auditor_sampling, seed=seed, text_chars=chars)
+                     if roles.auditor.preference_scorer is None else CheckedContrastiveAuditor(
+                         load_scorer(roles.auditor.preference_scorer, "preference", "roles.auditor.preference_scorer"),
+                         roles.auditor.preference_scorer, model, auditor_sampling, seed=seed, text_chars=chars)),
         generator_rewriter=GeneratorRewriter(model, seeded(roles.rewriter.sampling, seed), max_words=words,
                                              text_chars=chars),
         grader=grader_for(grader_model, seeded(roles.grader.sampling, seed), roles.grader.kind),

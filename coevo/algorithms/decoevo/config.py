@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from coevo.config import AuditConfig, DataConfig, ExperimentConfig, MonitorConfig, StrictModel
 from coevo.role_specs import ModelRole, RoleSet, RoleSpec
@@ -27,6 +27,25 @@ DEFAULT_GENERATOR_SKILL = (
 
 
 # ====================================================================== config
+def _python_spec(value: str | None, where: str) -> str | None:
+    # Only code may stand for an optimisation role: a model there would break the one backbone.
+    if value is not None and not value.strip().startswith("python:"):
+        raise ValueError(f"{where} must be a python:MODULE:FUNCTION spec, got {value!r}; a model for the "
+                         "optimisation roles is roles.backbone.model")
+    return value
+
+
+class SkillFormAudit(StrictModel):
+    """The structural audit of a rewrite itself: a candidate skill that is no longer a skill
+    (under `min_words` words, or no sentence that instructs) is refused before its gate
+    (rules.skill_form). The paper's rewriters are asked for skills and it names no such
+    check; the backbones it uses do not write a title in place of a skill, a 135M one does."""
+
+    enabled: bool = True
+    #: The shortest skill: one instruction with its object ("Count the words and stop at the limit").
+    min_words: int = Field(8, ge=1)
+
+
 class BackboneRole(ModelRole):
     """The ONE frozen LLM behind every optimisation role (solver, rubric generator, judge,
     auditor, rewriter): `model` (default `smollm2`) and its backend options."""
@@ -65,6 +84,15 @@ class CriterionJudgeRole(RoleSpec):
     """
 
     sampling: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
+    #: Code standing for the judge (no backbone call): `python:MODULE:FUNCTION`,
+    #: `function(question, answer, criterion) -> bool | {"satisfied": bool, "rationale": str}`,
+    #: one call per criterion (e.g. coevo.learning.graders:criterion_met). None: the backbone judges.
+    scorer: str | None = None
+
+    @field_validator("scorer")
+    @classmethod
+    def _code_only(cls, value: str | None) -> str | None:
+        return _python_spec(value, "roles.judge.scorer")
 
 
 class AuditorRole(RoleSpec):
@@ -73,6 +101,18 @@ class AuditorRole(RoleSpec):
     the contrastive auditor's preferences are decisions, not scores."""
 
     sampling: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=300)
+    #: Code standing for the structural auditor: `function(question, rubric) -> float in [0, 1]
+    #: | {"adequacy", "rationale", "repair"}` (rubric: {criteria: [{name, description, weight}]}).
+    structural_scorer: str | None = None
+    #: Code standing for the near-tie audit's blind stage (stage 2, the explanation, stays on
+    #: the backbone): `function(question, a, b) -> "a" | "b" | "tie" | "equivalent" |
+    #: {"preference", "rationale"}`.
+    preference_scorer: str | None = None
+
+    @field_validator("structural_scorer", "preference_scorer")
+    @classmethod
+    def _code_only(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return _python_spec(value, f"roles.auditor.{info.field_name}")
 
 
 class RewriterRole(RoleSpec):
@@ -172,6 +212,10 @@ class DecoEvoConfig(ExperimentConfig):
     batch_size: int = Field(4, ge=1)     # train questions per inner step
     max_failures: int = Field(8, ge=1)   # unmet criteria shown to the solver rewriter
     delta: float = 0.02                  # solver gate margin
+    #: Answers per solver-gate question per skill; the gate compares their mean score. More
+    #: answers shrink the gate's sampling noise (gate_noise.py measures it) without more
+    #: questions. The paper does not say; 1 is one answer, as everywhere else in the loop.
+    gate_samples: int = Field(1, ge=1)
     k: int = Field(3, ge=1)              # outer step every k inner steps ...
     s: int = Field(2, ge=1)              # ... or after s consecutive solver rejections
     m: int = Field(4, ge=2)              # stochastic rollouts per probe question
@@ -185,6 +229,8 @@ class DecoEvoConfig(ExperimentConfig):
     max_skill_words: int = Field(200, ge=20)
     max_text_chars: int = Field(240, ge=20)  # cap on each free-text JSON field of a role's answer
     audit_spec: str = "decoevo_audit_spec_writing"  # bundled name or a file path
+    #: A solver or rubric-generator rewrite that is no longer a skill is refused (rules.skill_form).
+    skill_form: SkillFormAudit = SkillFormAudit()
     initial_solver_skill: str = DEFAULT_SOLVER_SKILL
     initial_generator_skill: str = DEFAULT_GENERATOR_SKILL
     #: The grading (criterion judge + the current rubric-generator skill) probed for gaming on

@@ -232,6 +232,8 @@ class MethodCount:
     def judge(self, qs: list, answers: list[tuple], rubrics: list[tuple], seed: Any = "own",
               variant: str = "real", answer_tokens: int | None = None) -> None:
         """One criterion judgment per (question, answer, rubric); `seed`: the audit's passes."""
+        if self.config.roles.judge.scorer is not None:  # code judges: no model call
+            return
         seed = self.judge_seed if seed == "own" else seed
         for (part, _), answer, rubric in zip(qs, answers, rubrics):
             length = answer[2] if answer_tokens is None else answer_tokens
@@ -247,6 +249,8 @@ class MethodCount:
                          + self.tok.q(part) + answer[2] + self.tok.data.gold, self.tok.grade)
 
     def structural(self, qs: list, rubrics: list[tuple]) -> None:
+        if self.config.roles.auditor.structural_scorer is not None:  # code audits: no model call
+            return
         seed = seed_of(self.config.roles.auditor.sampling, self.seed)
         for (part, _), rubric in zip(qs, rubrics):
             self.led.ask(self.stage, STRUCTURAL, ("structural", seed, rubric),
@@ -270,7 +274,8 @@ class MethodCount:
             self.judge([q] * m, group, [rubric] * m)
         pairs = [(q, group[2 * p], group[2 * p + 1], rubric) for q, group, rubric in zip(qs, rollouts, rubrics)
                  for p in range(m // 2)][: self.config.max_pairs]
-        for (part, _), a, b, _ in pairs:
+        blind_by_code = self.config.roles.auditor.preference_scorer is not None  # no model call then
+        for (part, _), a, b, _ in [] if blind_by_code else pairs:
             self.led.ask(self.stage, CONTRASTIVE, ("blind", seed_of(sampling, self.seed), a[:2], b[:2]),
                          template_tokens("decoevo_contrastive_blind") + self.tok.q(part) + 2 * self.tok.rollout,
                          self.tok.blind)
@@ -299,8 +304,10 @@ class MethodCount:
         candidate = self.rewrite(S_REWRITER, self.S, step, self.tok.failures(len(batch)))
         gate = self.questions("solver_gate")
         rubrics = self.rubrics(gate, self.G)
+        n = self.config.gate_samples  # answers per gate question per skill
         for skill in (self.S, candidate):
-            self.judge(gate, [group[0] for group in self.solve(gate, skill)], rubrics)
+            for group in zip(*self.solve(gate, skill, n=n)):
+                self.judge(gate, list(group), rubrics)
         if self.path.accept_solver:
             self.S = candidate
         return self.path.accept_solver

@@ -38,7 +38,10 @@ a `MethodPolicy`: which skills it evolves and the acceptance rule of each (METHO
   sc_coevo   DecoEvo with one change: G' is accepted when the current solver's aggregate
              score under G' rubrics beats the score under G rubrics by eta (score-coupled),
   decoevo    the method above (solver gate; Pareto rule on the audits).
-Candidates are made by per-skill proposers (PROPOSERS), the same for every method.
+Candidates are made by per-skill proposers (PROPOSERS), the same for every method. Before
+any rule, a candidate that is no longer a skill (too short to instruct, or no sentence that
+instructs: rules.skill_form, `skill_form:`) is refused, for every method alike; the paper
+names no such check (its rewriters are asked for skills, and its backbones write them).
 Final evaluation: test answers with the final S, graded against gold rubrics by a separate
 grader role (the benchmark's own, as in the paper; unset, the backbone grades: a listed
 departure and a run warning); mean +- sd over seeds and the 95% CI of DecoEvo - SkillOpt
@@ -68,6 +71,7 @@ from coevo.algorithms.decoevo.rules import (
     resolution_rate,
     score_coupled_accept,
     select_near_ties,
+    skill_form,
     solver_gate,
 )
 from coevo.algorithms.decoevo.summary import (
@@ -118,30 +122,38 @@ class AcceptancePolicy(Protocol):
 
 class SolverGatePolicy:
     """SkillOpt's and DecoEvo's solver rule: S' must beat S by delta on the solver gate,
-    paired on the same questions and the same cached rubrics of the incumbent G."""
+    paired on the same questions and the same cached rubrics of the incumbent G (each
+    question scored by the mean of its `gate_samples` answers' judgments)."""
 
     def accept(self, loop: MethodRun, candidate: Skill, step: int) -> Decision:
         """Judge S's and S''s gate answers under G's rubrics; `solver_gate` decides."""
         gate = loop.parts["solver_gate"]
         rubrics = loop.rubrics(gate, loop.skills[GENERATOR])  # the same cached rubrics for both
-        incumbent = loop.judge(gate, loop.solve(gate, loop.skills[candidate.name]), rubrics)
-        challenger = loop.judge(gate, loop.solve(gate, candidate.text), rubrics)
-        decision = solver_gate([j.score for j in incumbent], [j.score for j in challenger], loop.config.delta)
+        incumbent = loop.gate_judgments(gate, loop.skills[candidate.name], rubrics)
+        challenger = loop.gate_judgments(gate, candidate.text, rubrics)
+        decision = solver_gate(question_means(incumbent), question_means(challenger), loop.config.delta)
         decision.details.update(self.sampled_gate(incumbent, challenger, loop.config.delta))
         loop.record("gate_judgment", f"step{step}", {
             "step": step, "question_ids": [q.id for q in gate], "candidate_version": candidate.version,
-            "incumbent": [j.record() for j in incumbent], "candidate": [j.record() for j in challenger]})
+            "samples": loop.config.gate_samples,  # judgments per question, question after question
+            "incumbent": [j.record() for row in incumbent for j in row],
+            "candidate": [j.record() for row in challenger for j in row]})
         return decision
 
     @staticmethod
-    def sampled_gate(incumbent: list[CriterionJudgment], challenger: list[CriterionJudgment],
+    def sampled_gate(incumbent: list[list[CriterionJudgment]], challenger: list[list[CriterionJudgment]],
                      delta: float) -> dict[str, Any]:
         """The same gate on the verdicts as written: what it would have said without expected
         scores (kept beside the decision, so the ties expectation removed can be counted)."""
-        sampled = solver_gate([j.sampled for j in incumbent], [j.sampled for j in challenger], delta)
+        sampled = solver_gate(question_means(incumbent, "sampled"), question_means(challenger, "sampled"), delta)
         return {"gate_incumbent_sampled": sampled.details.get("gate_incumbent"),
                 "gate_candidate_sampled": sampled.details.get("gate_candidate"),
                 "gate_tie_sampled": sampled.details.get("gate_tie")}
+
+
+def question_means(rows: list[list[CriterionJudgment]], kind: str = "score") -> list[float | None]:
+    """Per question, the mean `kind` ("score" or "sampled") of its readable judgments (None: none)."""
+    return [mean_of_known([getattr(j, kind) for j in row]) for row in rows]
 
 
 class ScoreCoupledPolicy:
@@ -417,6 +429,16 @@ class MethodRun:
         """One answer per question with the solver skill text `solver_skill`."""
         return [group[0] for group in self.roles.solver.solve(questions, solver_skill)]
 
+    def gate_judgments(self, questions: list[Sample], solver_skill: str,
+                       rubrics: list[Rubric | None]) -> list[list[CriterionJudgment]]:
+        """Per question, `gate_samples` answers under `solver_skill`, each judged under the
+        question's rubric. The first answer is `solve`'s (the same cached call)."""
+        n = self.config.gate_samples
+        answers = self.roles.solver.solve(questions, solver_skill, n=n)
+        judged = self.judge([q for q in questions for _ in range(n)], [a for group in answers for a in group[:n]],
+                            [r for r in rubrics for _ in range(n)])
+        return [judged[i * n:(i + 1) * n] for i in range(len(questions))]
+
     def _measure(self, kind: str, step: int, fn: Callable[[], Any]) -> Any:
         calls, cached, start = self.meter.calls, self.meter.cached, time.perf_counter()
         result = fn()
@@ -448,7 +470,9 @@ class MethodRun:
             return False
         incumbent = self.incumbents[name]
         candidate = self.history.propose(incumbent, proposal.text)
-        decision = policy.accept(self, candidate, step)
+        # A rewrite that is no longer a skill is refused before its rule spends a gate call.
+        form = skill_form(candidate.text, self.config.skill_form.min_words) if self.config.skill_form.enabled else None
+        decision = form if form is not None else policy.accept(self, candidate, step)
         if decision.accept and name == GENERATOR and self.config.audit.gate:
             decision = decoevo_audit.gate(self, candidate.text, candidate.version, decision, step)
         decided = self.history.decide(candidate, incumbent, decision.accept, decision.reason, step=step,

@@ -87,6 +87,21 @@ PAPER: list[PaperSetting] = [
                  "a rubric-generator update that its rule accepts is refused when the judge audit flags "
                  "its grading for master keys; the paper accepts by the Pareto rule (or SC-CoEvo's) alone",
                  applies=lambda config: bool({"sc_coevo", "decoevo"} & set(config.methods))),
+    # The paper's scoring roles are the frozen backbone; code standing for one (checkable.py)
+    # is another judge, however well it checks what it checks.
+    PaperSetting("roles.judge.scorer", None,
+                 "the criterion-level judge is code, not the frozen backbone: its verdicts check what the code "
+                 "can check (e.g. a question's stated requirements) and pass the rest"),
+    PaperSetting("roles.auditor.structural_scorer", None,
+                 "the structural auditor is code, not the frozen backbone with the task family's audit spec"),
+    PaperSetting("roles.auditor.preference_scorer", None,
+                 "the near-tie audit's rubric-blind preference is code, not the frozen backbone (its "
+                 "explanation stage still is the backbone)"),
+    # The paper does not say what happens to a rewrite that is not a skill: a check of its
+    # form is shown beside the paper's settings, never counted as a departure.
+    PaperSetting("skill_form.enabled", "not stated (its rewriters are asked for skills)",
+                 "a rewrite under skill_form.min_words words, or with no instruction in it, is refused "
+                 "before its gate", matches=lambda here: True),
     PaperSetting("roles.grader.kind", "healthbench",
                  "HealthBench's official metric grades each criterion met or not with its signed points "
                  "(points met over positive points); 1-10 grades per criterion are another metric",

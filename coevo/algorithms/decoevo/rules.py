@@ -1,8 +1,11 @@
-"""DecoEvo's acceptance rules as pure functions: the solver gate (margin delta), the Pareto
-rule on the audits (eta, tau), the score-coupled rule of SC-CoEvo, and near-tie selection."""
+"""DecoEvo's acceptance rules as pure functions: the solver gate (margin delta) and the
+margin from the gate's measured noise, the Pareto rule on the audits (eta, tau), the
+score-coupled rule of SC-CoEvo, near-tie selection, and the form a skill must keep."""
 
 from __future__ import annotations
 
+import re
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,3 +129,72 @@ def score_coupled_accept(proxy_incumbent: float | None, proxy_candidate: float |
     accept = gain >= eta - _EPS
     return Decision(accept, f"solver aggregate score {proxy_candidate:.3f} vs {proxy_incumbent:.3f} "
                             f"(gain {gain:+.3f}) {'>=' if accept else '<'} eta={eta:g} (score-coupled)")
+
+
+# ====================================================================== a rewrite is still a skill
+#: Verbs a skill's instructions open with ("Read the task ...", "Turn each requirement ...").
+INSTRUCTION_VERBS = frozenset("""
+    add address adjust aim answer ask avoid be begin break check choose cite close compare conclude
+    consider count cover cut define describe do don't emphasise emphasize end ensure expand explain
+    find finish focus follow format give grade group highlight identify include introduce keep lead
+    let limit list look make mark match meet mention name number open organise organize penalise
+    penalize phrase plan prefer prioritise prioritize put quote read re-read reread remove repeat
+    require respect reward score separate shorten show spell split start state stay stop structure
+    summarise summarize tailor tell think treat turn use verify watch weight write
+""".split())
+#: Words that make any sentence an instruction, wherever they stand.
+DIRECTIVES = ("must", "should", "always", "never", "do not", "don't", "make sure", "avoid")
+_WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
+_CLAUSE_BREAK = re.compile(r"[.!?;:\n]+")
+_LEADER = re.compile(r"^[\s\-*•\d.)(]+")  # bullet or number before an item's first word
+
+
+def instructs(text: str) -> bool:
+    """Whether some sentence of `text` is an instruction: it opens with an instruction verb
+    (after any bullet or number) or uses a directive (must, should, always, never, avoid ...)."""
+    lowered = f" {' '.join(text.lower().split())} "
+    if any(f" {d} " in lowered for d in DIRECTIVES):
+        return True
+    for clause in _CLAUSE_BREAK.split(text):
+        words = _WORD.findall(_LEADER.sub("", clause))
+        if words and words[0].lower() in INSTRUCTION_VERBS:
+            return True
+    return False
+
+
+def skill_form(text: str, min_words: int) -> Decision | None:
+    """None when `text` still reads as a skill; otherwise the refusal, with why.
+
+    A skill instructs: it has at least `min_words` words (a title such as "Project Manager
+    Issues" instructs nothing) and some sentence that instructs (`instructs`). Checked before
+    any gate, the same for every method, so a refused rewrite costs no gate call.
+    """
+    words = len(_WORD.findall(text))
+    if words < min_words:
+        return Decision(False, f"refused by the skill-form audit: {words} words, under the {min_words} a skill "
+                               f"needs to instruct anything ({text[:80]!r})",
+                        {"skill_form": "too_short", "skill_words": words})
+    if not instructs(text):
+        return Decision(False, "refused by the skill-form audit: no sentence instructs (none opens with an "
+                               "instruction verb or says must / should / always / never / avoid)",
+                        {"skill_form": "no_instruction", "skill_words": words})
+    return None
+
+
+# ====================================================================== the margin from the noise
+def noise_delta(means: list[float], k: float = 2.0, floor: float = 0.01) -> dict[str, Any]:
+    """The solver gate's margin from its measured noise.
+
+    `means` are one skill's gate scores (mean over the gate questions) under independent
+    sampling seeds. The gain between two identical skills is the difference of two such
+    means, so its sd is sqrt(2) times theirs (over all pairs of draws, the mean squared
+    difference is exactly twice their sample variance). delta = max(k * sd, floor): k sd
+    keeps a candidate that differs only by sampling from passing, and the floor keeps a
+    gate whose scores did not move at all from accepting every tie.
+    """
+    if len(means) < 2:
+        raise ValueError(f"the gate's noise needs at least 2 draws, got {len(means)}")
+    sd = statistics.stdev(means) * 2 ** 0.5
+    gains = [b - a for i, a in enumerate(means) for b in means[i + 1:]]
+    return {"draw_means": list(means), "gains": gains, "gain_sd": sd, "k": k, "floor": floor,
+            "delta": max(k * sd, floor)}

@@ -112,6 +112,9 @@ class MethodSummary(Record):
     #: Rubric-generator candidates their rule accepted and the audit gate refused
     #: (`audit.gate`; details.audit_gate == "rejected" in skill_versions), over the seeds.
     audit_gate_rejected: int = 0
+    #: Candidates refused because they were no longer skills (rules.skill_form), per skill
+    #: name ("solver", "rubric_generator"), over the seeds; details.skill_form says why.
+    skill_form_refused: dict[str, int] = Field(default_factory=dict)
 
 
 class StepCostSummary(Record):
@@ -186,6 +189,9 @@ def summarise(config: DecoEvoConfig, results: dict[str, MethodResult], records: 
         if figure:
             store.set_meta("figures", {"Diagnostic trajectory: proxy under generated rubrics (dashed) vs "
                                        "gold-rubric score (solid), mean over seeds": figure})
+        series = trajectory_series(summary.trajectory)
+        if series:  # the run page draws it (plotly), beside the per-round metrics
+            store.set_meta("plots", {**(store.get_meta("plots", {}) or {}), TRAJECTORY_PLOT: series})
     return summary
 
 
@@ -208,7 +214,9 @@ def method_summary(runs: list[MethodResult], mine: list[SkillVersion]) -> Method
         generator_accepted=sum(r.accepted for r in generator), generator_candidates=len(generator),
         **gate_ties(solver),
         invalid_outputs=_sum_dicts([r.invalid for r in runs]), **constraints,
-        audit_gate_rejected=sum(r.details.get("audit_gate") == "rejected" for r in generator))
+        audit_gate_rejected=sum(r.details.get("audit_gate") == "rejected" for r in generator),
+        skill_form_refused={name: sum(r.details.get("skill_form") is not None for r in found)
+                            for name, found in ((SOLVER, solver), (GENERATOR, generator))})
 
 
 def table_row(method: str, entry: MethodSummary, seeds: int) -> dict[str, Any]:
@@ -300,6 +308,20 @@ def trajectory_means(results: dict[str, MethodResult], config: DecoEvoConfig) ->
                                        gold=mean_of_known([p.gold for p in pts]))
                        for step, pts in sorted(by_step.items())]
     return out
+
+
+#: The run page's plot of the paper's divergence: per method, the proxy the skills are accepted
+#: on (the diagnostic answers under the current generated rubrics) and the gold, by inner step.
+TRAJECTORY_PLOT = "Proxy vs gold by inner step: diagnostic answers, mean over seeds"
+
+
+def trajectory_series(trajectory: dict[str, list[TrajectoryPoint]]) -> dict[str, Any]:
+    """Meta "plots" series: "<method> proxy" and "<method> gold" lines of (step, score)."""
+    series: dict[str, Any] = {f"{method} {kind}": [(p.step, getattr(p, kind)) for p in points
+                                                   if getattr(p, kind) is not None]
+                              for method, points in trajectory.items() for kind in ("proxy", "gold")}
+    series = {name: line for name, line in series.items() if line}
+    return {**series, "_xlabel": "inner step", "_metric": "diag_proxy"} if series else {}
 
 
 def _sum_dicts(dicts: list[dict[str, int]]) -> dict[str, int]:

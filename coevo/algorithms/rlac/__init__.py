@@ -10,6 +10,7 @@ One module per part of the paper's method, read in this order:
     reward_model.py  the reward-model baseline's scorer
     kl.py            KL to the base generator (Figure 3)
     audit.py         the validator probed for being gamed
+    detection.py     the critic's detection rate on fixed failing held-out outputs, per iteration
     records.py       what a run writes: rounds, counts, summary.json
     stages.py        the names a round's work is filed under (`rlac:round1`, `rlac/round1/critic`)
     paper.py         the paper's settings, the departures from them, and `coevo plan`

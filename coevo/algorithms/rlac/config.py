@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from coevo.algorithms.rlac.detection import DetectionSettings
 from coevo.algorithms.rlac.reward_model import RewardModelSettings
 from coevo.config import AuditConfig, ExperimentConfig, MonitorConfig, StrictModel
 from coevo.role_specs import ModelRole, RoleSet
@@ -163,7 +164,11 @@ class RlacConfig(ExperimentConfig):
     task: Literal["facts", "code"] = "facts"
     iterations: int = Field(2, ge=1)
     k: int = Field(10, ge=2)  # generator outputs per instruction
-    n: int = Field(4, ge=1)  # critic proposals per output when the critic is trained
+    #: Critic proposals per output, trained critic or static alike: the paper's critic
+    #: "proposes 4 rubrics per output" for all methods (§4.1), and its static ablation only
+    #: freezes the critic. The generator's reward is the first one's verdict (Algorithm 1,
+    #: line 6: one c_i per a_i); the critic's pairs come from all N (line 10).
+    n: int = Field(4, ge=1)
     critic_training: Literal["adversarial", "static"] = "adversarial"
     #: How the critic answers. `schema` (default): decoded under a JSON schema built for the
     #: output at hand (facts: {"sentence": 1..n, "error_fact", "reason"}; code: the arguments
@@ -198,8 +203,9 @@ class RlacConfig(ExperimentConfig):
     #: engines.py; without llama.cpp installed it generates where it trains, said once). Not a
     #: departure: the same weights (in F16), decoded by another engine.
     generator_engine: Literal["transformers", "llamacpp"] = "transformers"
-    #: The same for the trained critic's proposals (a static critic is frozen: it generates
-    #: where frozen roles do, roles.critic.model's engine).
+    #: The same for the critic's proposals. A static critic is the trained one's starting
+    #: weights on this same engine, never updated (a critic model that cannot train, an API
+    #: model say, generates where frozen roles do): the two conditions differ only in training.
     critic_engine: Literal["transformers", "llamacpp"] = "transformers"
     #: torch intra-op threads for generation and training. On a shared machine one thread is
     #: ~10x faster than two fighting other jobs (measured: 16 tokens x 4 rows, 2.3 s vs 22 s);
@@ -217,6 +223,9 @@ class RlacConfig(ExperimentConfig):
     #: The reward-hacking monitor (docs/monitor.md), per iteration: the generator's rewards
     #: against the `gold` anchor (held-out pass@1 or FactScore per item).
     monitor: MonitorConfig = MonitorConfig()
+    #: Not in the paper's loop (a measurement, not a departure): the critic's detection rate
+    #: on fixed failing held-out outputs, before iteration 1 and after each (rlac/detection.py).
+    detection: DetectionSettings = DetectionSettings()
     seed: int = 0
 
     @model_validator(mode="after")

@@ -56,6 +56,12 @@ class RlacDomain(Protocol):
         """The held-out metric of one output per held-out instruction."""
         ...
 
+    def example_proposals(self, sample: Sample, output: str) -> list[Proposal]:
+        """The checks the instruction itself spells out, as proposals (code: the problem
+        statement's example calls; none for facts): what a critic that only copies the
+        instruction would propose."""
+        ...
+
 
 class FactsDomain:
     """Biographies of exactly n sentences; FactScore precision on held-out people."""
@@ -144,6 +150,10 @@ class FactsDomain:
         return HeldoutEval(**summarize(results), factscore_precision_lo=lo, factscore_precision_hi=hi,
                            heldout_n=len(per_item), per_item=per_item)
 
+    def example_proposals(self, sample: Sample, output: str) -> list[Proposal]:
+        """A biography instruction names a person and a length: no claim to check."""
+        return []
+
 
 class CodeDomain:
     """HumanEval-style problems; pass@1 on held-out problems through the sandbox."""
@@ -226,6 +236,19 @@ class CodeDomain:
         share, lo, hi = wilson_interval(sum(o.passed for o in outcomes), len(outcomes))
         return HeldoutEval(pass_at_1=share, pass_at_1_lo=lo, pass_at_1_hi=hi, heldout_n=len(outcomes),
                            per_item=per_item)
+
+    def example_proposals(self, sample: Sample, output: str) -> list[Proposal]:
+        """Each call with literal arguments the problem statement shows (`>>> f(3.5)`), as a
+        CALL test on `output`."""
+        from coevo.tasks.code import example_calls
+
+        entry = str(sample.meta.get("entry_point") or "")
+        if not entry:
+            return []
+        return [Proposal(sample_id=sample.id, output=output, text=f"{entry}({', '.join(map(repr, args))})",
+                         parsed={"kind": "call", "test": f"{entry}({', '.join(map(repr, args))})",
+                                 "format": "problem example"})
+                for args in example_calls(sample)]
 
 
 def _t_bounds(values: list[float]) -> tuple[float | None, float | None]:

@@ -6,10 +6,15 @@ cost rows carry:
 - `rlac:round0/eval` and `rlac:round<r>/eval`: one greedy generator output per held-out
   instruction, and one sampled one when `kl` is on (the KL's samples); facts: the judge
   splits each greedy output into atomic facts and checks them against the corpus (FactScore);
-- `rlac:round<r>`: K outputs per train instruction; the critic's proposals on each (N when
-  it trains, one when frozen); facts: the judge splits every output into atomic facts (the
-  enumerative count) and checks each proposal (authenticity, then support) or, in the
-  enumerative baseline, every atomic fact;
+- `rlac:round<r>`: K outputs per train instruction; the critic's N proposals on each (trained
+  or static alike); facts: the judge splits every output into atomic facts (the enumerative
+  count) and checks each proposal (authenticity, then support) or, in the enumerative
+  baseline, every atomic fact;
+- `rlac:round<r>/detection` (with `detection` on and a critic proposing; round 0 first):
+  round 0 also samples the base generator's outputs on the held-out instructions and checks
+  them in full (facts: splits and supports them); each round, the critic's N proposals on the
+  failing ones kept (taken as `detection.max_outputs`, or every sampled output where fewer),
+  then the validator on those;
 - `rlac` (the run's own tag: the audit runs outside the rounds' tags): the judge audit of a
   facts run with a real validator, before iteration 1 and after each: the critic's N
   proposals on a few held-out outputs, the validator's judge on them and on the probes;
@@ -209,11 +214,28 @@ class Calls:
             self.support(stage, outputs * s.facts)
         if config.verification != "critic":
             return
-        trained = config.critic_training == "adversarial"
-        proposals = outputs * (config.n if trained else 1)
+        proposals = outputs * config.n
         self.critic(stage, proposals, s.critic_train)
         if config.task == "facts" and config.validator == "real":
             # Expected path: every proposal readable and its claim in the named sentence.
+            self.authenticity(stage, proposals)
+            self.support(stage, proposals)
+
+    def detection(self, r: int) -> None:
+        """`RlacRun.detection(r)`: round 0 draws the fixed set (the base generator's samples,
+        checked in full); every round, N proposals on each kept output, then the validator."""
+        config, s, stage = self.config, self.s, round_stage(r, "detection")
+        if not config.detection.enabled or config.verification != "critic":
+            return
+        sampled = s.heldout_size * config.detection.samples
+        if r == 0:
+            self.generator(stage, sampled, s.heldout_prompt, s.generated)
+            if config.task == "facts":
+                self.split(stage, sampled, s.generated)
+                self.support(stage, sampled * s.facts)
+        proposals = min(sampled, config.detection.max_outputs) * config.n
+        self.critic(stage, proposals, s.critic_heldout)
+        if config.task == "facts" and config.validator == "real":
             self.authenticity(stage, proposals)
             self.support(stage, proposals)
 
@@ -301,12 +323,14 @@ def estimate(config: Any, plan: Any) -> tuple[list[CallEstimate], list[TrainingE
     calls = Calls(config, sizes)
     calls.evaluation(round_stage(0, "eval"))
     calls.audit()
+    calls.detection(0)
     stages: list[TrainingEstimate] = []
     for r in range(1, config.iterations + 1):
         calls.round(r)
         stages += training(config, sizes, r)
         calls.evaluation(round_stage(r, "eval"))
         calls.audit()
+        calls.detection(r)
     return list(calls.rows.values()), stages, notes + guesses(config)
 
 
@@ -333,6 +357,9 @@ def guesses(config: Any) -> list[str]:
                      "the word-overlap gate, with a confirmed proposal on every audited output")
     if config.verification == "reward_model":
         notes.append("the reward model scores each output outside the call cache: not counted as calls")
+    if config.detection.enabled and config.verification == "critic":
+        notes.append("detection: every sampled held-out output taken as failing, up to detection.max_outputs; a "
+                     "static critic asks the same proposals every round, which the call cache answers")
     notes.append("a completion the run's cache already holds (the same greedy output after an update that changed "
                  "little, a judge asked the same question again) is a cache hit, not a call: counted here as a call")
     return notes

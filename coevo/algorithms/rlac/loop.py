@@ -12,8 +12,10 @@
 `RlacRun.iteration` is this box, one method per step: `policy_evaluation` (`generate` K
 outputs -> `critique`: the critic proposes, the validator checks -> `generator_dataset`,
 `critic_dataset`), then `improve("generator")` and `improve("critic")` (DPO), then
-`evaluate` on the held-out instructions. The records it hands on, and the `RlacSummary`
-`run_rlac` returns, are in records.py; the names it files a round's work under, in stages.py.
+`evaluate` on the held-out instructions. With `detection` on, `detection(r)` then measures the
+critic that proposes in iteration r+1 on fixed failing held-out outputs (rlac/detection.py).
+The records it hands on, and the `RlacSummary` `run_rlac` returns, are in records.py; the
+names it files a round's work under, in stages.py.
 
 Two domains share the loop: `facts` (biographies; the facts validator checks the critic's
 claimed wrong fact against a knowledge corpus) and `code` (HumanEval; the code validator runs
@@ -37,6 +39,9 @@ from coevo.algorithms.rlac.audit import STAGE as AUDIT_STAGE
 from coevo.algorithms.rlac.audit import audit_validator
 from coevo.algorithms.rlac.config import RlacConfig
 from coevo.algorithms.rlac.data import split_data
+from coevo.algorithms.rlac.detection import DetectionEval, DetectionSet
+from coevo.algorithms.rlac.detection import build_set as build_detection_set
+from coevo.algorithms.rlac.detection import measure as measure_detection
 from coevo.algorithms.rlac.domains import (
     DOMAINS,
     RlacDomain,
@@ -62,7 +67,7 @@ from coevo.algorithms.rlac.records import (
     VerdictCounts,
     VerificationCounts,
 )
-from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
+from coevo.algorithms.rlac.stages import BARE, DETECTION_SET, STAGE, round_stage
 from coevo.audit.in_run import run_records
 from coevo.llm.base import ChatModel
 from coevo.llm.call_tags import tagged
@@ -112,17 +117,20 @@ def _run_rlac(config: RlacConfig, store: RunStore, backend: Backend) -> RlacSumm
         if run.monitor is not None:  # the gold anchor's baseline: the untrained generator
             run.monitor.observe(0, gold=baseline.eval.per_item)
         rounds: list[RoundRecord] = []
+        # The critic that proposes in iteration r+1, measured after iteration r (None: off).
+        detection = [run.detection(0)]
         for r in range(1, config.iterations + 1):
             done = store.step_result(round_stage(r))
             if done is not None:
                 rounds.append(run.resume(RoundRecord.model_validate(done)))
-                continue
-            rounds.append(run.iteration(r))
-            _tables(store, baseline, rounds, config)  # after every round: a long run reads mid-way
+            else:
+                rounds.append(run.iteration(r))
+                _tables(store, baseline, rounds, config)  # after every round: a long run reads mid-way
+            detection.append(run.detection(r))
     finally:
         run.close()
     _tables(store, baseline, rounds, config)
-    return run.summary(baseline, rounds)
+    return run.summary(baseline, rounds, [d for d in detection if d is not None])
 
 
 class RlacRun:
@@ -141,12 +149,15 @@ class RlacRun:
         self.generator_policy: LocalModel = backend.model(roles, "generator", trainable=True)
         #: The critic trains only in the adversarial condition; the enumerative baseline has none.
         self.trained_critic = config.critic_training == "adversarial" and config.verification == "critic"
-        self.critic_policy: LocalModel | None = (backend.model(roles, "critic", trainable=True)
-                                                 if self.trained_critic else None)
-        # The baselines ask no critic: a frozen one is loaded only where it proposes.
+        # The static critic is the adversarial one's starting weights, frozen ("we freeze the
+        # critic model"): loaded the same way and generating on the same engine copy, so both
+        # conditions' first proposals are the same draws and they differ only in training. A
+        # critic that cannot train (an API model) can only be static: loaded frozen.
+        proposes = config.verification == "critic"
+        as_policy = self.trained_critic or (proposes and _trainable(roles.spec("critic")))
+        self.critic_policy: LocalModel | None = backend.model(roles, "critic", trainable=True) if as_policy else None
         self.frozen_critic: ChatModel | None = (backend.model(roles, "critic", store=store)
-                                                if config.verification == "critic" and not self.trained_critic
-                                                else None)
+                                                if proposes and not as_policy else None)
         self.base: LocalModel | None = backend.model(roles, "generator", trainable=True) if config.kl else None
         # What each trained policy generates with: itself, or an engine copy of its latest
         # weights (`generator_engine`, `critic_engine`; algorithms/engines.py).
@@ -176,7 +187,8 @@ class RlacRun:
                         if config.monitor.enabled else None)
 
     def policies(self) -> dict[str, LocalModel | None]:
-        """Each role's trainable weights (None: a frozen critic, or none)."""
+        """Each role's weights as loaded for training (None: a critic loaded frozen, or none;
+        a static critic's are here but never trained)."""
         return {"generator": self.generator_policy, "critic": self.critic_policy}
 
     def generating(self, role: str) -> ChatModel | None:
@@ -308,10 +320,14 @@ class RlacRun:
 
     def critique(self, r: int, instructions: list[Instruction]) -> list[Critiques]:
         """Lines 6 and 10 for the whole stage: c ~ pi_c(.|s, a) for every output of every
-        instruction (N of them when the critic trains, one otherwise) in as few critic calls
-        as there are answer schemas, then R(s, a, c) from the validator in one batch, every
-        call counted. One `Critiques` per instruction, in order."""
-        n = self.config.n if self.trained_critic else 1
+        instruction in as few critic calls as there are answer schemas, then R(s, a, c) from
+        the validator in one batch, every call counted. One `Critiques` per instruction, in order.
+
+        N proposals per output whether or not the critic trains: the paper's critic proposes N
+        per output for every method (§4.1) and its static ablation only freezes the critic, so
+        the conditions spend the same verification on the same draws; line 6's c_i is the first.
+        """
+        n = self.config.n
         outputs = [(i.sample, a, self.domain.critic_prompt(i.sample, a)) for i in instructions for a in i.answers]
         sampling = self.config.roles.critic.sampling.model_copy(update={"seed": self.config.seed * 1000 + r})
         texts = self.propose(outputs, sampling, n)
@@ -444,6 +460,34 @@ class RlacRun:
         return TrainingInfo(steps=result.steps, seconds=result.seconds, loss=result.metrics.get("train_loss"),
                             weight_delta=result.metrics.get("weight_delta"))
 
+    # -- the critic's detection rate (a measurement; rlac/detection.py) --------------------
+    def detection(self, r: int) -> DetectionEval | None:
+        """After iteration r (0: before the first), the critic that proposes in iteration r+1,
+        on the fixed failing held-out outputs: its N proposals on each, checked. None where
+        `detection` is off or no critic proposes (the enumerative and reward-model baselines)."""
+        if not self.config.detection.enabled or self.config.verification != "critic":
+            return None
+        name = round_stage(r, "detection")
+        done = self.store.step_result(name)
+        if done is not None:
+            return DetectionEval.model_validate(done)
+        with tagged(stage=name):
+            found = self.detection_set()
+            result = measure_detection(self, r, found, self.stored_checkpoints()["critic"])
+        self.store.log_metrics("detection", result.store_metrics(), round=r)
+        self.store.finish_step(name, result)
+        return result
+
+    def detection_set(self) -> DetectionSet:
+        """The fixed failing outputs, drawn once per run folder. First asked for by
+        `detection(0)`, before any iteration runs or resumes: the base generator draws them."""
+        done = self.store.step_result(DETECTION_SET)
+        if done is not None:
+            return DetectionSet.model_validate(done)
+        found = build_detection_set(self)
+        self.store.finish_step(DETECTION_SET, found)
+        return found
+
     # -- held-out evaluation ----------------------------------------------------------------
     def baseline(self) -> BaselineRecord:
         """Round 0: the base generator on the held-out instructions (once per run folder)."""
@@ -477,8 +521,10 @@ class RlacRun:
         evaluation.heldout_output_chars = sum(map(len, greedy)) / max(1, len(greedy))
         return evaluation
 
-    def summary(self, baseline: BaselineRecord, rounds: list[RoundRecord]) -> RlacSummary:
-        """The run's summary: held-out metric per round and the verification-call ratio."""
+    def summary(self, baseline: BaselineRecord, rounds: list[RoundRecord],
+                detection: list[DetectionEval] | None = None) -> RlacSummary:
+        """The run's summary: held-out metric per round, the verification-call ratio and the
+        critic's detection rate on the fixed outputs per round (where measured)."""
         counts = self.counts
         return RlacSummary(
             base_model=self.base_paths["generator"], base_models=self.base_paths, task=self.config.task,
@@ -490,7 +536,13 @@ class RlacRun:
                          "per_output": self.config.max_pairs_per_output},
             reward_model=({"spec": self.config.reward_model, "outputs_scored": self.reward_scored}
                           if self.config.verification == "reward_model" else None),
-            table=_table(baseline, rounds, self.config), audit=run_records(self.store))
+            table=_table(baseline, rounds, self.config), audit=run_records(self.store),
+            detection=list(detection or []))
+
+
+def _trainable(spec: str) -> bool:
+    """Whether a model spec loads as trainable weights (`smollm2`, `hf:`; llm/specs.py)."""
+    return spec.strip().partition(":")[0] in ("smollm2", "hf")
 
 
 def _condition(config: RlacConfig) -> str:
@@ -533,20 +585,15 @@ def _tables(store: RunStore, baseline: BaselineRecord, rounds: list[RoundRecord]
         "enumerative (same generations)": [(e, m) for _, e, m in points if m is not None],
     }
     store.update_meta("plots", lambda plots: {**plots, f"{metric} vs verification calls (Fig. 2b)": plot}, {})
-    critic_trains = config.critic_training == "adversarial" and config.verification == "critic"
-    store.set_meta("warnings", _warnings(baseline, rounds, metric, critic_trains))
+    store.set_meta("warnings", _warnings(baseline, rounds, metric))
 
 
-def _warnings(baseline: BaselineRecord, rounds: list[RoundRecord], metric: str,
-              critic_trains: bool) -> list[str]:
-    """The signs the paper reads in its curves: KL up with no held-out gain (Fig. 2c),
-    a critic whose detection rate falls, rounds that produced nothing to learn from."""
+def _warnings(baseline: BaselineRecord, rounds: list[RoundRecord], metric: str) -> list[str]:
+    """The signs the paper reads in its curves: KL up with no held-out gain (Fig. 2c), a
+    critic whose detection rate falls, a DPO stage that moved no weight. A round with too few
+    pairs is view/pair_warnings.py's (`no-pairs`, with its cause), read off the same records."""
     out = []
     for rec in rounds:
-        for role in ("generator", "critic"):
-            if rec.pairs[role] == 0 and (role == "generator" or critic_trains):
-                out.append(f"round {rec.round}: no {role} preference pairs, so the {role} was not "
-                           "updated (every verdict the same, or every proposal invalid)")
         for role, info in rec.training.items():
             if info.weight_delta == 0.0:
                 out.append(f"round {rec.round}: the {role}'s DPO stage ran {info.steps} steps "

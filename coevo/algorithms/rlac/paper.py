@@ -199,7 +199,8 @@ def plan(config: Any) -> RunPlan:
     n_train, n_heldout = len(train) or config.data.train, len(heldout) or config.data.heldout
     critic_trains = config.critic_training == "adversarial" and config.verification == "critic"
     stages = [PlanStage(name=round_stage(0, "evaluate", prefix=STAGE), kind="evaluate", round=0,
-                        role="generator", items=n_heldout, note=_metric_note(config))]
+                        role="generator", items=n_heldout, note=_metric_note(config)),
+              *_detection(config, 0, n_heldout)]
     for r in range(1, config.iterations + 1):
         stages += _iteration(config, r, n_train, n_heldout, critic_trains)
     roles = [role("generator", config.roles.generator.model, trained=True,
@@ -234,7 +235,7 @@ def _iteration(config: Any, r: int, n_train: int, n_heldout: int, critic_trains:
     stages = [PlanStage(name=name("generate"), kind="generate", round=r, role="generator",
                         items=outputs, note=f"K={config.k} outputs for each of {n_train} instructions")]
     if config.verification == "critic":
-        n = config.n if critic_trains else 1
+        n = config.n  # trained or static alike (§4.1: N per output for every method)
         stages += [
             PlanStage(name=name("critic"), kind="generate", round=r, role="critic", items=outputs * n,
                       note=f"{n} proposal(s) per output"),
@@ -255,7 +256,20 @@ def _iteration(config: Any, r: int, n_train: int, n_heldout: int, critic_trains:
                                 note=f"at most {config.max_pairs_per_output} pairs per output"))
     stages.append(PlanStage(name=name("evaluate"), kind="evaluate", round=r, role="generator",
                             items=n_heldout, note=_metric_note(config)))
-    return stages
+    return stages + _detection(config, r, n_heldout)
+
+
+def _detection(config: Any, r: int, n_heldout: int) -> list[PlanStage]:
+    """The critic's detection rate on the fixed failing held-out outputs after round r
+    (round 0: the base critic, after the set is drawn); none where it is off or no critic proposes."""
+    if not config.detection.enabled or config.verification != "critic":
+        return []
+    most = min(n_heldout * config.detection.samples, config.detection.max_outputs)
+    drawn = (f"the base generator's {config.detection.samples} samples per held-out instruction, "
+             "the failing ones kept; " if r == 0 else "")
+    return [PlanStage(name=round_stage(r, "detection", prefix=STAGE), kind="evaluate", round=r, role="critic",
+                      items=most * config.n, note=f"{drawn}the critic's {config.n} proposals on each of at most "
+                      f"{most} fixed failing outputs (not in the paper: a measurement)")]
 
 
 def _metric_note(config: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import Field, model_serializer
 
+from coevo.algorithms.rlac.detection import DetectionEval
 from coevo.roles.parsing import strip_reasoning
 from coevo.types import Conversation, PreferencePair, Record, Sample, Table, Verdict
 
@@ -280,6 +281,10 @@ class RlacSummary(Record):
     #: The reward-model baseline's scorer and how many outputs it scored (absent otherwise).
     reward_model: dict[str, Any] | None = None
     table: Table
+    #: The critic's detection rate on fixed failing held-out outputs (rlac/detection.py):
+    #: before iteration 1 (round 0, the base critic), then after each iteration, the critic
+    #: that proposes in the next; empty where `detection` is off or no critic proposes.
+    detection: list[DetectionEval] = Field(default_factory=list)
     #: The judge audits (rlac/audit.py): one record per audited round ({"round": "audit/round<r>",
     #: "judge_role": "validator", the `coevo audit judge --json` object, `real_items`,
     #: `validator_calls`}), or one note saying why the run has nothing to audit (code).

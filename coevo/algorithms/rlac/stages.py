@@ -6,6 +6,9 @@ calls, rollouts and training by them):
 
     rlac:round1             the round's step in the run store, its rollouts and its calls' tags
     rlac:round1/eval        the held-out evaluation's calls (round 0: the base generator's)
+    rlac:round1/detection   the critic's detection rate on the fixed failing outputs after
+                            round 1 (round 0: the base critic's; rlac/detection.py)
+    rlac:detection/set      those fixed outputs, drawn once per run folder
     rlac/round1/generator   a DPO stage in the shared stage runner (train/stages.py: its first
                             part names the algorithm), and `coevo plan`'s stages
     round1/generator        that stage's folder in the run folder
@@ -20,6 +23,8 @@ STORE = "rlac:"
 STAGE = "rlac/"
 #: No prefix: folders under the run folder, and labels within a run.
 BARE = ""
+#: The run store's step holding the detection measurement's fixed outputs.
+DETECTION_SET = f"{STORE}detection/set"
 
 
 def round_stage(r: int, *parts: str, prefix: str = STORE) -> str:
