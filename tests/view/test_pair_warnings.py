@@ -152,7 +152,13 @@ TAI_RULES = [
 ]
 
 
-def _taiscore_run(tmp_path, pairs_per_round: int):
+#: The same run, its pairwise judge preferring the initial response every time.
+Y0_RULES = [{"match": ["Response 1:\nA revised answer"], "completion": "2"},
+            {"match": ["Response 2:\nA revised answer"], "completion": "1"}, *TAI_RULES[3:]]
+Y0_RULES.insert(0, TAI_RULES[0])
+
+
+def _taiscore_run(tmp_path, pairs_per_round: int, rules=TAI_RULES):
     from coevo.runner import run_experiment
 
     data = tmp_path / "data.jsonl"
@@ -162,7 +168,7 @@ def _taiscore_run(tmp_path, pairs_per_round: int):
               "pairs_per_round": pairs_per_round, "grpo": {"num_generations": 2}, "evaluation": {"holdout": 0.25},
               "roles": {"actor": {"model": "actor"}, "critic": {"model": "critic"}, "judge": {"model": "judge"}}}
     run = tmp_path / f"run{pairs_per_round}"
-    with _taiscore_fakes(TAI_RULES):
+    with _taiscore_fakes(rules):
         run_experiment(None, run, data=config)
     return run
 
@@ -174,6 +180,17 @@ def test_taiscore_actor_with_one_pair_names_pairs_per_round_and_two_pairs_do_not
     assert re.search(r"the pairwise judge preferred (\d) of \1 revisions over their initial response, but "
                      r"pairs_per_round kept 1: raise pairs_per_round", one[0]), one[0]
     assert _no_pairs(_taiscore_run(tmp_path, 2)) == []
+
+
+def test_a_taiscore_round_without_a_preferred_revision_finishes_untrained_and_says_why(tmp_path):
+    run = _taiscore_run(tmp_path, 4, Y0_RULES)  # it used to stop the run with an error
+    summary = json.loads((run / "summary.json").read_text())
+    [said] = [w["text"] for w in summary["warnings"] if w["kind"] == KIND]
+    assert said.startswith("coevolution/round1/actor: the actor got no DPO pairs (n=0), so it was not trained")
+    assert re.search(r"preferred the revision over its initial response in only 0 of (\d+) candidates "
+                     r"\(\1 initial response preferred\)", said), said
+    assert summary["rounds"][0]["checkpoints"]["actor"] is None  # π_1 = π_0: no DPO stage ran
+    assert summary["rounds"][0]["metrics"]["pairs_selected"] == 0.0
 
 
 @pytest.mark.parametrize("counts, cause", [

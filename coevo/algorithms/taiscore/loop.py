@@ -60,7 +60,6 @@ from coevo.algorithms.taiscore.pairs import PairCounts, select_pairs
 from coevo.algorithms.taiscore.records import ConditionResult, RoundRecord, TaiScoreSummary
 from coevo.algorithms.taiscore.rewards import make_reward_fn
 from coevo.audit.in_run import run_records
-from coevo.config import ConfigError
 from coevo.judging import rollout_judge
 from coevo.llm.call_tags import tagged
 from coevo.llm.python_functions import PythonFunction, is_python_spec, load_python_function
@@ -276,9 +275,16 @@ class ConditionRun:
         prefix = f"{self.tag}/round{r}"
         chosen, counts = self.preferred_revisions(prefix, shard_ids, y0)
         metrics: dict[str, float | None] = {f"pairs_{k}": float(v) for k, v in vars(counts).items()}
+        if not chosen:
+            # Nothing to learn from: π_r = π_{r-1}, as RLAC leaves a role without pairs. The
+            # round's pair counts go to its metrics, where the run's `no-pairs` warning reads
+            # why (view/pair_warnings.py); stopping here would lose the rounds already run.
+            log.warning("%s/actor: the pairwise judge preferred no revision over its initial response "
+                        "(%d candidates): the actor is not trained this round", prefix, counts.candidates)
+            return metrics
         with self.idle("critic", f"{prefix}/actor"), self.training("actor", f"{prefix}/actor"):
             return metrics | self.train_stage(f"{prefix}/actor", r, "dpo", self.actor_local, self.dpo_settings,
-                                              lambda: self._train_actor(r, chosen, counts))
+                                              lambda: self._train_actor(r, chosen))
 
     def preferred_revisions(self, prefix: str, shard_ids: Sequence[int], y0: dict[str, str]
                             ) -> tuple[list[Rollout], PairCounts]:
@@ -299,14 +305,8 @@ class ConditionRun:
             counts.add(pool_counts)
         return chosen, counts
 
-    def _train_actor(self, r: int, chosen: list[Rollout], counts: PairCounts) -> TrainResult:
+    def _train_actor(self, r: int, chosen: list[Rollout]) -> TrainResult:
         prefix = f"{self.tag}/round{r}"
-        if not chosen:
-            raise ConfigError(
-                f"{prefix}: the pairwise judge preferred no revision over its initial response "
-                f"({counts.candidates} candidates: {counts.ties} ties, {counts.y0_wins} y0 wins, "
-                f"{counts.invalid} unreadable), so there is nothing to train the actor on; use more "
-                "queries (data.limit), a stronger judge (roles.judge.model) or a stronger critic")
         actor = self.actor(self.actor_local)  # its prompt template only: nothing is generated here
         pairs = [PreferencePair(prompt=actor.respond_prompt(x.x), chosen=x.y1 or "", rejected=x.y0,
                                 sample_id=x.sample_id, source=prefix) for x in chosen]
