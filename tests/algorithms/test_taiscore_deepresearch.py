@@ -119,9 +119,16 @@ class GymFake(ReplayModel):
     def __init__(self, spec):
         from tests.algorithms.test_taiscore_logic import RULES
 
-        super().__init__(rules=[{"match": "reference key points", "completion": _points_answer(
-                                    "supported", "not_mentioned", "contradicted")},
-                                {"match": "Score the report below", "completion": _quality_answer(10)}, *RULES])
+        # DeepResearch-Gym's own protocol (the default): each row's key points labelled in
+        # order supported / omitted / contradicted, each quality criterion rated 10.
+        gym = Path(__file__).resolve().parents[2] / "coevo/tasks/data/deepresearch_gym_tiny.jsonl"
+        labels = ("supported", "omitted", "contradicted")
+        points = [{"match": f"Key point:\n{point['point_content'] if isinstance(point, dict) else point}",
+                   "completion": json.dumps({"label": labels[k % 3], "justification": "j"})}
+                  for line in gym.read_text(encoding="utf-8").splitlines() if line.strip()
+                  for k, point in enumerate(json.loads(line)["key_points"])]
+        super().__init__(rules=[*points, {"match": "Criterion: ", "completion": json.dumps(
+                                    {"rating": 10, "justification": "j"})}, *RULES])
         self.model_id, self.spec = f"fake:{spec}", spec
 
 
@@ -214,11 +221,26 @@ def test_a_bad_openscholar_file_is_one_line_and_exit_2(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_the_estimate_counts_the_evaluators_two_calls_per_report():
-    result = CliRunner().invoke(app, ["plan", str(EXAMPLES / "taiscore_deepresearch_tiny.yaml"), "--json"])
+@pytest.mark.parametrize("protocol, key_point_calls, quality_calls", [
+    ("official", 4 * 3, 4 * 6),   # DeepResearch-Gym's scripts: a call per key point (3 a row), per criterion (6)
+    ("single_call", 4, 4),        # one call a report for each
+])
+def test_the_estimate_counts_the_evaluators_calls_per_report(protocol, key_point_calls, quality_calls):
+    result = CliRunner().invoke(app, ["plan", str(EXAMPLES / "taiscore_deepresearch_tiny.yaml"), "--json",
+                                      "--set", f"evaluation.deepresearch_protocol={protocol}"])
     assert result.exit_code == 0, result.output
-    calls = json.loads(result.stdout)["estimate"]["calls"]
-    for role in ("judge:key_points", "judge:report_quality"):
-        rows = [c for c in calls if c["role"] == role]
+    made = json.loads(result.stdout)
+    for role, n in (("judge:key_points", key_point_calls), ("judge:report_quality", quality_calls)):
+        rows = [c for c in made["estimate"]["calls"] if c["role"] == role]
         # One evaluation per round (round 0 and the config's 2 rounds), each of the 4 keyed reports.
-        assert [(c["stage"], c["calls"]) for c in rows] == [(f"coevolution/round{r}/eval", 4) for r in range(3)]
+        assert [(c["stage"], c["calls"]) for c in rows] == [(f"coevolution/round{r}/eval", n) for r in range(3)]
+    assert made["data"]["evaluator"]["calls_per_output_set"] == key_point_calls + quality_calls
+
+
+def test_the_official_protocol_is_the_papers_and_the_single_call_variant_departs():
+    def rows(*overrides):
+        return {d.setting: d for d in departures(_config("taiscore_deepresearch_full.yaml", *overrides))}
+
+    assert "evaluation.deepresearch_protocol" not in rows()
+    single = rows("evaluation.deepresearch_protocol=single_call")["evaluation.deepresearch_protocol"]
+    assert "71.1" in single.why and "74.0" in single.why

@@ -24,6 +24,9 @@ FIELDS = {
     "deepresearch_report": {"question", "sources_block"},
     "deepresearch_key_points": {"question", "report", "key_points"},
     "deepresearch_quality": {"question", "report"},
+    # DeepResearch-Gym's own protocol (issue 56): one key point, one quality criterion a call
+    "deepresearch_key_point": {"key_point", "report"},
+    "deepresearch_quality_criterion": {"criterion", "description", "question", "report"},
     # DecoEvo (issue 5)
     "decoevo_solver": {"skill", "question"},
     "decoevo_rubric_generator": {"skill", "question", "min_criteria", "max_criteria"},

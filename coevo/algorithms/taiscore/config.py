@@ -80,6 +80,12 @@ class EvaluationConfig(StrictModel):
     #: own model and decoding (§5.1: GPT-4.1-mini, e.g.
     #: `{model: "openai:gpt-4.1-mini@https://api.openai.com/v1"}`); None: the run's judge.
     judge: JudgeRole | None = None
+    #: How that judge is asked. `official` (DeepResearch-Gym's scripts): one call per key point
+    #: (supported / omitted / contradicted) and one per quality criterion (0-10, quality = mean
+    #: x 10); `single_call`: every key point of a report in one call and the six criteria in
+    #: another (1-10, mapped (m-1)/9 x 100), 2 calls a report instead of k + 6 but not the
+    #: benchmark's numbers (a listed departure). roles/deepresearch_official.py.
+    deepresearch_protocol: Literal["official", "single_call"] = "official"
 
 
 class TaiScoreData(DataConfig):

@@ -30,11 +30,14 @@ from coevo.estimate import (
 )
 from coevo.llm.python_functions import is_python_spec
 from coevo.planning import RunPlan, data_prompt_tokens
+from coevo.roles.deepresearch_official import CRITERIA
 
 #: A pairwise verdict is one word ("1", "2", "tie") under its answer schema.
 VERDICT_TOKENS = 2
 #: A DeepResearch-Gym row's reference key points, as the key-point prompt lists them (a few sentences).
 KEY_POINTS_TOKENS = 120
+#: One key point (a sentence) and one quality criterion's description, as the official protocol asks.
+KEY_POINT_TOKENS, CRITERION_TOKENS = 30, 60
 #: Rewards whose judge reads a revision the actor writes per critique first.
 REVISES_IN_REWARD = ("taiscore", "outcome_gain")
 
@@ -62,7 +65,9 @@ class _Counter:
         self.critic_template, self.reviser = roles.critic.template, roles.actor.template
         #: Held-out rows with DeepResearch-Gym key points, and the evaluator that judges their reports.
         evaluator = config.evaluation.judge
-        self.keyed = ((plan_data or {}).get("evaluator") or {}).get("rows_with_key_points") or 0
+        found = (plan_data or {}).get("evaluator") or {}
+        self.keyed, self.key_points = found.get("rows_with_key_points") or 0, found.get("key_points") or 0
+        self.protocol = config.evaluation.deepresearch_protocol
         self.evaluator_spec = evaluator.model if evaluator is not None else roles.judge.model
         self.evaluator_answer = completion_tokens((evaluator or roles.judge).sampling)
 
@@ -88,8 +93,15 @@ class _Counter:
                  completion=self.s.judged)
 
     def reports(self, stage: str, n: int) -> None:
-        """DeepResearch-Gym's two judge calls per report: its key points, its quality."""
+        """DeepResearch-Gym's judge calls on n reports: one per key point and one per quality
+        criterion (`official`), or one for the key points and one for the quality (`single_call`)."""
         filled = self.s.x + self.s.y0
+        if self.protocol == "official":
+            self.add(stage, "judge:key_points", self.key_points, template="deepresearch_key_point",
+                     filled=self.s.y0 + KEY_POINT_TOKENS, completion=self.evaluator_answer, spec=self.evaluator_spec)
+            self.add(stage, "judge:report_quality", len(CRITERIA) * n, template="deepresearch_quality_criterion",
+                     filled=filled + CRITERION_TOKENS, completion=self.evaluator_answer, spec=self.evaluator_spec)
+            return
         self.add(stage, "judge:key_points", n, template="deepresearch_key_points", filled=filled + KEY_POINTS_TOKENS,
                  completion=self.evaluator_answer, spec=self.evaluator_spec)
         self.add(stage, "judge:report_quality", n, template="deepresearch_quality", filled=filled,
@@ -116,7 +128,7 @@ def count_evaluation(k: _Counter, r: int, held: int) -> None:
         for j in range(2, ev.output_sets + 1):
             k.responses(f"round{r}/eval_set{j}", held)
             k.gold(f"round{r}/eval_set{j}", held, k.s.y0)
-    if k.keyed:  # DeepResearch-Gym's reports: each output set's, judged twice
+    if k.keyed:  # DeepResearch-Gym's reports: each output set's, judged by the protocol's calls
         k.reports(stage, k.keyed)
         for j in range(2, ev.output_sets + 1):
             if not ev.gold_rubric:  # else the set's responses are counted above

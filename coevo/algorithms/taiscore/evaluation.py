@@ -71,7 +71,8 @@ from coevo.eval.stats import mean_metrics, mean_sd
 from coevo.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
-from coevo.roles.deepresearch import KeyPointJudge, ReportQualityJudge, key_points_of
+from coevo.roles.deepresearch import key_points_of
+from coevo.roles.deepresearch_official import report_judges
 from coevo.llm.python_functions import PythonFunction
 from coevo.roles.python_scorers import judge_for
 from coevo.types import Rollout
@@ -276,7 +277,7 @@ class RoundEvaluator:
                             "function: KPR, KPC and report quality need a model (set evaluation.judge)", model.spec)
                 return None
             model = ctx.cached(model)
-            self._report_judges = (KeyPointJudge(model, sampling), ReportQualityJudge(model, sampling))
+            self._report_judges = report_judges(model, sampling, self.ctx.config.evaluation.deepresearch_protocol)
         return self._report_judges
 
     def _gold(self, label: str, samples: list[Any], responses: list[str]) -> list[Any]:

@@ -149,6 +149,11 @@ PAPER: list[PaperSetting] = [
     PaperSetting("evaluation.judge.model", GYM_JUDGE, "another judge of DeepResearch-Gym's KPR, KPC and report "
                  "quality (§5.1: GPT-4.1-mini)", here_of=evaluator_judge, matches=model_named(GYM_JUDGE),
                  applies=deep_research),
+    PaperSetting("evaluation.deepresearch_protocol", "official: DeepResearch-Gym's scripts, one judge call per key "
+                 "point (supported / omitted / contradicted) and one per quality criterion (0-10, mean x 10)",
+                 "DeepResearch-Gym's metrics from 2 calls a report (all key points at once; the six criteria at "
+                 "once on 1-10, mapped (m-1)/9 x 100): not the benchmark's numbers (a mean of 7.4 reads 71.1 "
+                 "here, 74.0 there)", matches=lambda here: here == "official", applies=_gym_evaluation),
     PaperSetting("conditions", [*PAPER_CONDITIONS, *(f"matching: tailored to {m}" for m in PAPER_TAILORED)],
                  "a comparison without all of Table 1's conditions and Table 4's three tailored critics",
                  matches=_conditions_are_the_papers, applies=lambda config: bool(config.conditions)),
@@ -241,13 +246,23 @@ def _deep_research_plan(config: Any, data: dict[str, Any], held_out: list[Any], 
                      f"{rules['unsupported_intent']} unsupported intent, {rules['too_short']} too short, "
                      f"{rules['not_english']} not English)")
     data["filter_template"] = filter_template(config.data.source) or "query_filter"
+    from coevo.roles.deepresearch_official import CRITERIA
+
     keyed = sum(bool(key_points_of(s)) for s in held_out)
+    points = sum(len(key_points_of(s)) for s in held_out)
+    protocol = config.evaluation.deepresearch_protocol
+    # The benchmark's scripts: a call per key point and one per quality criterion; the
+    # single-call variant: one call for the key points and one for the criteria.
+    calls = points + len(CRITERIA) * keyed if protocol == "official" else 2 * keyed
     data["evaluator"] = {"kind": "deepresearch_gym" if _gym_evaluation(config) else None,
                          "judge": evaluator_judge(config), "metrics": ["kpr", "kpc", "report_quality"],
-                         "rows_with_key_points": keyed, "calls_per_report": 2}
+                         "protocol": protocol, "rows_with_key_points": keyed, "key_points": points,
+                         "calls_per_output_set": calls}
     if _gym_evaluation(config) and keyed:
+        how = (f"one call per key point ({points}) and per quality criterion ({len(CRITERIA)} a report)"
+               if protocol == "official" else "2 calls a report (single_call: not the benchmark's protocol)")
         notes.append(f"every evaluation scores {keyed} held-out report(s) per output set with DeepResearch-Gym's "
-                     f"KPR, KPC and report quality: 2 calls each to {evaluator_judge(config)}")
+                     f"KPR, KPC and report quality: {how}, {calls} calls to {evaluator_judge(config)}")
 
 
 def _roles(config: Any, plans: list[Any]) -> list[PlanRole]:
