@@ -244,3 +244,14 @@ def test_the_official_protocol_is_the_papers_and_the_single_call_variant_departs
     assert "evaluation.deepresearch_protocol" not in rows()
     single = rows("evaluation.deepresearch_protocol=single_call")["evaluation.deepresearch_protocol"]
     assert "71.1" in single.why and "74.0" in single.why
+
+
+def test_the_deep_research_settings_table_names_deepresearch_gym_not_the_writing_benchmarks():
+    from coevo.algorithms.taiscore.paper import PAPER
+    from coevo.departures import setting_rows
+
+    found = {row.setting: row for row in setting_rows(_config("taiscore_deepresearch_full.yaml"), PAPER)}
+    assert "evaluation.data" not in found  # its paper value is WritingBench / HelloBench: the writing domain's
+    assert "DeepResearch-Gym" in str(found["evaluation.data.source"].paper)
+    writing = {row.setting for row in setting_rows(_config("taiscore_full.yaml"), PAPER)}
+    assert "evaluation.data" in writing and "evaluation.deepresearch_protocol" not in writing

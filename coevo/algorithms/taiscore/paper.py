@@ -118,9 +118,10 @@ PAPER: list[PaperSetting] = [
     PaperSetting("dpo.max_length", 4096, "another DPO length limit (Table 12)"),
     PaperSetting("dpo.max_prompt_length", 2048, "another DPO prompt limit (Table 12)"),
     PaperSetting("dpo.max_steps", None, "training stops after a fixed number of steps, not one epoch"),
+    # The deep-research domain's held-out set is DeepResearch-Gym's (its own row below).
     PaperSetting("evaluation.data", "WritingBench / HelloBench (the user's file)", "held-out prompts are a "
                  "share of the training data, not a benchmark (§5.1 evaluates on WritingBench, HelloBench)",
-                 matches=lambda here: here is not None),
+                 matches=lambda here: here is not None, applies=lambda config: not deep_research(config)),
     PaperSetting("evaluation.output_sets", 3, "each checkpoint is scored on another number of generated "
                  "output sets (§5.1: three, mean ± sd)"),
     PaperSetting("evaluation.evaluator", "each benchmark's own: WritingBench's critic model, HelloBench's "
