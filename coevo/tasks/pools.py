@@ -62,12 +62,14 @@ def quality_pools(
     pool_total: int | None,
     pool_size: int | None,
     seed: int,
+    top_up: bool = True,
 ) -> tuple[list[list[Sample]], PoolReport]:
     """`n_pools` disjoint pools by Appendix C's rule.
 
     `quality` maps a sample id to its 1–5 score (None: unreadable); without it (no ratings
     at all) every sample is eligible and drawn alike. Then: every query rated 4–5, topped up
-    with a seeded sample of those rated 3 to `pool_total` (None: all of them), shuffled by a
+    with a seeded sample of those rated 3 to `pool_total` (None: all of them; `top_up` false:
+    never, as App. C pools OpenScholar's queries), shuffled by a
     seeded hash and dealt into pools of `pool_size` (None: the selection split evenly).
     Queries rated below 3 or unreadable never enter a pool.
     """
@@ -89,7 +91,7 @@ def quality_pools(
         report.notes.append(f"{len(high)} queries rated 4-5 exceed data.pool_total={total}: a seeded sample of "
                             f"{total} of them is used")
         high = seeded_sample(high, total, seed, _TOP_UP)
-    topped = seeded_sample(three, max(total - len(high), 0), seed, _TOP_UP)
+    topped = seeded_sample(three, max(total - len(high), 0), seed, _TOP_UP) if top_up else []
     report.topped_up = len(topped) if quality is not None else 0
     selected = sorted([*high, *topped], key=lambda s: unit_hash(s.id, seed * 1000 + _SHUFFLE))
     if pool_size is not None and pool_size * n_pools > len(selected):

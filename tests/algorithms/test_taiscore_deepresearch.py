@@ -241,7 +241,8 @@ def test_the_official_protocol_is_the_papers_and_the_single_call_variant_departs
     def rows(*overrides):
         return {d.setting: d for d in departures(_config("taiscore_deepresearch_full.yaml", *overrides))}
 
-    assert "evaluation.deepresearch_protocol" not in rows()
+    assert "evaluation.deepresearch_protocol" not in rows() and "data.top_up" not in rows()
+    assert "data.top_up" in rows("data.top_up=true")  # App. C tops up DeepWriting's pools only
     single = rows("evaluation.deepresearch_protocol=single_call")["evaluation.deepresearch_protocol"]
     assert "71.1" in single.why and "74.0" in single.why
 

@@ -59,6 +59,17 @@ def test_pools_keep_every_high_rated_query_and_top_up_with_threes():
     assert (report.rated_high, report.rated_three, report.topped_up, report.dropped) == (50, 40, 10, 45)
 
 
+def test_without_top_up_only_the_high_rated_queries_are_pooled_and_the_rule_follows_the_domain():
+    scores = [5] * 30 + [4] * 20 + [3] * 40
+    pools, report = quality_pools(_samples(scores), {s.id: s.meta.get("quality") for s in _samples(scores)},
+                                  3, pool_total=60, pool_size=20, seed=0, top_up=False)
+    assert report.topped_up == 0 and sum(len(p) for p in pools) == 50
+    assert all(s.meta["quality"] >= 4 for pool in pools for s in pool)
+    # App. C tops up DeepWriting's pools (the default) and not OpenScholar's (the deep-research configs).
+    assert "data.top_up" not in {d.setting for d in departures(_config("taiscore_full.yaml"))}
+    assert "data.top_up" in {d.setting for d in departures(_config("taiscore_full.yaml", "data.top_up=false"))}
+
+
 def test_pools_are_shuffled_not_file_order_and_seeded():
     samples = _samples([4] * 90)
     quality = {s.id: 4 for s in samples}

@@ -101,6 +101,10 @@ class TaiScoreData(DataConfig):
 
     pool_total: int | None = Field(9000, ge=1)
     pool_size: int | None = Field(3000, ge=1)
+    #: Fill `pool_total` with a seeded sample of the queries rated 3 when those rated 4-5 fall
+    #: short. App. C does so for DeepWriting (4,937 rated 4-5, topped up to 9,000); for
+    #: OpenScholar it samples 9,000 of the 17,022 rated 4-5 and names no top-up (false there).
+    top_up: bool = True
     quality_column: str = "quality"
 
 

@@ -113,7 +113,7 @@ def split_data(config: TaiScoreConfig, samples: list[Sample], judge_model: Any =
     train, held_out = held_out_split(config, samples, eval_samples)
     ratings = query_ratings(config, train, judge_model)
     shards, report = quality_pools(train, ratings, config.rounds, pool_total=config.data.pool_total,
-                                   pool_size=config.data.pool_size, seed=config.seed)
+                                   pool_size=config.data.pool_size, seed=config.seed, top_up=config.data.top_up)
     if (rules := rules_removed(config)) is not None:
         report.rules_removed = {rule: rules[rule] for rule in RULES}
         report.notes.append(f"App. C's rules kept {rules['kept']} of {rules['rows']} rows: removed "

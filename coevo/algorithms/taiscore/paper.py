@@ -79,6 +79,11 @@ PAPER: list[PaperSetting] = [
                  "are not the top-rated queries"),
     PaperSetting("data.pool_total", 9000, "another number of pooled queries (App. C: 9,000)"),
     PaperSetting("data.pool_size", 3000, "another pool size (App. C: K = 3,000 per round)"),
+    PaperSetting("data.top_up", True, "queries rated 3 do not fill the pools when those rated 4-5 fall short "
+                 "(App. C tops DeepWriting's 4,937 up to 9,000)", applies=lambda config: not deep_research(config)),
+    PaperSetting("data.top_up", False, "queries rated 3 fill the pools when those rated 4-5 fall short, a rule "
+                 "App. C gives for DeepWriting only (OpenScholar: 9,000 sampled from the 17,022 rated 4-5)",
+                 applies=deep_research),
     PaperSetting("rounds", 3, "another number of co-evolution rounds (§5.1: three)"),
     PaperSetting("critic_queries", 2000, "the critic trains on another number of queries per pool (§5.1: 2K)"),
     PaperSetting("pairs_per_round", 2000, "the actor trains on another number of DPO pairs per pool (§5.1: 2K)"),
@@ -216,7 +221,7 @@ def plan(config: Any) -> RunPlan:
         data.update(pools=None, critic_queries=None, filter_calls=len(train))
     else:
         pools, report = quality_pools(train, ratings, config.rounds, pool_total=config.data.pool_total,
-                                      pool_size=config.data.pool_size, seed=config.seed)
+                                      pool_size=config.data.pool_size, seed=config.seed, top_up=config.data.top_up)
         notes += report.notes
         data.update(
             pools=[[s.id for s in pool] for pool in pools],
