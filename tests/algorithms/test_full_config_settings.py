@@ -5,6 +5,7 @@ only where no coevo setting can follow the paper."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,22 @@ def test_a_full_configs_plan_lists_the_evaluator_the_judge_output_and_thinking(n
     assert not output["departs"], output  # free where the paper's judges answer freely
     assert any(setting.endswith(".thinking") for setting in rows)
     assert all(not row["settable"] for row in made["departures"]), made["departures"]
+
+
+#: What a row's `here` says when its value is coevo's own choice, not the paper's.
+COEVOS_OWN = re.compile(r"\bcoevo's\b|\bwritten from\b|\bheuristic\b|\bestimator\b|\breimplement", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", FULL)
+def test_a_row_whose_value_is_coevos_own_departs(name):
+    made = json.loads(CliRunner().invoke(app, ["plan", str(EXAMPLES / name), "--json"]).stdout)
+    faithful_but_ours = [(row["setting"], row["here"]) for row in made["settings"]
+                         if not row["departs"] and COEVOS_OWN.search(str(row["here"]))]
+    assert faithful_but_ours == []
+
+
+def test_the_rule_catches_coevos_own_rows():
+    # The rows this rule was written for: each says it is coevo's and departs.
+    made = json.loads(CliRunner().invoke(app, ["plan", str(EXAMPLES / "rlac_bio_full.yaml"), "--json"]).stdout)
+    [row] = [r for r in made["settings"] if r["setting"] == "evaluation.evaluator"]
+    assert COEVOS_OWN.search(str(row["here"])) and row["departs"]

@@ -174,8 +174,10 @@ def test_plan_of_the_full_deep_research_config_shows_rules_filter_pools_and_eval
     assert data["filter_calls"] == 8 and data["filter_template"] == "openscholar_query_filter"
     assert data["evaluator"]["kind"] == "deepresearch_gym" and "gpt-4.1-mini" in data["evaluator"]["judge"]
     assert any("OpenScholar's grader" in note for note in made["notes"])
-    # The paper as written: no departure (judges answer freely, the evaluator is DeepResearch-Gym's).
-    assert made["departures"] == []
+    # The paper as written, but for coevo's own filter prompt and rule thresholds, which no setting
+    # changes (App. C gives DR-Tulu's prompt and the rules, not their text and numbers).
+    assert [(d["setting"], d["settable"]) for d in made["departures"]] == [("data.filter_template", False),
+                                                                          ("data.rules", False)]
     rows = {row["setting"]: row for row in made["settings"]}
     assert rows["evaluation.evaluator"]["departs"] is False
     assert {"data.source", "evaluation.data.source", "evaluation.judge.model"} <= set(rows)

@@ -5,7 +5,8 @@ The table cites the paper (`../shared/seeds/000_*`): §5.1 (models, training), T
 Appendix D.3 (pairs). `examples/taiscore_full.yaml` departs from none of it. The deep-research
 domain's rows (§5.1, App. C: OpenScholar queries, DeepResearch-Gym with GPT-4.1-mini) apply
 only to a deep-research config (`openscholar:` data or `deepresearch_gym:` evaluation data);
-`examples/taiscore_deepresearch_full.yaml` departs from none of them.
+`examples/taiscore_deepresearch_full.yaml` departs from none of them that a setting can change:
+the OpenScholar filter's prompt and its rules' thresholds are coevo's own (rows that say so).
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def deep_research(config: Any) -> bool:
 def evaluator_judge(config: Any) -> str:
     """The model spec that judges DeepResearch-Gym's metrics: `evaluation.judge`, else the run's judge."""
     return (config.evaluation.judge or config.roles.judge).model
+
+
+def _rules_here() -> str:
+    from coevo.tasks.deepresearch import MIN_WORDS
+
+    return (f"coevo's thresholds: 'very short' is under {MIN_WORDS} words; 'non-English' is under 90 % ASCII "
+            "letters or no common English function word (tasks/deepresearch.py)")
 
 
 def _evaluator_here(config: Any) -> str:
@@ -132,7 +140,8 @@ PAPER: list[PaperSetting] = [
     PaperSetting("evaluation.evaluator", "each benchmark's own: WritingBench's critic model, HelloBench's "
                  "GPT-4o-mini, DeepResearch-Gym's GPT-4.1-mini (§5.1)",
                  "the gold score is the run's judge under the benchmark's criteria with coevo's gold-rubric "
-                 "prompt, not the benchmark's evaluator: score the saved checkpoints with it for Table 1's numbers",
+                 "prompt, not the benchmark's evaluator (HelloBench's checklist items weigh 1 each, not its "
+                 "weights): score the saved checkpoints with it for Table 1's numbers",
                  here_of=_evaluator_here, matches=_evaluator_matches,
                  applies=lambda config: config.evaluation.gold_rubric or _gym_evaluation(config), settable=False),
     judge_output_setting("roles.judge.sampling.output", "unconstrained generation of the JSON each prompt asks for, "
@@ -147,6 +156,18 @@ PAPER: list[PaperSetting] = [
     PaperSetting("data.source", "OpenScholar queries (openscholar:FILE), App. C's rules applied as read",
                  "another training source than OpenScholar's queries (§5.1's deep-research domain)",
                  matches=lambda here: _source_kind(here) == "openscholar", applies=deep_research),
+    # coevo's own parts of the OpenScholar filter, which no setting changes (App. C names the
+    # rules and DR-Tulu's prompt, not their thresholds or text).
+    PaperSetting("data.filter_template", "DR-Tulu's query-filtering prompt, graded by gpt-oss-120B (App. C)",
+                 "another query grader: the pools hold other queries than the paper's",
+                 here_of=lambda config: "coevo's openscholar_query_filter, written from the paper's description of "
+                 "DR-Tulu's filter (not its text)", matches=lambda here: False, settable=False,
+                 applies=lambda config: _source_kind(config.data.source) == "openscholar" and config.data.filter_queries),
+    PaperSetting("data.rules", "App. C's rules: unsupported intents (Other, Metadata, Cannot determine), 'very "
+                 "short' and 'non-English' queries removed (no thresholds given)",
+                 "other queries removed than the paper's rules remove",
+                 here_of=lambda config: _rules_here(), matches=lambda here: False, settable=False,
+                 applies=lambda config: _source_kind(config.data.source) == "openscholar"),
     PaperSetting("evaluation.data.source", "DeepResearch-Gym (deepresearch_gym:FILE): its queries, reference "
                  "key points and officially retrieved ClueWeb22 materials", "held-out prompts are not "
                  "DeepResearch-Gym's, so no KPR, KPC or report quality (§5.1)",
