@@ -78,9 +78,6 @@ ITERATIONS = 3
 DEFAULT_OVERRIDES: tuple[str, ...] = (f"iterations={ITERATIONS}", "dpo.learning_rate=1e-5", "dpo.batch_size=4",
                                       "dpo.max_steps=8", "kl=false", "detection.enabled=true",
                                       "detection.samples=6", "detection.max_outputs=48")
-#: Sandbox programs per verification, App. B.2: a critic's test runs on the reference solution
-#: (the expected output) and on the generated code; a hidden test holds its expected value.
-EXECUTIONS_PER_PROPOSAL, EXECUTIONS_PER_TEST = 2, 1
 #: Training problems: `code_families` at this seed, this many per family (all of them train).
 TRAIN_SEED, TRAIN_PER_FAMILY = 0, 1
 #: The default held-out set when no --heldout is given (the one the settings were tried on).
@@ -277,8 +274,9 @@ def iterations(summaries: Mapping[int, Mapping[str, Any]], run_dirs: Mapping[int
                 on_policy_caught += round(critic["detection_rate"] * critic["proposals"])
             used = int((rec.get("counts") or {}).get("used", 0))
             earlier = int((rounds[r - 2].get("counts") or {}).get("used", 0)) if r > 1 else 0
-            enumerative = summary.get("condition") == "enumerative"
-            executions += (used - earlier) * (EXECUTIONS_PER_TEST if enumerative else EXECUTIONS_PER_PROPOSAL)
+            # The run counts in App. B.2's unit: 2 executions a critic proposal (reference and
+            # output), 1 a hidden test (records.VerificationCounts).
+            executions += used - earlier
             shown_failing += work[seed].get(r, 0)
         keys = sorted(set(base) & set(scores))
         gain = paired_difference([scores[k] for k in keys], [base[k] for k in keys])

@@ -131,7 +131,7 @@ def test_a_code_run_records_once_that_it_has_nothing_to_audit(tmp_path, trained)
     summary = run_rlac(code_config(), store)
     assert summary.audit == [{"round": audit_key(0), "judge_role": "validator", "kind": "code", "note": CODE_NOTE}]
     assert not [m for m in store.metrics() if m["name"].startswith("audit_")]
-    assert summary.verification_calls.rlac == 4
+    assert summary.verification_calls.rlac == 2 * 4  # 4 proposals, each run on the reference and the output
 
 
 def test_the_noisy_validator_ablation_is_not_audited(tmp_path, bios):

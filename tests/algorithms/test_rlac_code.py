@@ -95,7 +95,8 @@ def test_code_round_pairs_come_from_sandboxed_verdicts(tmp_path, trained):
     # bad+test: caught; good+test: survived; both NO_TEST answers: invalid (no testcase).
     assert verdicts == ["caught", "invalid", "invalid", "survived"]
     n_tests = count_test_cases(load_humaneval(ids=["HumanEval/0"])[0])
-    assert summary.verification_calls == VerificationCounts(rlac=4, enumerative=2 * n_tests, used=4)
+    # 4 proposals, each run on the reference and on the output (App. B.2's unit: 2 executions).
+    assert summary.verification_calls == VerificationCounts(rlac=2 * 4, enumerative=2 * n_tests, used=2 * 4)
     assert summary.rounds[0].eval.pass_at_1 == 1.0
 
 

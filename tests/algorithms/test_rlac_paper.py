@@ -225,6 +225,10 @@ def test_plan_of_the_full_code_config_draws_2000_problems_and_holds_out_humaneva
     assert all(i.startswith("bench/") for i in got.data["held_out"])
     assert [d.setting for d in got.departures] == ["data.heldout_source", "evaluation.evaluator"]  # not HumanEval
     assert any("MBPP" in note for note in got.notes)
+    # App. B.2's count: 2,000 problems x 8 outputs x 2 proposals x 3 iterations, 2 executions each.
+    assert got.data["verifications"] == {"unit": "executions", "per_proposal": 2, "total": 192_000}
+    [row] = [r for r in got.settings if r.setting == "code.executions"]
+    assert "2 sandboxed runs per proposal" in row.here and "192K" in str(row.paper) and not row.departs
 
 
 def test_plan_of_the_tiny_configs_names_their_ids_and_embedded_models(no_model_loads):

@@ -53,7 +53,8 @@ def test_executions_are_counted_as_app_b2_counts_them_and_an_output_is_one_error
     store.put_record("rlac_enumerative", "r1:p/0:0", {"round": 1, "sample_id": "p/0", "score": 0.0})
     store.put_record("rlac_enumerative", "r1:p/0:1", {"round": 1, "sample_id": "p/0", "score": 1.0})
     store.close()
-    critic = mini_rlac.arm_from_summaries({0: summary("rlac-adversarial", [4])}, {0: critic_run})
+    # The run counts in App. B.2's unit: 4 proposals, 2 executions each (reference and output).
+    critic = mini_rlac.arm_from_summaries({0: summary("rlac-adversarial", [8])}, {0: critic_run})
     enum = mini_rlac.arm_from_summaries({0: summary("enumerative", [12])}, {0: enum_run})
     [_, first] = critic.metrics["per_iteration"]
     assert (first["executions"], first["errors_found"]) == (2 * 4, 1)  # reference + output per proposal

@@ -27,6 +27,11 @@ class RlacDomain(Protocol):
     name: str
     #: The domain's real validator (the `validator: random` ablation replaces it).
     validator: Validator
+    #: Verifications one critic proposal costs, in the paper's unit: facts 1 validator call;
+    #: code 2 executions, the proposed test on the reference solution and on the output (App.
+    #: B.2: 2,000 problems x 8 outputs x 2 proposals x 3 iterations x 2 = 192K). A reference
+    #: run the validator answers from its cache still counts, as the paper counts it.
+    verifications_per_proposal: int
 
     def generator_prompt(self, sample: Sample) -> Conversation:
         """The messages the generator is asked for this instruction."""
@@ -67,6 +72,7 @@ class FactsDomain:
     """Biographies of exactly n sentences; FactScore precision on held-out people."""
 
     name = "facts"
+    verifications_per_proposal = 1
 
     def __init__(self, config: RlacConfig, store: RunStore | None, backend: Backend | None = None):
         from coevo.tasks.bios import BUNDLED_CORPUS
@@ -159,6 +165,7 @@ class CodeDomain:
     """HumanEval-style problems; pass@1 on held-out problems through the sandbox."""
 
     name = "code"
+    verifications_per_proposal = 2
 
     def __init__(self, config: RlacConfig, store: RunStore | None, backend: Backend | None = None):
         from coevo.validators.code import CodeValidator, ReferenceTests

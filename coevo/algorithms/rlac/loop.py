@@ -334,8 +334,9 @@ class RlacRun:
         items = [(sample, o, self.domain.proposal(sample, o, t)) for (sample, o, _), row in zip(outputs, texts)
                  for t in row]
         flat = iter(self.check(items))
-        self.counts.rlac += len(items)
-        self.counts.used += len(items)
+        cost = len(items) * self.domain.verifications_per_proposal  # the paper's unit (domains.py)
+        self.counts.rlac += cost
+        self.counts.used += cost
         critiques, rows = [], iter(zip(outputs, texts))
         for instruction in instructions:
             mine = [next(rows) for _ in instruction.outputs]
@@ -388,7 +389,8 @@ class RlacRun:
         scores = self.domain.enumerate(sample, instruction.answers)
         rewards += [float(score) for score in scores]
         self.counts.used += cost
-        self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
+        # What one critic proposal per output would have cost.
+        self.counts.rlac += len(instruction.outputs) * self.domain.verifications_per_proposal
         for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
             self.store.put_record("rlac_enumerative", f"r{r}:{sample.id}:{i}", EnumerativeScore(
                 round=r, sample_id=sample.id, output=output, score=score))
@@ -408,7 +410,8 @@ class RlacRun:
         for instruction in instructions:
             scores = [next(flat) for _ in instruction.outputs]
             rewards += [float(score) for score in scores]
-            self.counts.rlac += len(instruction.outputs)  # what one critic proposal per output would have cost
+            # What one critic proposal per output would have cost.
+            self.counts.rlac += len(instruction.outputs) * self.domain.verifications_per_proposal
             for i, (output, score) in enumerate(zip(instruction.outputs, scores)):
                 self.store.put_record("rlac_reward", f"r{r}:{instruction.sample.id}:{i}", EnumerativeScore(
                     round=r, sample_id=instruction.sample.id, output=output, score=score))

@@ -144,9 +144,11 @@ PAPER_CODE: list[PaperSetting] = [
                  "plus-tests and other benchmarks need their harnesses on the saved checkpoints",
                  here_of=lambda config: f"pass@1 on {config.data.heldout_source} with its own tests, in coevo's "
                  "sandbox", matches=lambda here: False, settable=False),
-    PaperSetting("code.executions", "one run of the proposed test against the output (App. B.2)",
+    PaperSetting("code.executions", "two runs per critic proposal: the proposed test on the reference solution, "
+                 "then on the output (App. B.2; Table 3's 192K = 2,000 x 8 x 2 x 3 proposals x 2)",
                  "another number of executions per critic proposal",
-                 here_of=lambda config: f"one sandboxed run per proposal, {config.code.timeout_s:g} s at most",
+                 here_of=lambda config: "2 sandboxed runs per proposal, reference then output, each counted (a "
+                 f"reference run answered from the validator's cache counts too), {config.code.timeout_s:g} s at most",
                  matches=lambda here: True),
     PaperSetting("validator.output", "no judge: the validator runs the critic's test case (App. B.2)",
                  "the code domain has no judge to answer in any format",
@@ -203,6 +205,10 @@ def plan(config: Any) -> RunPlan:
     data.update(train=[s.id for s in train], held_out=[s.id for s in heldout],
                 train_size=len(train), held_out_size=len(heldout))
     n_train, n_heldout = len(train) or config.data.train, len(heldout) or config.data.heldout
+    if config.verification == "critic":
+        data["verifications"] = _verifications(config, n_train)
+        notes.append(f"verification: {data['verifications']['total']:,} {data['verifications']['unit']} over "
+                     f"{config.iterations} iteration(s) ({data['verifications']['per_proposal']} a critic proposal)")
     critic_trains = config.critic_training == "adversarial" and config.verification == "critic"
     stages = [PlanStage(name=round_stage(0, "evaluate", prefix=STAGE), kind="evaluate", round=0,
                         role="generator", items=n_heldout, note=_metric_note(config)),
@@ -232,6 +238,14 @@ def plan(config: Any) -> RunPlan:
                    notes=notes)
 
 
+def _verifications(config: Any, n_train: int) -> dict[str, Any]:
+    """The run's verifications in the paper's unit: every output's N proposals each round, each
+    1 validator call (facts) or 2 sandbox executions (code: reference and output, App. B.2)."""
+    per = 2 if config.task == "code" else 1
+    return {"unit": "executions" if config.task == "code" else "validator calls", "per_proposal": per,
+            "total": n_train * config.k * config.n * config.iterations * per}
+
+
 def _iteration(config: Any, r: int, n_train: int, n_heldout: int, critic_trains: bool) -> list[PlanStage]:
     outputs = n_train * config.k
     budget = f"at most {n_train * config.max_pairs_per_instruction} pairs ({config.max_pairs_per_instruction} " \
@@ -247,7 +261,8 @@ def _iteration(config: Any, r: int, n_train: int, n_heldout: int, critic_trains:
                       note=f"{n} proposal(s) per output"),
             PlanStage(name=name("validate"), kind="validate", round=r, items=outputs * n,
                       note="validator: random labels (ablation)" if config.validator == "random"
-                      else f"{config.task} validator, one call per proposal"),
+                      else "code validator, 2 sandbox runs per proposal (reference, output)" if config.task == "code"
+                      else "facts validator, one call per proposal"),
         ]
     elif config.verification == "enumerative":
         unit = "atomic fact" if config.task == "facts" else "reference test"

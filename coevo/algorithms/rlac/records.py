@@ -78,9 +78,11 @@ class HeldoutEval(Record):
 
 
 class VerificationCounts(Record):
-    """Validator calls so far: made by this run (`rlac`: one per critic proposal, or what
-    one proposal per output would cost in the enumerative baseline), needed by enumerative
-    checking of the same generations, and actually `used` (the condition's real cost)."""
+    """Verifications so far, in the paper's unit (facts: validator calls; code: sandbox
+    executions, 2 per critic proposal and 1 per hidden test, App. B.2): made by this run
+    (`rlac`: its critic proposals', or what one proposal per output would cost in the
+    enumerative baseline), needed by enumerative checking of the same generations, and
+    actually `used` (the condition's real cost)."""
 
     rlac: int = 0
     enumerative: int = 0
