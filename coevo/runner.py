@@ -72,7 +72,8 @@ def _experiments() -> dict[str, Experiment]:
         "refine": Experiment(RefineRunConfig, run_refinement,
                              "critique-guided refinement over a dataset, with judges"),
         "controls": Experiment(ControlsConfig, run_controls,
-                               "critique-content controls: none / generic / shuffled / matched"),
+                               "critique-content controls: none / generic / shuffled / matched (Table 3b)",
+                               paper="coevo.algorithms.controls.paper"),
         "taiscore": Experiment(TaiScoreConfig, run_taiscore,
                                "TAIScore co-evolving critic (GRPO) and actor (DPO), with the paper's baselines",
                                paper="coevo.algorithms.taiscore.paper"),
@@ -327,8 +328,8 @@ def plan_of(algorithm: str, config: BaseModel, calibration: Any = None, *, where
 
     experiment = _experiments()[algorithm]
     if experiment.paper is None:
-        raise ConfigError(f"{where}: `coevo plan` covers the papers' algorithms (taiscore, rlac, decoevo, scaling); "
-                          f"{algorithm!r} reproduces no paper: see `coevo run --help`")
+        raise ConfigError(f"{where}: `coevo plan` covers the papers' algorithms (taiscore, rlac, decoevo, scaling, "
+                          f"controls); {algorithm!r} reproduces no paper: see `coevo run --help`")
     paper = importlib.import_module(experiment.paper)
     plan = paper.plan(config)
     plan.estimate = estimate_plan(config, plan, paper, calibration)

@@ -16,7 +16,8 @@ from coevo.cli import app
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FULL = sorted(p.name for p in EXAMPLES.glob("*_full.yaml"))
 #: Which row says how each full config is evaluated and how its judges answer.
-EVALUATOR = {"decoevo_full.yaml": "roles.grader.prompt", "scaling_full.yaml": "roles.gold.model"}
+EVALUATOR = {"decoevo_full.yaml": "roles.grader.prompt", "scaling_full.yaml": "roles.gold.model",
+             "controls_full.yaml": "roles.judge.model"}
 OUTPUT = {"decoevo_full.yaml": "roles.judge.output", "rlac_bio_full.yaml": "facts.judge_output",
           "rlac_code_full.yaml": "validator.output"}
 

@@ -191,5 +191,5 @@ def test_plan_says_what_data_to_bring_and_refuses_broken_data_or_no_paper(tmp_pa
     broken.write_text('{"prompt": "Write."}\n{not json\n', encoding="utf-8")
     result = coevo_plan(EXAMPLES / "taiscore_full.yaml", "--set", f"data.source={broken}")
     assert result.returncode == 2 and "broken.jsonl" in result.stderr and "Traceback" not in result.stderr
-    result = coevo_plan(EXAMPLES / "controls.yaml")
+    result = coevo_plan(EXAMPLES / "refine.yaml")  # controls is Table 3b's (its own paper module); refine is none
     assert result.returncode == 2 and "reproduces no paper" in result.stderr
