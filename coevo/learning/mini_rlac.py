@@ -299,14 +299,7 @@ def round_work(run_dir: Path) -> dict[int, int]:
     """{round: outputs its verification showed failing}: a train output with a caught critic
     proposal among its N, or with a hidden test failing (enumeration). An output is one error
     however many of its proposals caught it: enumeration, too, learns one verdict per output."""
-    from coevo.store import RunStore
-
-    store = RunStore(run_dir, read_only=True)
-    try:
-        proposals = store.get_records("rlac_proposal")
-        scores = store.get_records("rlac_enumerative")
-    finally:
-        store.close()
+    proposals, scores = _verdict_records(run_dir)
     failing: dict[int, set[tuple[str, Any]]] = {}
     for _, rec in proposals:
         if rec.get("verdict") == "caught" and rec.get("round") is not None:
@@ -397,17 +390,21 @@ def _signed(rate: Mapping[str, Any]) -> str:
     return f"{rate['value']:+.3f}{interval} (n={rate['n']})"
 
 
-def errors_and_calls(run_dir: Path, last_round: Mapping[str, Any]) -> tuple[int, int]:
-    """(errors found, validator calls spent) over a run's rounds: caught proposals (critic
-    arms) or outputs failing a test (enumeration), against `counts.used`."""
+def _verdict_records(run_dir: Path) -> tuple[list[Any], list[Any]]:
+    """A run's stored critic verdicts (`rlac_proposal`) and enumeration scores (`rlac_enumerative`)."""
     from coevo.store import RunStore
 
     store = RunStore(run_dir, read_only=True)
     try:
-        proposals = store.get_records("rlac_proposal")
-        scores = store.get_records("rlac_enumerative")
+        return store.get_records("rlac_proposal"), store.get_records("rlac_enumerative")
     finally:
         store.close()
+
+
+def errors_and_calls(run_dir: Path, last_round: Mapping[str, Any]) -> tuple[int, int]:
+    """(errors found, validator calls spent) over a run's rounds: caught proposals (critic
+    arms) or outputs failing a test (enumeration), against `counts.used`."""
+    proposals, scores = _verdict_records(run_dir)
     found = (sum(1 for _, rec in proposals if rec.get("verdict") == "caught")
              + sum(1 for _, rec in scores if float(rec.get("score", 1.0)) < 1.0))
     return found, int((last_round.get("counts") or {}).get("used", 0))

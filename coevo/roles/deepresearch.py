@@ -36,6 +36,15 @@ def key_points_of(sample: Sample) -> list[str]:
     return [str(p) for p in points] if isinstance(points, list) else []
 
 
+def required_key_points(samples: Sequence[Sample]) -> list[list[str]]:
+    """Each sample's key points; a sample without any is refused (nothing to judge against)."""
+    points = [key_points_of(s) for s in samples]
+    for sample, found in zip(samples, points):
+        if not found:
+            raise ValueError(f"sample {sample.id!r} has no key points (meta['key_points']) to judge against")
+    return points
+
+
 def key_point_schema(n: int) -> dict[str, Any]:
     """One entry per key point, in order: its number, a verdict, a short reason."""
     entries = [{"type": "object", "required": ["point", "verdict", "reason"], "additionalProperties": False,
@@ -71,10 +80,7 @@ class KeyPointJudge(_ReportJudge):
 
     def judge(self, samples: Sequence[Sample], reports: Sequence[str]) -> list[Judgment]:
         """One Judgment per (sample, report), in order; every sample needs key points."""
-        points = [key_points_of(s) for s in samples]
-        for sample, found in zip(samples, points):
-            if not found:
-                raise ValueError(f"sample {sample.id!r} has no key points (meta['key_points']) to judge against")
+        points = required_key_points(samples)
         fields = [{"question": self._question(s), "report": y,
                    "key_points": "\n".join(f"{k}. {p}" for k, p in enumerate(found, start=1))}
                   for s, y, found in zip(samples, reports, points)]
@@ -153,4 +159,4 @@ def quality_percent(mean: float) -> float:
 
 
 __all__ = ["KeyPointJudge", "QUALITY_CRITERIA", "ReportQualityJudge", "VERDICTS", "key_points_of",
-           "parse_key_points", "quality_percent"]
+           "parse_key_points", "quality_percent", "required_key_points"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from coevo.roles import schemas
 from coevo.roles.deepresearch import _VERDICT_ALIASES, VERDICTS, KeyPointJudge, ReportQualityJudge, _ReportJudge
-from coevo.roles.deepresearch import key_points_of
+from coevo.roles.deepresearch import required_key_points
 from coevo.roles.parsing import extract_json_object, normalise_key
 from coevo.types import Completion, Judgment, Sample, Sampling
 
@@ -65,10 +65,7 @@ class KeyPointEachJudge(_ReportJudge):
 
     def judge(self, samples: Sequence[Sample], reports: Sequence[str]) -> list[Judgment]:
         """One Judgment per (sample, report), in order; every sample needs key points."""
-        points = [key_points_of(s) for s in samples]
-        for sample, found in zip(samples, points):
-            if not found:
-                raise ValueError(f"sample {sample.id!r} has no key points (meta['key_points']) to judge against")
+        points = required_key_points(samples)
         owner = [i for i, found in enumerate(points) for _ in found]
         fields = [{"key_point": p, "report": y} for found, y in zip(points, reports) for p in found]
         each = self._judge_all(fields, [LABEL_SCHEMA] * len(fields), lambda _i, c: self._label(c))
