@@ -74,7 +74,8 @@ def eval_skill(
                                       help="Every method and seed's final solver skill of the --run, each graded: "
                                            "a transfer benchmark's scores for `coevo eval average`."),
     data: str = typer.Option(..., "--data", metavar="SOURCE",
-                             help="bundled:NAME, a JSONL/Parquet file or a datasets folder, with gold rubrics."),
+                             help="bundled:NAME, a JSONL/Parquet file or a datasets folder, with gold rubrics; "
+                                  "or eqbench_cw:PATH / llmeval_med:PATH, graded their own way."),
     model: Optional[str] = typer.Option(None, "--model", metavar="SPEC",
                                         help="Model of the solver (and of the grader unless --judge); default: "
                                              "the --run's backbone, else smollm2."),

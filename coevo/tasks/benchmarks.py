@@ -47,6 +47,7 @@ from typing import Any
 from coevo.jsonl import iter_jsonl
 from coevo.tasks.deepresearch import RowRemoved, deepresearch_gym_row, openscholar_row
 from coevo.tasks.errors import DataError
+from coevo.tasks.transfer_benchmarks import eqbench_cw_row, llmeval_med_row, whole_file_rows
 from coevo.types import Criterion, Rubric, Sample
 
 #: WritingBench's score bands, in the order the official critic prompt lists them.
@@ -135,7 +136,11 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], str], Sample]] = {
     "healthbench": _healthbench,
     "openscholar": openscholar_row,
     "deepresearch_gym": deepresearch_gym_row,
+    "eqbench_cw": eqbench_cw_row,
+    "llmeval_med": llmeval_med_row,
 }
+#: Benchmarks published as one JSON document, not JSONL (tasks/transfer_benchmarks.py).
+WHOLE_FILE = ("eqbench_cw", "llmeval_med")
 
 
 @dataclass
@@ -187,21 +192,23 @@ def read_benchmark(source: str | os.PathLike[str], *, limit: int | None = None) 
         raise DataError(f"limit must be >= 0 or None, got {limit}.")
     read = BenchmarkRead(samples=[])
     removed: Counter[str] = Counter()
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     with path.open(encoding="utf-8-sig") as handle:
-        for number, row in iter_jsonl(handle, text, DataError):
+        rows = (whole_file_rows(name, path, text) if name in WHOLE_FILE
+                else ((f"line {number}", row) for number, row in iter_jsonl(handle, text, DataError)))
+        for label, row in rows:
             if limit is not None and len(read.samples) >= limit:
                 break
             read.rows += 1
             try:
-                sample = BENCHMARKS[name](row, f"{text}: line {number}")
+                sample = BENCHMARKS[name](row, f"{text}: {label}")
             except RowRemoved as rule:
                 removed[rule.rule] += 1
                 continue
             if sample.id in seen:
-                raise DataError(f"{text}: line {number}: duplicate id {sample.id!r} (first at line "
-                                f"{seen[sample.id]}); the file holds a row twice: remove one")
-            seen[sample.id] = number
+                raise DataError(f"{text}: {label}: duplicate id {sample.id!r} (first at {seen[sample.id]}); the "
+                                "file holds a row twice: remove one")
+            seen[sample.id] = label
             read.samples.append(sample)
     read.removed = dict(removed)
     if not read.samples:

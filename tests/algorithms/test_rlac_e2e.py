@@ -34,12 +34,13 @@ COMMON = {
 }
 
 
-def check_summary(run_dir, proposals=1, steps=1):
+def check_summary(run_dir, proposals=1, steps=1, per_proposal=1):
     on_disk = json.loads((run_dir / "summary.json").read_text())
     [rnd] = on_disk["rounds"]
     assert set(rnd["checkpoints"]) == {"generator", "critic"}
     assert Path(on_disk["base_model"]).is_dir()  # the transformers folder the checkpoints start from
-    assert on_disk["verification_calls"]["rlac"] == 2 * 2 * proposals  # 2 instructions x K=2 x N
+    # 2 instructions x K=2 x N, in the domain's unit (code: 2 executions a proposal, App. B.2).
+    assert on_disk["verification_calls"]["rlac"] == 2 * 2 * proposals * per_proposal
     assert on_disk["verification_calls"]["enumerative"] > 0
     assert (run_dir / "report.html").exists()
     if rnd["trained"]["generator"]:
@@ -93,7 +94,7 @@ def test_rlac_code_e2e_real_model(rlac_code_tiny_run):
     from coevo.validators.code import parse_answer
 
     out = rlac_code_tiny_run.out
-    rnd = check_summary(out, proposals=2, steps=2)
+    rnd = check_summary(out, proposals=2, steps=2, per_proposal=2)
     assert rnd["trained"]["generator"] and rnd["training"]["generator"]["weight_delta"] > 0
     assert rnd["eval"]["pass_at_1"] is not None
     problems = {s.id: s for s in load_humaneval(ids=["HumanEval/45", "HumanEval/2"])}

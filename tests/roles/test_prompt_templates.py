@@ -27,6 +27,9 @@ FIELDS = {
     # DeepResearch-Gym's own protocol (issue 56): one key point, one quality criterion a call
     "deepresearch_key_point": {"key_point", "report"},
     "deepresearch_quality_criterion": {"criterion", "description", "question", "report"},
+    # DecoEvo's transfer benchmarks graded their own way (issue 56): ours, from their scripts
+    "eqbench_cw_grader": {"prompt", "response", "criteria", "negative_criteria"},
+    "llmeval_med_grader": {"question", "response", "reference", "checklist_note", "checklist_block"},
     # DecoEvo (issue 5)
     "decoevo_solver": {"skill", "question"},
     "decoevo_rubric_generator": {"skill", "question", "min_criteria", "max_criteria"},
