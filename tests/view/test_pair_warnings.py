@@ -217,3 +217,27 @@ def test_taiscore_causes_from_the_rounds_pair_counts(counts, cause):
 def test_the_baselines_cause_reads_each_problems_scores(scores, cause):
     # Enumerative checking and the reward model pair a higher- over a lower-scoring output of one problem.
     assert baseline_cause(scores) == cause
+
+
+def test_coevo_run_prints_the_warnings_summary_json_keeps(tmp_path, monkeypatch):
+    import yaml
+    from typer.testing import CliRunner
+
+    from coevo.cli import app
+
+    monkeypatch.setitem(RLAC_MODELS, "gen_under_test", [{"match": "biography of", "completions": [BAD]}])
+    config = {"algorithm": "rlac", "task": "facts", "iterations": 1, "k": 2, "n": 2, "kl": False,
+              "roles": {"generator": {"model": "gen_under_test"}, "critic": {"model": "crit"},
+                        "judge": {"model": "gen_under_test"}},
+              "facts": {"judge": "lexical", "atomic_facts": "sentences"},
+              "data": {"train_ids": ["Albert Einstein"], "heldout_ids": ["Marie Curie"]}}
+    path = tmp_path / "rlac.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with _rlac_fakes():
+        result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    kept = json.loads((tmp_path / "run" / "summary.json").read_text())["warnings"]
+    printed = " ".join(result.output.split())  # the console wraps long lines
+    said = [w for w in kept if w["kind"] == KIND]
+    assert said and all(" ".join(w["text"].split())[:60] in printed for w in said), result.output
+    assert printed.count("warning (no-pairs):") == len(said)
