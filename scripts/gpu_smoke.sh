@@ -156,7 +156,7 @@ RUN_START=$(date +%s)
 timeout "${RLAC_TIMEOUT:-240}" "${LAUNCH[@]}" -m coevo.cli run "$ROOT/examples/rlac_code_tiny.yaml" --out "$WORK/rlac" ${UNSAFE[@]+"${UNSAFE[@]}"} \
   --set "roles.generator.model=$SMOKE_MODEL" --set "roles.critic.model=$SMOKE_MODEL" --set "roles.judge.model=$SMOKE_MODEL" \
   --set iterations=1 --set k=2 --set n=2 --set validator=random --set seed=0 --set kl=false \
-  --set "data.train_ids=[HumanEval/45, HumanEval/2]" --set "data.heldout_ids=[HumanEval/53]" \
+  --set data.source=humaneval --set "data.train_ids=[HumanEval/45, HumanEval/2]" --set "data.heldout_ids=[HumanEval/53]" \
   --set roles.generator.sampling.train.max_tokens=32 --set roles.critic.sampling.max_tokens=40 \
   --set roles.generator.sampling.eval.max_tokens=32 \
   --set dpo.max_steps=2 --set dpo.max_length=512 --set dpo.max_prompt_length=384
