@@ -67,10 +67,13 @@ def build_tiny_llama(out: Path) -> Path:
 def taiscore_on_tiny_llama(folder: Path) -> list[str]:
     """TAISCORE_TEST_SIZE with the tiny random model as actor and critic (generating in
     transformers: a GGUF copy needs the embedded model's shape) and Python judges: every stage
-    runs, in seconds. No judge audit (a Python judge has no prompts to game)."""
+    runs, in seconds. No judge audit (a Python judge has no prompts to game). The revisions may
+    run twice as long as y0: the Python pairwise judge prefers the longer answer, and with equal
+    caps all 4 revisions lost to their y0 in about 1 run of 16 (random tokens), leaving the
+    actor untrained and the tests that kill or split its stage without one."""
     return [*TAISCORE_TEST_SIZE, f"roles.actor.model=hf:{folder}", f"roles.critic.model=hf:{folder}",
             f"roles.judge.model=python:{PYTHON_JUDGES}", "actor_engine=transformers", "critic_engine=transformers",
-            "audit.enabled=false"]
+            "audit.enabled=false", "roles.actor.sampling.revision.max_tokens=48"]
 
 
 def rlac_code_on_tiny_llama(folder: Path) -> list[str]:
