@@ -95,6 +95,17 @@ def completion_tokens(sampling: Any) -> int:
     return max(1, round(sampling.max_tokens * FILL))
 
 
+#: A gold rubric's criteria as the gold-rubric prompt lists them (a few, with weights).
+RUBRIC_TOKENS = 60
+
+
+def refinement_tokens(roles: Any) -> tuple[int, int, int]:
+    """(y0, critique, revision): the tokens each output of critique-guided refinement is
+    expected to write under `roles` (the actor's response and revision, the critic's)."""
+    return (completion_tokens(roles.actor.sampling.response), completion_tokens(roles.critic.sampling),
+            completion_tokens(roles.actor.sampling.revision))
+
+
 def call_estimate(stage: str, role: str, spec: str, calls: int, *, template: str | None = None,
                   filled: int = 0, sampling: Any = None, completion: int | None = None) -> CallEstimate:
     """`calls` completions of `role` in `stage`, each asked `template` with `filled` tokens

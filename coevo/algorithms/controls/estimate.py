@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.estimate import CallEstimate, TrainingEstimate, call_estimate, completion_tokens
+from coevo.estimate import RUBRIC_TOKENS, CallEstimate, TrainingEstimate, call_estimate, completion_tokens, \
+    refinement_tokens
 from coevo.planning import RunPlan, data_prompt_tokens
-
-#: A gold rubric's criteria as the gold-rubric prompt lists them (a few, with weights).
-RUBRIC_TOKENS = 60
-
 
 def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[TrainingEstimate], list[str]]:
     """The calls of a controls run of `config` whose plan is `plan` (its data size)."""
@@ -25,8 +22,7 @@ def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[Train
     n = plan.data.get("rows") or 0
     x = data_prompt_tokens(config.data, notes)
     roles = config.roles
-    y0, c, y1 = (completion_tokens(roles.actor.sampling.response), completion_tokens(roles.critic.sampling),
-                 completion_tokens(roles.actor.sampling.revision))
+    y0, c, y1 = refinement_tokens(roles)
     judged, judge = completion_tokens(roles.judge.sampling), roles.judge.model
     gold = config.evaluator == "gold_rubric"
     calls = [call_estimate("y0", "actor", roles.actor.model, n, filled=x, completion=y0),

@@ -16,12 +16,9 @@ from typing import Any
 
 from coevo.algorithms.scaling.cells import grid_cells
 from coevo.algorithms.scaling.config import COLUMN
-from coevo.estimate import CallEstimate, TrainingEstimate, call_estimate, completion_tokens
+from coevo.estimate import RUBRIC_TOKENS, CallEstimate, TrainingEstimate, call_estimate, completion_tokens, \
+    refinement_tokens
 from coevo.planning import RunPlan, data_prompt_tokens
-
-#: A gold rubric's criteria as the gold-rubric prompt lists them (a few, with weights).
-RUBRIC_TOKENS = 60
-
 
 def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[TrainingEstimate], list[str]]:
     """The calls of a scaling run of `config` whose plan is `plan` (its data sizes)."""
@@ -29,8 +26,7 @@ def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[Train
     n = plan.data.get("rows") or 0
     x = data_prompt_tokens(config.data, notes)
     roles = config.roles
-    y0, c, y1 = (completion_tokens(roles.actor.sampling.response), completion_tokens(roles.critic.sampling),
-                 completion_tokens(roles.actor.sampling.revision))
+    y0, c, y1 = refinement_tokens(roles)
     judged, scored = completion_tokens(roles.judge.sampling), completion_tokens(roles.gold.sampling)
     judge, gold = roles.judge.model, roles.gold.model or roles.judge.model
     calls: list[CallEstimate] = []
