@@ -1,6 +1,7 @@
 """The `coevo eval` group, declared here: `coevo eval agreement`, `coevo eval annotations` and
 `coevo eval skill` compare judges with each other or with human labels, export and merge the
-labels, and try a skill on other data."""
+labels, and try a skill on other data; `coevo eval checkpoints` scores a TAIScore run's saved
+actors on benchmark sets (Table 1); `coevo eval average` is DecoEvo's "Avg."."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import typer
 
 from coevo.commands.console import HELP_SETTINGS, out, print_plain, print_rows, print_table
 
-app = typer.Typer(help="Judge agreement, human labels, skill transfer.\n\nAgreement between two judges' "
-                  "scores (or a judge's and human labels), the labels made in `coevo view`, and a DecoEvo "
-                  "solver skill on other data.", **HELP_SETTINGS)
+app = typer.Typer(help="Judges, human labels, skills and checkpoints scored.\n\n"
+                  "Agreement between two judges' scores (or a judge's and human labels), the labels made in "
+                  "`coevo view`, a DecoEvo solver skill on other data, and a TAIScore run's saved checkpoints "
+                  "on benchmark sets (Table 1).", **HELP_SETTINGS)
 
 
 @app.command("agreement")
@@ -106,6 +108,47 @@ def eval_skill(
         return
     transfer_skill(skill, data, model=model, grader=grader, limit=limit, cache=cache or run, as_json=as_json,
                    run=run)
+
+
+@app.command("checkpoints")
+def eval_checkpoints(
+    run: Path = typer.Argument(..., metavar="RUN", help="A finished TAIScore run folder."),
+    data: list[str] = typer.Option(..., "--data", metavar="[NAME=]SPEC",
+                                   help="A benchmark set to score on (repeat for each): writingbench:PATH, "
+                                        "hellobench:PATH, deepresearch_gym:PATH or any source whose rows carry a "
+                                        "gold rubric; NAME is its column (default: the file's stem)."),
+    output_sets: int = typer.Option(3, "--output-sets", min=1, metavar="N",
+                                    help="Independent output sets per checkpoint (the paper's 3): mean ± sd."),
+    judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
+                                        help="The model that scores the answers (default: the run's judge)."),
+    limit: Optional[int] = typer.Option(None, min=1, metavar="N", help="Use only the first N samples of each set."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (table1.json's)."),
+) -> None:
+    """TAIScore's Table 1: saved actors on benchmarks.
+
+    π_0 and each condition's (and seed's) actor after every round generate N output sets
+    per benchmark set with the run's response decoding and engine; the run's judge scores
+    each answer against its sample's rubric (DeepResearch-Gym's KPR, KPC and report
+    quality where samples carry key points). A cell is the mean over sets ± their sd, with
+    the items per set. Each scored cell is kept in the run's store, so a stopped command
+    resumes where it was; the table is written to RUN/table1.json and RUN/table1.md and
+    shown on the run's page (`coevo view`).
+    """
+    from coevo.algorithms.taiscore.checkpoint_table import TableError, check_run_folder, score_checkpoints
+    from coevo.runlock import RunLock
+
+    try:
+        check_run_folder(run)
+        with RunLock(run):  # a `coevo run --resume` of this folder cannot write beside it meanwhile
+            table = score_checkpoints(run, data, output_sets=output_sets, limit=limit, judge=judge)
+    except TableError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if as_json:
+        print(table.model_dump_json())
+        return
+    print_rows([{c: row.get(c) for c in ["checkpoint", *table.columns]} for row in table.rows],
+               title=f"Table 1 of {run} (judge {table.judge}, {table.output_sets} output set(s))")
+    print_plain([*table.notes, f"written: {run / 'table1.json'}, {run / 'table1.md'}"])
 
 
 @app.command("average")

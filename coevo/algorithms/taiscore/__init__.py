@@ -9,6 +9,7 @@ One module per part of the paper's method, read in this order:
     pairs.py       the actor's DPO pairs: revisions a critique-blind judge prefers (D.3)
     context.py     what the conditions share (models load and train through ../backend.py)
     evaluation.py  a round measured on held-out prompts (Tables 1, 3a)
+    checkpoint_table.py  Table 1 afterwards: every saved actor on benchmark sets
     audit.py       the judges probed for gaming every round
     monitoring.py  the reward-hacking monitor's anchors on each critic GRPO stage
     records.py     what a run writes: rounds, conditions, summary.json

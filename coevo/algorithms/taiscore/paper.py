@@ -141,7 +141,8 @@ PAPER: list[PaperSetting] = [
                  "GPT-4o-mini, DeepResearch-Gym's GPT-4.1-mini (§5.1)",
                  "the gold score is the run's judge under the benchmark's criteria with coevo's gold-rubric "
                  "prompt, not the benchmark's evaluator (HelloBench's checklist items weigh 1 each, not its "
-                 "weights): score the saved checkpoints with it for Table 1's numbers",
+                 "weights): score the saved checkpoints with each benchmark's own evaluator for Table 1's numbers "
+                 "(`coevo eval checkpoints RUN --data SPEC --judge SPEC` scores every one on any benchmark set)",
                  here_of=_evaluator_here, matches=_evaluator_matches,
                  applies=lambda config: config.evaluation.gold_rubric or _gym_evaluation(config), settable=False),
     judge_output_setting("roles.judge.sampling.output", "unconstrained generation of the JSON each prompt asks for, "
