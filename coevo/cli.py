@@ -109,6 +109,9 @@ def plan(
     calibration_file: Path = typer.Option(None, "--calibration", metavar="FILE", help="Seconds from a calibration "
                                           "measured elsewhere (a GPU node's: benchmarks/results/"
                                           "gpu_round_h200_calibration.json) instead of this machine's."),
+    hardware: str = typer.Option(None, "--hardware", metavar="PROFILE", help="Seconds on hardware this machine "
+                                 "is not: 8xH100, 1xH200, 2x8xH100 (nodes x GPUs), cpu (this machine's "
+                                 "calibration); published rates and a placement of the roles, in the notes."),
     allow_large: bool = typer.Option(False, "--allow-large", help=ALLOW_LARGE_HELP),
 ) -> None:
     """What a run of CONFIG will do and cost; loads no model.
@@ -122,7 +125,7 @@ def plan(
     many grading calls the run makes first.
     """
     print_plan(config, set_, as_json=as_json, calibrate=calibrate, calibration_file=calibration_file,
-               allow_large=allow_large)
+               allow_large=allow_large, hardware=hardware)
 
 
 @app.command()

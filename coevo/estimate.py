@@ -143,8 +143,11 @@ def finish(calls: list[CallEstimate], training: list[TrainingEstimate], notes: l
             call.dollars = price.dollars(call.prompt_tokens, call.completion_tokens)
     for stage in training:
         if calibration is not None:
-            stage.seconds = calibration.training_seconds(stage.spec, stage.tokens, stage.sampled_tokens,
-                                                         engines.get(stage.role, ""), stage.sampling_batch)
+            # The trained role's own engine: a role name several conditions share (an off-the-shelf
+            # critic's server, a trained critic's copy) is told apart by its spec.
+            engine = engines.get(f"{stage.role}|{stage.spec}") or engines.get(stage.role, "")
+            stage.seconds = calibration.training_seconds(stage.spec, stage.tokens, stage.sampled_tokens, engine,
+                                                         stage.sampling_batch)
     if calibration is None:
         notes = [*notes, "no seconds: this machine has no calibration; `coevo plan CONFIG --calibrate` "
                  "measures one (a minute or two; kept under $COEVO_HOME)"]
@@ -165,7 +168,9 @@ def _calibration_notes(calibration: Any, calls: list[CallEstimate], training: li
             + [calibration.training_rate(t.spec) for t in training]
             + [calibration.engine_rate(engines.get(t.role, ""), t.spec) for t in training if t.sampled_tokens]
             if rate is not None}
-    notes = [f"seconds from the rates of {calibration.machine}, measured {calibration.measured or '?'}"]
+    notes = [f"seconds from the hardware profile {calibration.machine}: {calibration.measured}"
+             if calibration.measured.startswith("published") else
+             f"seconds from the rates of {calibration.machine}, measured {calibration.measured or '?'}"]
     for note in sorted({rate.note for rate in used.values() if rate.note}):
         notes.append(f"rates for {', '.join(sorted({r.spec for r in used.values() if r.note == note}))}: {note}")
     return notes
@@ -258,7 +263,21 @@ def estimate_lines(estimate: RunEstimate) -> list[str]:
                     f", at least {_duration(t['timed_seconds'])} ({t['untimed_calls']:,} calls not timed)"
                     if t.get("timed_seconds") is not None else "")
                  + (f", ${t['dollars']:.4f}" if t.get("dollars") is not None else ""))
+    if t.get("seconds"):
+        lines.append(f"  where the time goes: {_time_shares(estimate)}")
     return lines
+
+
+def _time_shares(estimate: RunEstimate) -> str:
+    """Generation per engine and training, each with its time and share of the total."""
+    parts: dict[str, float] = {}
+    for call in estimate.calls:
+        parts[f"generation on {call.engine or '?'}"] = parts.get(f"generation on {call.engine or '?'}", 0.0) + (
+            call.seconds or 0.0)
+    parts["training"] = sum(stage.seconds or 0.0 for stage in estimate.training)
+    total = sum(parts.values()) or 1.0
+    return ", ".join(f"{name} {_duration(seconds)} ({seconds / total:.0%})"
+                     for name, seconds in sorted(parts.items(), key=lambda kv: -kv[1]) if seconds)
 
 
 def _duration(seconds: float) -> str:

@@ -105,6 +105,7 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "skill limit below 1": ("eval skill --skill {d}/none.md --data bundled:writing --limit 0", ("--limit",)),
     "average of a stray file": ("eval average {d}/scores.jsonl", ("--final-skills --json",)),
     "average of a missing run": ("eval average {d}/no_run", ("no such run folder",)),
+    "plan on unknown hardware": ("plan {d}/ok.yaml --hardware 8xB200", ("known: cpu",)),
     "checkpoints of a folder that is no run": ("eval checkpoints {d}/no_run --data bundled:writing",
                                                ("is not a run folder",)),
     "checkpoints with 0 output sets": ("eval checkpoints {d}/no_run --data bundled:writing --output-sets 0",

@@ -226,7 +226,9 @@ def test_the_paper_config_is_timed_with_the_gpu_calibration_each_condition_on_it
 
     calibration = read_calibration(Path(__file__).resolve().parents[1] / "benchmarks" / "results"
                                    / "gpu_round_h200_calibration.json")
-    plan = plan_experiment(EXAMPLES / "taiscore_full.yaml", calibration=calibration)
+    # The H200 runs measured transformers only: the full config's vLLM copies set back to it.
+    plan = plan_experiment(EXAMPLES / "taiscore_full.yaml", ["actor_engine=transformers", "critic_engine=transformers"],
+                           calibration=calibration)
     rows = {(c.stage, c.role): c for c in plan.estimate.calls}
     trained_critic = rows[("coevolution/round1/pool0", "critic")]
     assert trained_critic.engine == "transformers" and trained_critic.seconds > 0

@@ -52,20 +52,25 @@ def print_story(run_dir: Path, summary: dict, *, title: str) -> None:
 
 
 def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: bool,
-               calibration_file: Path | None, allow_large: bool = False) -> None:
+               calibration_file: Path | None, allow_large: bool = False, hardware: str | None = None) -> None:
     """Print the plan of CONFIG (text, or one JSON object), measuring this machine first with
-    `calibrate`, or with another machine's seconds from `calibration_file`."""
+    `calibrate`, or with another machine's seconds from `calibration_file`, or with a
+    `hardware` profile's (coevo/hardware.py)."""
     from coevo.calibration import load_calibration, read_calibration
     from coevo.planning import plan_lines
     from coevo.runner import plan_experiment
 
-    if calibrate and calibration_file is not None:
-        raise typer.BadParameter("--calibrate measures this machine and --calibration reads another's: pass one")
+    if sum([calibrate, calibration_file is not None, hardware is not None]) > 1:
+        raise typer.BadParameter("--calibrate measures this machine, --calibration reads another's, --hardware "
+                                 "times a hardware profile: pass one")
     try:
         named = None if calibration_file is None else read_calibration(calibration_file)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--calibration") from None
     made = plan_experiment(config, overrides, calibration=named, allow_large=allow_large)
+    if hardware is not None:
+        named = _hardware_rates(hardware, made, config, overrides)
+        made = plan_experiment(config, overrides, calibration=named, allow_large=allow_large)
     if calibrate:
         _calibrate_for(made, config, overrides)
     if named is None and (calibration := load_calibration()) is not None:
@@ -74,6 +79,20 @@ def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: 
         print(json.dumps(made.model_dump(mode="json")))
         return
     print_plain(plan_lines(made))
+
+
+def _hardware_rates(hardware: str, made, config: Path, overrides: list[str]):
+    """The hardware profile's rates for the plan `made` (its roles' models and options)."""
+    from coevo.config import apply_overrides, read_yaml
+    from coevo.hardware import HardwareError, hardware_calibration
+    from coevo.runner import resolve_config
+
+    _, resolved = resolve_config(apply_overrides(read_yaml(config), list(overrides)), str(config))
+    options = {name: resolved.roles.options_for(name) for name in resolved.roles.role_names()}
+    try:
+        return hardware_calibration(hardware, made, options)
+    except HardwareError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--hardware") from None
 
 
 def _calibrate_for(made, config: Path, overrides: list[str]) -> None:

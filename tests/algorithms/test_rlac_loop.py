@@ -156,6 +156,26 @@ PAPER_CRITIC_SYSTEM = (
     "error_fact: F a brief clause (no more than 8 words) capturing the wrong claim from that sentence")
 
 
+def test_vllm_engines_follow_each_trained_policys_checkpoints(tmp_path, fakes):
+    """`generator_engine` / `critic_engine: vllm` (the full configs' fast path): each role's
+    outputs come from a vLLM copy of its base, then of each of its DPO stages' final/."""
+    copies = []
+
+    class Copy(ReplayModel):
+        def __init__(self, spec, checkpoint):
+            super().__init__(rules=fakes["models"][spec])
+            self.spec, self.checkpoint = spec, checkpoint
+            self.model_id = f"copy:{spec}:{checkpoint}"
+            copies.append(self)
+
+    fakes["backend"].load_copy = lambda spec, checkpoint, **options: (Copy(spec, checkpoint), checkpoint is None)
+    run_rlac(facts_config(iterations=2, generator_engine="vllm", critic_engine="vllm"), RunStore(tmp_path / "run"))
+    seen = [str(copy.checkpoint) for copy in copies]
+    finals = sorted(path.split("/run/")[1] for path in seen if path.endswith("final"))
+    assert finals == [f"round{r}/{role}/final" for r in (1, 2) for role in ("critic", "generator")], seen
+    assert len(seen) == 6  # and each role's base weights first (a base model's path)
+
+
 def test_llamacpp_engines_follow_each_trained_policys_checkpoints(tmp_path, fakes):
     """`generator_engine` / `critic_engine: llamacpp`: every output, proposal and held-out
     answer comes from a copy of the policy's latest weights (the base, then each DPO stage's

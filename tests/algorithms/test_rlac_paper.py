@@ -204,8 +204,8 @@ def test_plan_of_the_full_bio_config_splits_120_and_50_people(tmp_path, no_model
     assert len([s for s in got.stages if s.name.endswith("/generate")]) == 16
     assert [s.items for s in got.stages if s.name == round_stage(1, "critic", prefix=STAGE)] == [120 * 10 * 4]
     roles = {r.role: (r.engine, r.trained) for r in got.roles}
-    assert roles == {"generator": ("transformers", True), "critic": ("transformers", True),
-                     "judge": ("vllm", False)}
+    # Both trained roles generate on vLLM copies of their weights (the full configs' fast path).
+    assert roles == {"generator": ("vllm", True), "critic": ("vllm", True), "judge": ("vllm", False)}
 
 
 def test_plan_without_the_data_says_what_to_bring(no_model_loads):

@@ -342,6 +342,25 @@ def test_actor_engine_vllm_generates_from_each_finished_actor_checkpoint(tmp_pat
     assert any("Revised Response:" in conv[-1].content for conv in copies[1].calls)
 
 
+def test_critic_engine_vllm_generates_from_each_finished_critic_checkpoint(tmp_path):
+    """`critic_engine: vllm` (the full configs' fast path): the critic's critiques come from a
+    vLLM copy of the base, then of each GRPO stage's final/; the actor stays in transformers."""
+    fakes, copies = FakeTrainers(), []
+
+    class Copy(ReplayModel):
+        def __init__(self, spec, checkpoint):
+            super().__init__(rules=RULES)
+            self.model_id = f"copy:{checkpoint}"
+            copies.append(self)
+
+    backend = fakes.backend()
+    backend.load_copy = lambda spec, checkpoint, **options: (Copy(spec, checkpoint), checkpoint is None)
+    run_taiscore(_config(tmp_path, critic_engine="vllm"), RunStore(tmp_path / "run"), backend)
+    finals = [call["dir"] + "/final" for call in fakes.grpo_calls]
+    assert [c.model_id for c in copies] == ["copy:None", *(f"copy:{f}" for f in finals)] and len(finals) == 2
+    assert all(c.calls for c in copies)
+
+
 def test_llamacpp_engines_write_each_trained_roles_weights_as_they_change(tmp_path):
     """`actor_engine` / `critic_engine: llamacpp`: each trained role generates from a GGUF of
     its weights, written again after each of its stages (the base, then each final/), the old

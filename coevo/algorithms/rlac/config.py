@@ -197,16 +197,17 @@ class RlacConfig(ExperimentConfig):
     max_pairs_per_output: int = Field(2, ge=1)
     kl: bool = True
     #: What the trained generator generates with between its DPO stages (its K outputs, its
-    #: held-out outputs): the trained transformers model itself, or llama.cpp on a GGUF of its
-    #: weights as they are (the embedded model's shape; its generation took 0.49x the time in
+    #: held-out outputs): the trained transformers model itself, a vLLM engine on its latest
+    #: finished weights (a GPU's fast path: full weights, or a LoRA adapter on the base), or
+    #: llama.cpp on a GGUF of its weights as they are (the embedded model's shape; its generation took 0.49x the time in
     #: rlac_code_tiny, BENCHMARKS.md), made again after each of its stages (algorithms/
     #: engines.py; without llama.cpp installed it generates where it trains, said once). Not a
     #: departure: the same weights (in F16), decoded by another engine.
-    generator_engine: Literal["transformers", "llamacpp"] = "transformers"
+    generator_engine: Literal["transformers", "vllm", "llamacpp"] = "transformers"
     #: The same for the critic's proposals. A static critic is the trained one's starting
     #: weights on this same engine, never updated (a critic model that cannot train, an API
     #: model say, generates where frozen roles do): the two conditions differ only in training.
-    critic_engine: Literal["transformers", "llamacpp"] = "transformers"
+    critic_engine: Literal["transformers", "vllm", "llamacpp"] = "transformers"
     #: torch intra-op threads for generation and training. On a shared machine one thread is
     #: ~10x faster than two fighting other jobs (measured: 16 tokens x 4 rows, 2.3 s vs 22 s);
     #: None leaves torch's default (all cores), right for a machine of your own.

@@ -133,8 +133,9 @@ class TaiScoreConfig(ExperimentConfig):
     #: (algorithms/engines.py).
     actor_engine: Literal["transformers", "vllm", "llamacpp"] = "transformers"
     #: The same for the trained critic (its critiques for the actor's pairs and evaluation):
-    #: `llamacpp` also writes its GRPO samples there (`grpo.rollout_engine`, train/rollout.py).
-    critic_engine: Literal["transformers", "llamacpp"] = "transformers"
+    #: `llamacpp` also writes its GRPO samples there (`grpo.rollout_engine`, train/rollout.py);
+    #: with `vllm` its GRPO samples go through TRL's vLLM when `grpo.use_vllm` says so.
+    critic_engine: Literal["transformers", "vllm", "llamacpp"] = "transformers"
     #: Queries per shard the critic trains on (None: the whole shard; paper: 2K of 3K).
     critic_queries: int | None = Field(None, ge=1)
     pairs_per_round: int = Field(2000, ge=1)      # M eligible pairs sampled per shard
