@@ -159,7 +159,7 @@ def preflight(config: BaseModel) -> None:
     from coevo.role_specs import RoleSet
     from coevo.tasks.loaders import load_samples
     from coevo.train.dpo import DPOSettings
-    from coevo.train.grpo import GRPOSettings
+    from coevo.train.grpo import GRPOSettings, vllm_sampling_refusal
     from coevo.train.reporting import require_reporters
 
     _check_python_scorers(config)
@@ -180,6 +180,8 @@ def preflight(config: BaseModel) -> None:
                 check_spec(spec)
         elif isinstance(node, (DPOSettings, GRPOSettings)):  # tensorboard / wandb installed?
             require_reporters(node.report_to, "dpo" if isinstance(node, DPOSettings) else "grpo")
+            if isinstance(node, GRPOSettings) and node.use_vllm and (refusal := vllm_sampling_refusal()):
+                raise ConfigError(refusal)  # before hours of generation, not at the first GRPO step
 
 
 def _check_python_scorers(config: BaseModel) -> None:

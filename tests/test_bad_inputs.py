@@ -105,6 +105,8 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "skill limit below 1": ("eval skill --skill {d}/none.md --data bundled:writing --limit 0", ("--limit",)),
     "average of a stray file": ("eval average {d}/scores.jsonl", ("--final-skills --json",)),
     "average of a missing run": ("eval average {d}/no_run", ("no such run folder",)),
+    "TRL's vLLM sampling on a CPU": ("run {d}/taiscore.yaml --out {d}/r --set grpo.use_vllm=true",
+                                     ("needs a GPU", "grpo.use_vllm=false")),
     "plan on unknown hardware": ("plan {d}/ok.yaml --hardware 8xB200", ("known: cpu",)),
     "checkpoints of a folder that is no run": ("eval checkpoints {d}/no_run --data bundled:writing",
                                                ("is not a run folder",)),

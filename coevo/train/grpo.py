@@ -259,6 +259,23 @@ def train_grpo(
     )
 
 
+def vllm_sampling_refusal() -> str | None:
+    """Why TRL's vLLM sampling (`use_vllm`) cannot run on this machine, or None where it can.
+
+    It needs a GPU. On vLLM's CPU build (0.32, beside TRL 1.16, which supports vLLM up to
+    0.31) colocate mode starts the engine and samples, but TRL's weight sync after a step fails
+    inside vLLM's `load_weights` ("'Parameter' object has no attribute 'weight_loader'"), so
+    the second step's samples could never come from the first step's weights; server mode
+    pushes weights over NCCL, which a CPU lacks (docs/scaling.md, "Known gaps")."""
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    return ("grpo.use_vllm: TRL's vLLM sampling needs a GPU; on this CPU TRL cannot load the updated policy's "
+            "weights into vLLM's CPU build after a step (docs/scaling.md, Known gaps), so the samples would not "
+            "follow training: set grpo.use_vllm=false here (rollout_engine=llamacpp samples fast on a CPU)")
+
+
 def grpo_config(settings: GRPOSettings, checkpoints: Path) -> Any:
     """TRL's `GRPOConfig` for `settings`, saving checkpoints under `checkpoints`, with the
     block's `trl:` mapping passed through (see `trl_config`)."""

@@ -136,7 +136,8 @@ def benchmark_set(named_source: str, limit: int | None) -> BenchmarkSet:
     score (no rubric, no key points) is refused."""
     from coevo.tasks.loaders import load_samples
 
-    name, _, source = named_source.rpartition("=") if "=" in named_source.split(":", 1)[0] else ("", "", named_source)
+    # NAME=SPEC: the "=" before the spec's own "kind:" (a path may hold "=" itself).
+    name, _, source = named_source.partition("=") if "=" in named_source.split(":", 1)[0] else ("", "", named_source)
     name = name or Path(source.split(":", 1)[-1]).stem or source
     samples = load_samples(source, limit=limit)
     if not any(_scorable(s) for s in samples):
