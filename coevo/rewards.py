@@ -14,7 +14,10 @@ dataset rows it reads (a `prompt` column and the extra columns TRL hands it):
   completion is an output a; the critic names one likely failure; the validator checks it;
   reward 0 when it caught a real failure, else 1.
 
-Both reuse the loops' own code (`make_reward_fn`, the RLAC domains, proposal and check), so
+- `judge(scorer, kind=None)` — any policy's reward from a coevo judge: a function of (prompt,
+  completion), a `python:` spec of one, or (kind="gold_rubric") a model judging each row's criteria.
+
+The first two reuse the loops' own code (`make_reward_fn`, the RLAC domains, proposal and check), so
 a reward computed here is the one `coevo run` trains on. Docs and examples: docs/api.md.
 """
 
@@ -32,6 +35,80 @@ RewardFunction = Callable[..., list[float]]
 
 #: The model spec forms, for errors that must say what a spec looks like.
 SPEC_FORMS = "smollm2, hf:PATH_OR_ID, vllm:PATH_OR_ID, gguf:PATH, openai:MODEL@URL, replay:FILE"
+
+
+# --------------------------------------------------------------------------- any policy
+
+
+def judge(scorer: Any, kind: str | None = None, *, column: str = "rubric", sampling: Any = None,
+          store: Any = None) -> RewardFunction:
+    """A TRL reward for an ordinary policy (prompt -> completion), from a coevo judge.
+
+    - `kind` None: `scorer` is `f(prompt, completion) -> float | None` (None: unreadable,
+      TRL's NaN, left out of the step's mean), or a `python:FILE.py:f` spec of it.
+    - `kind="gold_rubric"`: `scorer` is a model spec (`smollm2`, `openai:MODEL@URL`,
+      `hf:...`) or a loaded model; each row's criteria are in dataset column `column` (a
+      list of criterion strings, or of {name, description, weight}); the reward is the
+      gold-rubric judge's score, its reasons logged to TRL's completions table (`judge_reason`).
+    Calls are cached in `store` (a RunStore or a folder) when given.
+    """
+    store = _run_store(store)
+    if kind is None:
+        return _function_reward(scorer, store)
+    if kind != "gold_rubric":
+        raise ConfigError(f"judge(kind={kind!r}): a policy's reward takes kind None (a function of prompt and "
+                          "completion) or 'gold_rubric' (a model judging each row's criteria)")
+    from coevo.roles.python_scorers import judge_for
+    from coevo.types import Sampling
+
+    model = _load(scorer, "scorer", store) if isinstance(scorer, str) else _cached(scorer, store)
+    gold = judge_for("gold_rubric", model, _sampling(sampling, Sampling(temperature=0.0, max_tokens=512), "sampling"))
+
+    def gold_rubric(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        _require_columns(columns, [column], len(completions), "judge(kind='gold_rubric')")
+        samples = [_rubric_sample(i, _plain(p), rubric) for i, (p, rubric) in enumerate(zip(prompts, columns[column]))]
+        judged = gold.judge(samples, [_plain(c) for c in completions])
+        if callable(columns.get("log_extra")):  # TRL's completions table: why each score
+            columns["log_extra"]("judge_reason", [" ".join(j.reasons.values())[:500] for j in judged])
+        return [j.score if j.valid else None for j in judged]
+
+    return gold_rubric
+
+
+def _function_reward(scorer: Any, store: Any) -> RewardFunction:
+    """A reward from f(prompt, completion) -> float | None, or a `python:FILE.py:f` spec of it."""
+    from coevo.llm.python_functions import is_python_spec, load_python_function
+    from coevo.monitor.generation import python_scorer
+
+    if isinstance(scorer, str) and is_python_spec(scorer):
+        scorer = python_scorer(_translated(lambda: load_python_function(scorer), "scorer", scorer), "judge")
+    if not callable(scorer):
+        raise ConfigError(f"judge({scorer!r}): give f(prompt, completion) -> float, a python:FILE.py:f spec, or a "
+                          "model spec with kind='gold_rubric'")
+    function = scorer
+
+    def reward(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        found = [function(_plain(p), _plain(c)) for p, c in zip(prompts, completions)]
+        return [None if value is None else float(value) for value in found]
+
+    reward.__name__ = getattr(function, "__name__", "judge")  # TRL logs rewards/<name>/mean
+    return reward
+
+
+def _rubric_sample(index: int, prompt: str, rubric: Any) -> Any:
+    from coevo.types import Criterion, Rubric, Sample
+
+    items = [rubric] if isinstance(rubric, (str, dict)) else list(rubric or [])
+    criteria = [Criterion(name=item[:80], description=item) if isinstance(item, str) else Criterion(**item)
+                for item in items]
+    return Sample(id=f"row{index}", prompt=prompt, rubric=Rubric(criteria=criteria))
+
+
+def _plain(text: Any) -> str:
+    """A prompt or completion as TRL hands it (a string, or chat messages) as plain text."""
+    if isinstance(text, list):
+        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in text)
+    return str(text)
 
 
 # --------------------------------------------------------------------------- TAIScore
@@ -357,10 +434,20 @@ def _sampling(value: Any, default: Any, argument: str) -> Any:
     if value is None:
         return default
     if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(type(default).model_fields))
+        if unknown:  # said in one line, with the fields there are, not as a pydantic dump
+            import difflib
+
+            near = {name: difflib.get_close_matches(name, list(type(default).model_fields), n=1) for name in unknown}
+            hints = ", ".join(f"{name!r}" + (f" (did you mean {near[name][0]!r}?)" if near[name] else "")
+                              for name in unknown)
+            raise ConfigError(f"{argument}={dict(value)!r}: no field {hints}; a Sampling has "
+                              f"{', '.join(type(default).model_fields)}")
         try:
             return type(default).model_validate({**default.model_dump(), **value})
         except ValueError as exc:
-            raise ConfigError(f"{argument}={dict(value)!r}: {exc}") from exc
+            first = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in getattr(exc, "errors", list)())
+            raise ConfigError(f"{argument}={dict(value)!r}: {first or exc}") from None
     from coevo.types import Sampling
 
     if isinstance(value, Sampling):

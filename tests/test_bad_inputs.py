@@ -154,6 +154,8 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
                                                      ("no TAIScore evaluation stage",)),
     "view --conditions not a pair": ("view {d}/run --conditions taiscore", ("FIRST:SECOND",)),
     "audit an unknown judge": ("audit judge --judge replay:{d}/replay.jsonl --kind nicest", ("nicest", "taiscore")),
+    "audit a misspelt judge": ("audit judge --judge replay:{d}/replay.jsonl --kind taiscor",
+                               ("did you mean taiscore?",)),
     "annotations file missing": ("eval annotations {d}/none.jsonl", ("none.jsonl",)),
 }
 #: Commands with no row, and why: what they read cannot be wrong.

@@ -24,8 +24,14 @@ def audit_kind(kind: str) -> str:
     """The canonical judge name, refused (ConfigError listing the kinds) when not auditable."""
     from coevo.judging import judge_name
 
+    import difflib
+
     canonical = kind.strip().replace("-", "_")
     if canonical not in AUDIT_KINDS:
+        near = difflib.get_close_matches(canonical, list(AUDIT_KINDS), n=1)
+        if near and near[0] != canonical:  # a typo: suggest only a kind the audit takes
+            raise ConfigError(f"--kind {kind}: no such judge; did you mean {near[0]}? The audit takes "
+                              f"{', '.join(AUDIT_KINDS)}")
         judge_name(canonical)  # an unknown judge is named as `coevo judge` names it
         raise ConfigError(f"--kind {kind}: an audit knows where a probe goes for {', '.join(AUDIT_KINDS)}; "
                           f"not for {canonical}")

@@ -80,6 +80,11 @@ class OpenAIModel(PerRequestSampling):
         """
         if concurrency < 1 or max_retries < 0:
             raise ModelError("openai backend needs concurrency >= 1 and max_retries >= 0")
+        if not base_urls and not os.environ.get("OPENAI_BASE_URL") and not os.environ.get("OPENAI_API_KEY"):
+            # Said at load, not after a stage's worth of retries against a hosted API with no key.
+            raise ModelError(f"openai:{model} names no server (@URL), so it would go to OpenAI's hosted API, and "
+                             "OPENAI_API_KEY is not set: set it, or name your server: "
+                             f"openai:{model}@http://HOST:PORT/v1")
         self.model = model
         self.base_urls: list[str | None] = list(base_urls) if base_urls else [None]
         self.concurrency = concurrency

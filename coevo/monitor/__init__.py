@@ -9,16 +9,19 @@ measure what it was meant to reward, and the degeneracy of the outputs, while tr
 - `rounds.py`: `RoundMonitor`, a loop watched round by round (RLAC, DecoEvo);
 - `simulate.py`: replayed training curves, the rule's false alarms measured on them;
 - `callback.py`: `HackingMonitor`, a transformers `TrainerCallback` for TRL trainers
-  (imported on first use: `from coevo.monitor import HackingMonitor` loads transformers).
+  (imported on first use: `from coevo.monitor import HackingMonitor` loads transformers);
+- `generation.py`: `generation_anchor`, the anchor that samples the trainer's current model on
+  held-out prompts and scores the answers (docs/trl.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from coevo.monitor.generation import generation_anchor
 from coevo.monitor.tracker import Flag, Monitor
 
-__all__ = ["Flag", "HackingMonitor", "Monitor"]
+__all__ = ["Flag", "HackingMonitor", "Monitor", "generation_anchor"]
 
 
 def __getattr__(name: str) -> Any:

@@ -45,7 +45,7 @@ class HackingMonitor(TrainerCallback):
                  on_flag: Callable[[Flag], None] | None = None):
         if every < 1:
             raise ValueError(f"every must be at least 1 (optimizer steps between anchor checks), got {every}")
-        self.anchor_fns = dict(anchors)
+        self.anchor_fns = checked_anchors(anchors)
         self.every, self.stop = every, stop
         self.monitor = Monitor(stage=stage)
         self.on_flag = on_flag
@@ -53,6 +53,10 @@ class HackingMonitor(TrainerCallback):
         self.restored_step: int | None = None
         self._step = 0
         self._wrapped = False
+        self._began = False  # on_train_begin ran: the monitor is among the trainer's callbacks
+        self._main = True  # the main process of a many-process training (the others stay quiet)
+        self._many = False  # several processes: the reward curve is TRL's logged mean over them
+        self._logged_checks = 0  # the checks already handed to TRL's log_metric
         self._snapshots: dict[int, dict[str, Any]] = {}
         self._model: Any = None
 
@@ -64,23 +68,38 @@ class HackingMonitor(TrainerCallback):
 
         @functools.wraps(reward_fn)
         def recorded(*args: Any, **kwargs: Any) -> list[float]:
+            if not self._began:
+                raise RuntimeError("HackingMonitor.wrap_reward: the monitor is not among the trainer's callbacks, so "
+                                   "every reward would be filed under step 0; pass callbacks=[monitor] to the trainer")
             # Called as TRL calls it (prompts=, completions=, ... by keyword) and passed on so.
             rewards = reward_fn(*args, **kwargs)
             completions = kwargs.get("completions", args[1] if len(args) > 1 else [])
             prompts = kwargs.get("prompts", args[0] if args else None)
-            self.monitor.observe_reward(self._step, [float(r) for r in rewards if r is not None])
-            self.monitor.observe_outputs(self._step, [_text(c) for c in completions],
-                                         inputs=_inputs(prompts, kwargs, len(completions)),
-                                         rewards=[None if r is None else float(r) for r in rewards])
+            if self._main and not self._many:  # several processes: TRL's gathered mean (on_log)
+                self.monitor.observe_reward(self._step, [float(r) for r in rewards if r is not None])
+            if self._main:
+                self.monitor.observe_outputs(self._step, [_text(c) for c in completions],
+                                             inputs=_inputs(prompts, kwargs, len(completions)),
+                                             rewards=[None if r is None else float(r) for r in rewards])
+            self._log_through_trl(kwargs.get("log_metric"))
             return rewards
 
         return recorded
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-        self._model = model
+        self._began, self._model = True, model
         self._step = state.global_step + 1
-        self._measure(state.global_step)
-        self._snapshot(state.global_step)
+        # Anchors run on the main process only; under several processes the reward curve is
+        # TRL's logged mean over all of them, not one rank's share of the completions.
+        self._main = bool(getattr(state, "is_world_process_zero", True))
+        self._many = getattr(args, "world_size", 1) > 1
+        tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer")
+        for anchor in self.anchor_fns.values():
+            if hasattr(anchor, "bind"):  # generation_anchor: the trainer's model, as it trains
+                anchor.bind(model, tokenizer)
+        if self._main:
+            self._measure(state.global_step)
+            self._snapshot(state.global_step)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._step = state.global_step + 1
@@ -89,7 +108,9 @@ class HackingMonitor(TrainerCallback):
         if not logs:
             return
         step = state.global_step
-        if not self._wrapped:
+        if not self._main:
+            return
+        if not self._wrapped or self._many:
             for mean_key, sd_key in REWARD_KEYS:
                 if mean_key in logs:
                     # One logged mean per step: its spread is TRL's std over the step's
@@ -104,7 +125,7 @@ class HackingMonitor(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step = state.global_step
-        if step % self.every and step != state.max_steps:
+        if not self._main or (step % self.every and step != state.max_steps):
             return
         self._measure(step)
         flags = self.monitor.check(step)
@@ -135,7 +156,24 @@ class HackingMonitor(TrainerCallback):
 
     def _measure(self, step: int) -> None:
         for name, anchor in self.anchor_fns.items():
-            self.monitor.observe_anchor(step, name, anchor())
+            self.monitor.observe_anchor(step, name, anchor_values(name, anchor()))
+
+    def _log_through_trl(self, log_metric: Callable[[str, float], None] | None) -> None:
+        """What the monitor found, through TRL's `log_metric` (a reward function's kwarg), so
+        it reaches the trainer's logs, `state.log_history` and `report_to` (TensorBoard, W&B):
+        each anchor's mean at its latest check (`monitor/<anchor>`), the flags so far
+        (`monitor/flags`) and the onset step once there is one (`monitor/onset_step`)."""
+        checks = sum(len(series) for series in self.monitor.anchors.values())
+        if log_metric is None or not self._main or checks == self._logged_checks:
+            return
+        self._logged_checks = checks
+        for name, series in self.monitor.anchors.items():
+            latest = series[max(series)] if series else {}
+            if latest:
+                log_metric(f"monitor/{name}", sum(latest.values()) / len(latest))
+        log_metric("monitor/flags", float(len(self.monitor.flags)))
+        if self.monitor.onset_step is not None:
+            log_metric("monitor/onset_step", float(self.monitor.onset_step))
 
     def _snapshot(self, step: int) -> None:
         if not self.stop or self._model is None:
@@ -162,6 +200,30 @@ class HackingMonitor(TrainerCallback):
         self.restored_step = step
         log.warning("%s: stopped at the flag; the weights are back to step %d (the last check before the onset, "
                     "step %d)", self.monitor.stage or "training", step, onset_step)
+
+
+def checked_anchors(anchors: Any) -> dict[str, Anchor]:
+    """`anchors` as {name: function}, or a one-line error that shows the form wanted."""
+    example = "HackingMonitor({'held_out': generation_anchor(prompts, score)})"
+    if not isinstance(anchors, Mapping):
+        raise TypeError(f"HackingMonitor takes a dict of named anchors, e.g. {example}; got a "
+                        f"{type(anchors).__name__}")
+    if not anchors:  # the degeneracy checks still run; said, not silent
+        log.warning("HackingMonitor has no anchors: only the outputs' degeneracy (copies, cut-offs, empty and "
+                    "repeated outputs) is watched and the reward is compared with nothing; e.g. %s", example)
+    for name, anchor in anchors.items():
+        if not isinstance(name, str) or not callable(anchor):
+            raise TypeError(f"HackingMonitor: anchor {name!r} must be a name and a function of no arguments returning "
+                            f"{{held-out item: value}}; e.g. {example}")
+    return dict(anchors)
+
+
+def anchor_values(name: str, values: Any) -> Mapping[str, float]:
+    """An anchor's answer checked: {held-out item: number}, else a one-line TypeError."""
+    if not isinstance(values, Mapping) or not all(isinstance(v, (int, float)) for v in values.values()):
+        raise TypeError(f"anchor {name!r} returned {type(values).__name__} {str(values)[:60]}: an anchor returns "
+                        "{held-out item: value}, one number per item, e.g. {'q1': 0.7, 'q2': 0.4}")
+    return values
 
 
 #: Dataset columns TRL passes to the reward that hold a completion's inputs (TAIScore's critic:
