@@ -165,6 +165,7 @@ def taiscore(
 
     reward_fn.__name__ = inner.__name__
     reward_fn.rows = _critic_rows(critic_template)  # type: ignore[attr-defined]
+    reward_fn.coevo_judge = scorer  # type: ignore[attr-defined]  # what coevo.audit.audit_judge audits
     return reward_fn
 
 

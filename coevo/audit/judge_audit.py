@@ -53,6 +53,7 @@ from coevo.audit.probes import (
     with_slot,
 )
 from coevo.audit.records import Change, Flag, JudgeAudit, ProbeResult
+from coevo.audit.user_judges import audited_judge
 from coevo.types import Judgment, Rollout, Sample
 
 __all__ = ["Change", "Flag", "JudgeAudit", "ProbeResult", "audit_judge"]
@@ -63,7 +64,8 @@ def audit_judge(kind: str, judge: Any, samples: Sequence[Sample], items: Sequenc
                 own: Sequence[Rollout] | None = None, other: Sequence[Rollout] | None = None,
                 judge_label: str | None = None, other_label: str | None = None) -> JudgeAudit:
     """Audit `judge` (of `kind`: taiscore, pairwise, gold_rubric, critique_quality) on the
-    first `n` of `items`, real rollouts of `samples` (by sample id).
+    first `n` of `items`, real rollouts of `samples` (by sample id). `judge`: a coevo judge,
+    a `coevo.rewards` reward, a `python:` spec or a plain function (coevo/audit/user_judges.py).
 
     Items need their kind's slot: a critique `c` (critique_quality), `c` and a revision `y1`
     (taiscore); a pairwise item's `y1` is a second real answer to x, which the position and
@@ -75,6 +77,7 @@ def audit_judge(kind: str, judge: Any, samples: Sequence[Sample], items: Sequenc
     """
     if kind not in AUDIT_KINDS:
         raise ValueError(f"cannot audit a {kind!r} judge; choose from {', '.join(AUDIT_KINDS)}")
+    judge = audited_judge(kind, judge)  # a plain function, a python: spec, a coevo reward: as a judge
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     usable = [i for i in items if all(getattr(i, f) is not None for f in SLOTS[kind])]
