@@ -241,6 +241,46 @@ def view(
 
 
 @app.command()
+def annotate(
+    file: Path = typer.Argument(..., metavar="FILE", help="JSONL, one prompt and two systems' outputs a line: "
+                                '{"prompt": ..., "a": ..., "b": ...} or {"prompt": ..., "outputs": {NAME: ..., '
+                                'NAME: ...}}; an optional "id" names the row.'),
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="The annotation folder (default: beside "
+                                           "FILE, rows.jsonl -> rows.annotate); the same FILE again reuses it, "
+                                           "labels kept."),
+    a_name: Optional[str] = typer.Option(None, "--a-name", metavar="NAME", help="The first system's name, for "
+                                         "whom wins are counted (rows of a and b: default a; rows of outputs: "
+                                         "picks that key)."),
+    b_name: Optional[str] = typer.Option(None, "--b-name", metavar="NAME", help="The second system's name (as "
+                                         "--a-name; default b)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Start --out over from FILE's rows (its labels are "
+                               "deleted; only ever an annotation folder)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, metavar="PORT",
+                             help="Port to serve on (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS", help="Address to bind; the default is "
+                             "reachable from this machine only. Anyone who reaches it can read the texts and add "
+                             "labels."),
+    allow_host: Optional[list[str]] = typer.Option(
+        None, "--allow-host", metavar="NAME[:PORT]", help="Also answer requests addressed to this name (a proxy, "
+        "a tunnel, the machine's name; without a port: any port); repeat for more. Others are refused."),
+    open_browser: bool = typer.Option(False, "--open", help="Also open the page in this machine's web browser."),
+) -> None:
+    """Label two systems' outputs blind, in a local web page.
+
+    Any two systems: two checkpoints' completions from a TRL run's logs, two models'
+    answers. The rows go into an annotation folder (no coevo run needed), served at the
+    same blind pairwise pages as a run's Annotate page: pairs in a random order, sides
+    drawn at random, each label saved at once. `coevo eval annotations DIR --out LABELS`
+    exports the labels (human.jsonl, a Table-2 table) for `coevo eval agreement`.
+    Ctrl-C stops the server; run it again to go on labelling.
+    """
+    from coevo.commands.annotate_file import annotate_file
+
+    annotate_file(file, out_dir=out_dir, a_name=a_name, b_name=b_name, fresh=fresh, host=host, port=port,
+                  allow_hosts=allow_host or [], open_browser=open_browser)
+
+
+@app.command()
 def runs(
     paths: Optional[list[Path]] = typer.Argument(
         None, metavar="RUNS_DIR | RUN", show_default=False,

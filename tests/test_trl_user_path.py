@@ -86,7 +86,7 @@ def test_a_wrapped_reward_whose_monitor_is_not_a_callback_is_refused_at_the_firs
 
     reward = HackingMonitor({"a": lambda: {"x": 1.0}}).wrap_reward(lambda prompts, completions, **kw: [1.0])
     with pytest.raises(RuntimeError, match="callbacks=\\[monitor\\]"):
-        reward(prompts=["p"], completions=["c"])
+        reward(prompts=["p"], completions=["c"], trainer_state=object())  # as TRL calls it
 
 
 def test_the_monitor_logs_its_findings_through_trls_log_metric_once_per_check():

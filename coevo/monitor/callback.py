@@ -68,7 +68,7 @@ class HackingMonitor(TrainerCallback):
 
         @functools.wraps(reward_fn)
         def recorded(*args: Any, **kwargs: Any) -> list[float]:
-            if not self._began:
+            if not self._began and "trainer_state" in kwargs:  # TRL's call, with no on_train_begin before it
                 raise RuntimeError("HackingMonitor.wrap_reward: the monitor is not among the trainer's callbacks, so "
                                    "every reward would be filed under step 0; pass callbacks=[monitor] to the trainer")
             # Called as TRL calls it (prompts=, completions=, ... by keyword) and passed on so.

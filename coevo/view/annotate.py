@@ -84,11 +84,14 @@ _NO_STORE = {"Cache-Control": "no-store"}
 
 def compared_pairs(store: RunStore, spec: ComparisonSpec | None = None) -> dict[str, list[Pair]]:
     """The run's `vs_condition` pairs by comparison id, as `spec` (the viewer's --conditions,
-    --against, --prompts) asks; none where the run has nothing to compare."""
+    --against, --prompts) asks, or an annotation folder's own (`coevo annotate FILE`: its two
+    systems on every row); none where the run has nothing to compare."""
     from coevo.tasks.errors import DataError
+    from coevo.view.annotate_file import file_spec
 
     try:
-        return {cid: pairs for cid, (_, pairs) in run_comparisons(store, spec or ComparisonSpec()).items()}
+        return {cid: pairs for cid, (_, pairs) in
+                run_comparisons(store, file_spec(store) or spec or ComparisonSpec()).items()}
     except (DataError, FileNotFoundError):  # checked when the viewer started: a run changed since offers none
         return {}
 
