@@ -167,3 +167,22 @@ def test_a_misspelt_sampling_field_is_one_line_naming_the_field_it_meant():
     with pytest.raises(ConfigError, match="no field 'max_token' \\(did you mean 'max_tokens'\\?\\)") as caught:
         taiscore(judge_spec, "replay:x", revision={"max_token": 8})
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("follow, expected", [("optimised", [5.0, 6.0]), ("wrapped", [1.0, 1.0])])
+def test_with_several_reward_functions_the_curve_is_what_grpo_optimises_unless_told(follow, expected):
+    from types import SimpleNamespace
+
+    from coevo.monitor import HackingMonitor
+
+    monitor = HackingMonitor({"a": lambda: {"x": 1.0}}, follow=follow)
+    args = SimpleNamespace(world_size=1, per_device_train_batch_size=2, gradient_accumulation_steps=1)
+    monitor.on_train_begin(args, SimpleNamespace(global_step=0), None)
+    reward = monitor.wrap_reward(lambda prompts, completions, **kw: [1.0] * len(completions))
+    for step, total in ((1, 5.0), (2, 6.0)):
+        monitor.on_step_begin(args, SimpleNamespace(global_step=step - 1), None)
+        reward(prompts=["p", "q"], completions=["c", "d"])
+        monitor.on_log(args, SimpleNamespace(global_step=step), None,
+                       logs={"reward": total, "reward_std": 0.0, "rewards/mine/mean": 1.0,
+                             "rewards/other/mean": total - 1.0})
+    assert [mean for _, mean, _ in monitor.report()["reward_curve"]] == expected

@@ -42,7 +42,15 @@ class HackingMonitor(TrainerCallback):
     (coevo/monitor/rule.py); `report()` is what summary.json keeps."""
 
     def __init__(self, anchors: Mapping[str, Anchor], *, every: int = 2, stop: bool = False, stage: str = "",
-                 on_flag: Callable[[Flag], None] | None = None):
+                 on_flag: Callable[[Flag], None] | None = None, follow: str = "optimised"):
+        """`follow`: the reward curve watched: "optimised", what GRPO optimises (the wrapped
+        reward's values, or with several reward functions TRL's logged weighted total, read a
+        step late), or "wrapped", the wrapped reward alone whatever else the trainer adds."""
+        if follow not in ("optimised", "wrapped"):
+            raise ValueError(f"follow={follow!r}: give 'optimised' (what GRPO optimises) or 'wrapped' (the wrapped "
+                             "reward alone)")
+        self.follow = follow
+        self._several = False  # TRL logged several reward functions: the total is the curve
         if every < 1:
             raise ValueError(f"every must be at least 1 (optimizer steps between anchor checks), got {every}")
         self.anchor_fns = checked_anchors(anchors)
@@ -75,7 +83,7 @@ class HackingMonitor(TrainerCallback):
             rewards = reward_fn(*args, **kwargs)
             completions = kwargs.get("completions", args[1] if len(args) > 1 else [])
             prompts = kwargs.get("prompts", args[0] if args else None)
-            if self._main and not self._many:  # several processes: TRL's gathered mean (on_log)
+            if self._main and not self._many and not self._several:  # else TRL's logged total (on_log)
                 self.monitor.observe_reward(self._step, [float(r) for r in rewards if r is not None])
             if self._main:
                 self.monitor.observe_outputs(self._step, [_text(c) for c in completions],
@@ -110,7 +118,11 @@ class HackingMonitor(TrainerCallback):
         step = state.global_step
         if not self._main:
             return
-        if not self._wrapped or self._many:
+        if self.follow == "optimised" and sum(k.startswith("rewards/") and k.endswith("/mean") for k in logs) > 1:
+            if not self._several:
+                self.monitor.rewards.pop(step, None)  # the wrapped reward's share of this step, replaced
+            self._several = True
+        if not self._wrapped or self._many or self._several:
             for mean_key, sd_key in REWARD_KEYS:
                 if mean_key in logs:
                     # One logged mean per step: its spread is TRL's std over the step's
