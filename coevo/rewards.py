@@ -50,19 +50,26 @@ def judge(scorer: Any, kind: str | None = None, *, column: str = "rubric", sampl
       `hf:...`) or a loaded model; each row's criteria are in dataset column `column` (a
       list of criterion strings, or of {name, description, weight}); the reward is the
       gold-rubric judge's score, its reasons logged to TRL's completions table (`judge_reason`).
+    - `kind="key_points"`: the reference-based judge: each row's reference key points in
+      column `column` (default "key_points", a list of strings); the reward is the share the
+      completion supports (DeepResearch-Gym's KPR / 100, one judge call per key point).
     Calls are cached in `store` (a RunStore or a folder) when given.
     """
     store = _run_store(store)
     if kind is None:
         return _function_reward(scorer, store)
-    if kind != "gold_rubric":
+    if kind not in ("gold_rubric", "key_points"):
         raise ConfigError(f"judge(kind={kind!r}): a policy's reward takes kind None (a function of prompt and "
-                          "completion) or 'gold_rubric' (a model judging each row's criteria)")
+                          "completion), 'gold_rubric' (a model judging each row's criteria) or 'key_points' (a "
+                          "model checking each row's reference key points)")
     from coevo.roles.python_scorers import judge_for
     from coevo.types import Sampling
 
     model = _load(scorer, "scorer", store) if isinstance(scorer, str) else _cached(scorer, store)
-    gold = judge_for("gold_rubric", model, _sampling(sampling, Sampling(temperature=0.0, max_tokens=512), "sampling"))
+    decoding = _sampling(sampling, Sampling(temperature=0.0, max_tokens=512), "sampling")
+    if kind == "key_points":
+        return _key_points_reward(model, decoding, column if column != "rubric" else "key_points")
+    gold = judge_for("gold_rubric", model, decoding)
 
     def gold_rubric(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         _require_columns(columns, [column], len(completions), "judge(kind='gold_rubric')")
@@ -73,6 +80,25 @@ def judge(scorer: Any, kind: str | None = None, *, column: str = "rubric", sampl
         return [j.score if j.valid else None for j in judged]
 
     return gold_rubric
+
+
+def _key_points_reward(model: Any, sampling: Any, column: str) -> RewardFunction:
+    """The reference-based reward: the share of each row's reference key points (its dataset
+    column `column`, a list of strings) the completion supports, DeepResearch-Gym's KPR / 100
+    under its official protocol (one judge call per key point)."""
+    from coevo.roles.deepresearch_official import report_judges
+    from coevo.types import Sample
+
+    points, _ = report_judges(model, sampling, "official")
+
+    def key_points(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        _require_columns(columns, [column], len(completions), "judge(kind='key_points')")
+        samples = [Sample(id=f"row{i}", prompt=_plain(p), meta={"key_points": list(found or [])})
+                   for i, (p, found) in enumerate(zip(prompts, columns[column]))]
+        judged = points.judge(samples, [_plain(c) for c in completions])
+        return [j.scores["kpr"] / 100.0 if j.valid and "kpr" in j.scores else None for j in judged]
+
+    return key_points
 
 
 def _function_reward(scorer: Any, store: Any) -> RewardFunction:

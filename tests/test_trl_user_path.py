@@ -186,3 +186,16 @@ def test_with_several_reward_functions_the_curve_is_what_grpo_optimises_unless_t
                        logs={"reward": total, "reward_std": 0.0, "rewards/mine/mean": 1.0,
                              "rewards/other/mean": total - 1.0})
     assert [mean for _, mean, _ in monitor.report()["reward_curve"]] == expected
+
+
+def test_a_key_points_reward_is_the_share_of_each_rows_reference_points_supported():
+    """The reference-based judge: a dataset column of key points, one judge call per point."""
+    from coevo.llm.replay import ReplayModel
+    from coevo.rewards import judge
+
+    model = ReplayModel(rules=[{"match": "the moon's pull", "completions": [json.dumps({"label": "supported"})]},
+                               {"completions": [json.dumps({"label": "omitted"})]}])
+    reward = judge(model, kind="key_points")
+    scores = reward(prompts=["How do tides work?"], completions=["The moon pulls the sea."],
+                    key_points=[["Tides follow the moon's pull.", "Two tides a day.", "Springs at full moon."]])
+    assert scores == [pytest.approx(1 / 3)]
