@@ -1,4 +1,4 @@
-"""What a run will cost, told before it starts: `coevo plan`'s estimate (issue 25).
+"""What a run will cost, told before it starts: `coevo plan`'s estimate.
 
 Each paper algorithm counts, from its config and data sizes alone (no model loads), the
 model calls its loop will make per stage and role and the training steps it will take

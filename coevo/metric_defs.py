@@ -181,7 +181,7 @@ DEFINITIONS: tuple[tuple[str, dict], ...] = (
                    "(0: a constant reward teaches nothing).", "unit": "reward", "kind": "other"}),
     ("(reward_)?invalid_(judgment_)?rate", _rate("Unreadable judgments", "Share of judge outputs that could not "
                                                  "be read as a verdict or score.", "share of judgments")),
-    # -- the judge audit (issue 23) --------------------------------------------------------
+    # -- the judge audit --------------------------------------------------------------------
     ("audit_(\\w+?)_fooled_rate", _rate("{1} judge fooled", "Share of master-key probes (a colon, "
                                         "'Thought process:', an empty answer...) the {1} judge scored at or above "
                                         "a real answer.", "share of probes")),

@@ -87,8 +87,8 @@ def print_warnings_of(run_dir: Path) -> None:
 
 
 def print_run_warnings(store) -> None:
-    """The run page's warnings, a line each: the judge audit's (issue 23), numbers from too few
-    items, cut-off generations, Adam-first-step weight changes (issue 26), and the rest."""
+    """The run page's warnings, a line each: the judge audit's, numbers from too few
+    items, cut-off generations, Adam-first-step weight changes, and the rest."""
     from coevo.view.warnings import run_warnings
 
     for finding in run_warnings(store):

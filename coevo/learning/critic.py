@@ -129,7 +129,7 @@ def _with_failures(train: list[Sample], scored: list[Sample], y0: Mapping[str, s
 
 def engine_copy_fn(backend: Backend, policy: Any, engine: str, folder: Path) -> Callable[[int], Any] | None:
     """Where the measured critiques come from: on the rollout's engine, `copy(n)` is a copy of
-    the weights as they are at the n-th measurement (issue 25: every generation of a trained
+    the weights as they are at the n-th measurement (every generation of a trained
     role outside its own optimizer step runs on an engine); None: the trained model itself."""
     if engine != "llamacpp":
         return None

@@ -126,7 +126,7 @@ def concise_critique(x: str, y0: str, critique: str, y1: str | None = None) -> f
     """A critic's reward for the concision Table 6 asks of it ("provide concise feedback"):
     1 at 150 characters or fewer (about 25 words), falling linearly to 0 at 360 (about 60).
     Characters, not words: a word count let GRPO raise the reward with fewer, longer words
-    in the same 64-token cap (issue 43: every critique still ended at the cap), while
+    in the same 64-token cap (every critique still ended at the cap), while
     characters fall only when the critique says less, and a 64-token critique (about 250
     characters) can reach 1 only by stopping early."""
     chars = len(" ".join(critique.split()))

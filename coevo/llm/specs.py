@@ -251,7 +251,7 @@ def _build(spec: str, *, trainable: bool, options: dict[str, Any]) -> ChatModel:
 
 #: The engines the embedded model runs on when frozen, in the order one is chosen.
 #: llama.cpp first although vLLM judges 10x faster when a stage holds many prompts
-#: (engine_throughput, BENCHMARKS.md issue 11): at the tiny configs' sizes most calls hold
+#: (BENCHMARKS.md, "Frozen-role engine"): at the tiny configs' sizes most calls hold
 #: 1-4 conversations, where llama.cpp's quantised single-sequence decoding wins (whole runs,
 #: vLLM vs llama.cpp: quickstart 1.14x, decoevo_tiny 1.19x, rlac_code_tiny 1.03x, and
 #: rlac_bio_tiny 0.52x, whose judge checks a whole stage of facts at once). So vLLM is chosen

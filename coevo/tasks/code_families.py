@@ -1,4 +1,4 @@
-"""Procedurally generated code problems: small function families with hidden tests (issue 43).
+"""Procedurally generated code problems: small function families with hidden tests.
 
 `bundled:code_easy` has 60 hand-written problems; a miniature that tunes on them needs
 problems nobody tuned on to be believed, and more of them than 40 to give an interval that

@@ -1,5 +1,5 @@
-"""A trained model's weights put away while another role trains (issue 25, item 3: no copy of
-a model's weights where none serves).
+"""A trained model's weights put away while another role trains (no copy of a
+model's weights where none serves).
 
 A role that generates from an engine copy of its weights (a GGUF on llama.cpp, a vLLM engine)
 reads its transformers weights only in its own training stage. While the other role trains,

@@ -1,4 +1,4 @@
-"""The "Judge audit" panel of the run page, and the audit's warnings (issue 23).
+"""The "Judge audit" panel of the run page, and the audit's warnings.
 
 A run that audits its frozen judges every round (`audit:` in a config; coevo/audit/in_run.py)
 logs `audit_<judge>_<measure>` per round, with `_lo`, `_hi` (Wilson 95 %) and `_n`, and

@@ -30,13 +30,13 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("Cost", r"^(.*_seconds_per_step|.*_peak_rss_mb|.*_time_share|calls_.*|output_tokens|heldout_output_chars)$"),
 )
 
-#: The judge audit's metrics (`audit_<judge>_<measure>`, issue 23): drawn in the run page's
+#: The judge audit's metrics (`audit_<judge>_<measure>`): drawn in the run page's
 #: "Judge audit" panel (view/audit.py) only, never among the groups above.
 AUDIT_GROUP = "Judge audit"
 AUDIT_PREFIX = "audit_"
 
 #: Counts that describe how much was measured, not how well: shown in their own table,
-#: never plotted (issue 14: `eval_prompts` = 2 plotted beside the results).
+#: never plotted (an `eval_prompts` of 2 drawn beside the results reads as a result).
 BOOKKEEPING = re.compile(r"^(eval_prompts|eval_judgments|eval_invalid|reward_count|pairs_candidates|pairs_invalid"
                          r"|eval_before_dpo_(judgments|invalid)|.*critic_prompts_shortened"
                          r"|.*_steps|proposals|world_size|.*_count|.*_n|.*_records)$")

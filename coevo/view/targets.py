@@ -1,7 +1,7 @@
 """"What the loop is trained for": each algorithm's target metrics on the run page, first.
 
 The grouped metric figures show everything a run logged; this figure shows only what each
-loop is meant to move (issue 22: a moved weight is not a learned behaviour), per round, with
+loop is meant to move (a moved weight is not a learned behaviour), per round, with
 the interval the run logged beside a rate (`<metric>_lo`/`_hi`: Wilson 95 %) as error bars
 and its n in the hover text. GRPO stages add their per-step reward mean from TRL's history,
 the curve within each round. A target the run could not measure (no constraints in the data,

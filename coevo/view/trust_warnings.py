@@ -1,4 +1,4 @@
-"""Warnings about numbers that look more certain than they are (issue 26):
+"""Warnings about numbers that look more certain than they are:
   - headline numbers from fewer items than an interval needs ("too few to tell");
   - generations cut off at their token limit (per role, naming the stages; the critic's GRPO
     samples from TRL's clipped ratio): a judge then scores text that ends mid-sentence;
@@ -48,7 +48,7 @@ def invalid_judgments(store: RunStore) -> list[Finding]:
 
 
 def judge_audit(store: RunStore, metrics: list[dict[str, Any]]) -> list[Finding]:
-    """Per judge the run audited (issue 23), a warning when its latest audited round failed a
+    """Per judge the run audited, a warning when its latest audited round failed a
     check: how many, the first flag in words, what it means (view/audit.py)."""
     from coevo.audit.in_run import run_records
     from coevo.view.audit import audit_warnings, is_audit_metric

@@ -1,4 +1,4 @@
-"""The judge audit of a DecoEvo run (issue 23; `audit:` in the config, coevo/audit/).
+"""The judge audit of a DecoEvo run (`audit:` in the config, coevo/audit/).
 
 DecoEvo's trained evaluator is a document, the rubric-generator skill G: the frozen
 criterion judge grades an answer against the rubric G writes for its question. That

@@ -1,4 +1,4 @@
-"""The judge audit of an RLAC run (issue 23; `audit:` in the config, coevo/audit/).
+"""The judge audit of an RLAC run (`audit:` in the config, coevo/audit/).
 
 RLAC's critic is rewarded when the validator confirms the failure it names, so what could
 be gamed is the validator. Only the facts validator has a judge in it: an LLM entailment

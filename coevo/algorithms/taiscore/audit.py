@@ -1,4 +1,4 @@
-"""The judge audit of a TAIScore run (issue 23; `audit:` in the config, coevo/audit/).
+"""The judge audit of a TAIScore run (`audit:` in the config, coevo/audit/).
 
 Before round 1 (round 0's evaluation) and after every round, the run's frozen judges are
 probed on the first `audit.prompts` held-out prompts, with real items the CURRENT models
