@@ -158,7 +158,7 @@ def hardware_calibration(spec: str, plan: Any, role_options: dict[str, dict[str,
 def _engine_rate(hardware: Hardware, where: Placement, engine: str, spec: str,
                  options: dict[str, Any]) -> EngineRate | None:
     peak, bandwidth, _ = GPUS[hardware.gpu]
-    total, active, _, named = model_billions(spec)
+    _, active, _, named = model_billions(spec)
     size = "" if named else f"; its size not in its name: {DEFAULT_BILLIONS:g}B assumed"
     if engine == "server" and not _local_server(spec):
         concurrency = int(options.get("concurrency") or API_CONCURRENCY)

@@ -23,7 +23,6 @@ a reward computed here is the one `coevo run` trains on. Docs and examples: docs
 
 from __future__ import annotations
 
-import inspect
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -239,27 +238,13 @@ def _reward_judge(judge: Any, reward: str, sampling: Any, store: Any) -> Any:
 def _function_judge(function: Callable[..., Any], store: Any) -> Any:
     """A plain Python function as a `python:` judge, so it gets the same invalid-answer
     handling (and, with a store, the same call cache) as a function named by a spec."""
-    import hashlib
-    import types
+    from coevo.llm.python_functions import function_as_python
 
-    from coevo.llm.python_functions import PythonFunction
-
-    name = getattr(function, "__name__", "reward")
     try:
-        inspect.signature(function).bind("x", "y0", "critique", "y1")
+        return function_as_python(function, "reward", ("x", "y0", "critique", "y1"), store)
     except TypeError as exc:
-        raise ConfigError(f"judge={name}: a judge function takes (x, y0, critique, y1) and returns a "
-                          f"float (None: unreadable); {exc}") from exc
-    except ValueError:  # a builtin without a signature: its first call tells
-        pass
-    try:  # the cache key follows the function's code: an edited function is asked again
-        source = inspect.getsource(function)
-    except (OSError, TypeError):
-        source = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', name)}"
-    module = types.ModuleType(f"coevo_judge_{name}")
-    module.reward = function  # type: ignore[attr-defined]
-    digest = hashlib.sha256(source.encode()).hexdigest()
-    return PythonFunction(f"python:<function {name}>", module, digest, "reward", store)
+        raise ConfigError(f"judge={getattr(function, '__name__', 'reward')}: a judge function takes (x, y0, "
+                          f"critique, y1) and returns a float (None: unreadable); {exc}") from exc
 
 
 def _actor(actor: Any, sampling: Any, store: Any) -> Any:

@@ -15,9 +15,6 @@ run's own.
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import types
 from typing import Any
 
 #: The function name each audited kind calls in a Python judge's module.
@@ -49,23 +46,13 @@ def audited_judge(kind: str, judge: Any) -> Any:
 
 def _as_python_function(kind: str, function: Any) -> Any:
     """A plain function as the Python judge module a `python:` spec would load."""
-    from coevo.llm.python_functions import PythonFunction
+    from coevo.llm.python_functions import function_as_python
 
     name = FUNCTION_OF_KIND[kind]
     try:
-        inspect.signature(function).bind(*ARGUMENTS[name])
+        return function_as_python(function, name, ARGUMENTS[name])
     except TypeError as exc:
         raise TypeError(f"audit_judge: a {kind} judge function takes ({', '.join(ARGUMENTS[name])}); {exc}") from None
-    except ValueError:  # a builtin without a signature: its first call tells
-        pass
-    label = getattr(function, "__name__", name)
-    module = types.ModuleType(f"coevo_audited_{label}")
-    setattr(module, name, function)
-    try:
-        source = inspect.getsource(function)
-    except (OSError, TypeError):
-        source = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', label)}"
-    return PythonFunction(f"python:<function {label}>", module, hashlib.sha256(source.encode()).hexdigest(), name)
 
 
 __all__ = ["audited_judge"]

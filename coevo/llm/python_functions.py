@@ -27,6 +27,7 @@ import inspect
 import json
 import math
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -120,6 +121,28 @@ class PythonFunction:
         if key is not None:
             self.store.put_record(RECORD_KIND, key, {"spec": self.spec, "kind": kind, "value": value})
         return value, False
+
+
+def function_as_python(function: Callable[..., Any], name: str, arguments: tuple[str, ...],
+                       store: Any = None) -> PythonFunction:
+    """A plain Python function as the module a `python:` spec would load, serving `name`
+    (reward, pairwise, gold): the same unreadable-answer handling and, with a store, the same
+    call cache as a function named by a spec. TypeError when it cannot take `arguments`."""
+    label = getattr(function, "__name__", name)
+    try:
+        inspect.signature(function).bind(*arguments)
+    except TypeError as exc:
+        raise TypeError(f"{label} takes ({', '.join(arguments)}); {exc}") from None
+    except ValueError:  # a builtin without a signature: its first call tells
+        pass
+    try:  # the cache key follows the function's code: an edited function is asked again
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        source = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', label)}"
+    module = types.ModuleType(f"coevo_function_{label}")
+    setattr(module, name, function)
+    return PythonFunction(f"python:<function {label}>", module, hashlib.sha256(source.encode()).hexdigest(), name,
+                          store)
 
 
 def load_python_function(spec: str) -> PythonFunction:
