@@ -28,10 +28,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from coevo.algorithms.rlac.domains import CodeDomain
     from coevo.algorithms.rlac.data import load_instructions
-    from coevo.config import read_yaml
+    from coevo.settings.config import read_yaml
     from coevo.eval.stats import wilson_interval
     from coevo.roles.parsing import strip_reasoning
-    from coevo.runner import resolve_config
+    from coevo.run.runner import resolve_config
 
     _, config = resolve_config(read_yaml(args.config), args.config)
     if config.task != "code":

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from coevo.llm.specs import load_model
     from coevo.roles.actor import Actor
     from coevo.tasks.loaders import load_samples
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     began = time.time()
     samples = load_samples("bundled:writing")

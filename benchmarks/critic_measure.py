@@ -2,7 +2,7 @@
 transformers, or by a llama.cpp copy of the same weights (issue 25: a trained role's
 generations outside its own optimizer step run on an engine).
 
-`coevo.learning.critic`'s measurement, on the embedded model's base weights, as the critic's
+`learning.critic`'s measurement, on the embedded model's base weights, as the critic's
 learning test takes it (4 training prompts, 2 seeds, 64-token critiques, the concise-critique
 reward): one process, `--repeats` alternations of the two ways, each timed whole (the
 llama.cpp way includes writing and loading its GGUF copy, as every measurement does). Both
@@ -30,12 +30,12 @@ def main() -> None:
 
     from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import make_reward_fn
-    from coevo.learning import critic as learning
-    from coevo.learning.common import split_prompts
+    from learning import critic as learning
+    from learning.common import split_prompts
     from coevo.roles.actor import Actor
     from coevo.roles.critic import Critic
-    from coevo.roles.python_scorers import judge_for
-    from coevo.types import Sampling
+    from coevo.roles.judging import judge_for
+    from coevo.core.types import Sampling
 
     backend = default_backend()
     work = Path(tempfile.mkdtemp(prefix="critic-measure-"))

@@ -25,7 +25,7 @@ from coevo.llm.base import user
 from coevo.llm.specs import load_model
 from coevo.roles.judges import TaiScoreJudge
 from coevo.tasks.loaders import load_samples
-from coevo.types import JudgeSampling, Rollout, Sampling
+from coevo.core.types import JudgeSampling, Rollout, Sampling
 
 DATA = Path(__file__).resolve().parents[1] / "coevo" / "tasks" / "data" / "writing_prompts.jsonl"
 

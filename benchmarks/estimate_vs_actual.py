@@ -19,10 +19,10 @@ from typing import Any
 
 
 def estimate_of(run: Path, recompute: bool = False) -> Any:
-    from coevo.calibration import load_calibration
-    from coevo.estimate import RunEstimate
-    from coevo.runner import plan_of, resolve_config
-    from coevo.store import RunStore
+    from coevo.plan.calibration import load_calibration
+    from coevo.plan.estimate import RunEstimate
+    from coevo.run.runner import plan_of, resolve_config
+    from coevo.rundir.store import RunStore
 
     store = RunStore(run, read_only=True)
     try:
@@ -36,7 +36,7 @@ def estimate_of(run: Path, recompute: bool = False) -> Any:
 
 
 def compare(run: Path, recompute: bool = False) -> dict[str, Any]:
-    from coevo.estimate_check import compare_rows, compare_totals
+    from coevo.plan.estimate_check import compare_rows, compare_totals
 
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     estimate, origin = estimate_of(run, recompute)

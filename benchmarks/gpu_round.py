@@ -125,7 +125,7 @@ def _tensor(files: list[Path], name: str):
 
 def stage_rows(run: Path, initial: Path) -> dict[str, dict]:
     """The round's GRPO and DPO stages as the run store recorded them."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     store = RunStore(run, read_only=True)
     try:
@@ -163,7 +163,7 @@ def one_round(folder: Path, work: Path, *, mode: str, tokens: int) -> dict:
 
     import torch
 
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     out = work / f"run-{mode}"
     if torch.cuda.is_available():
@@ -187,7 +187,7 @@ def generation_rates(folder: Path, device: str) -> dict:
     """transformers' rates on the model: one call at a time, then batches of BATCHES prompts."""
     import torch
 
-    from coevo.calibration import batched_completion_rate, engine_rate
+    from coevo.plan.calibration import batched_completion_rate, engine_rate
     from coevo.llm.specs import load_model
 
     model = load_model(f"hf:{folder}")

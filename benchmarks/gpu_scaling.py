@@ -38,7 +38,7 @@ TARGET_SPEC = "hf:Qwen/Qwen3-8B"
 TARGET = random_llama.SHAPES["qwen3-8b"]
 #: examples/taiscore_full.yaml (TAIScore Table 12): a GRPO step is 8 prompts x 4 critiques; the
 #: critic's prompt is held within 2,048 tokens (a y0 is up to 4,096: the prompt is at its cap); a
-#: completion fills 0.7 of its 4,096 tokens (coevo.estimate.FILL); DPO pairs of 2 a step.
+#: completion fills 0.7 of its 4,096 tokens (coevo.plan.estimate.FILL); DPO pairs of 2 a step.
 PAPER = dict(grpo_completions=32, prompt=2048, completion=round(0.7 * 4096), dpo_batch=2, revision_batch=8)
 #: The measured round's sequences (benchmarks/gpu_round.py): the critic's prompt ~400 tokens
 #: (template, x, a 64-token y0) with 64-token critiques; the actor's pairs ~200 + 64.
@@ -199,7 +199,7 @@ def extrapolation(rows: list[dict]) -> tuple[list[str], dict]:
 
 def calibration(reports: list[dict], rows: list[dict], rates: dict) -> dict:
     """The calibration: measured sizes as `random:SIZE`, TARGET_SPEC extrapolated."""
-    from coevo.calibration import Calibration, EngineRate, TrainingRate
+    from coevo.plan.calibration import Calibration, EngineRate, TrainingRate
 
     machine = reports[0]["machine"]
     found = Calibration(machine=machine, measured=", ".join(r.get("measured", "?") for r in reports))

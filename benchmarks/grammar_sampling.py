@@ -29,7 +29,7 @@ from coevo.llm.llamacpp import LlamaCppModel, _cpus
 from coevo.llm.llamacpp_grammar import GrammarLastSampler
 from coevo.roles.judges import TaiScoreJudge
 from coevo.roles.schemas import scored_dimensions
-from coevo.types import Message, Sampling
+from coevo.core.types import Message, Sampling
 
 
 def final_score(text: str) -> float | None:

@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/hacking_onset.py --merge A.json B.json --json OUT   # one result from several
 
 Trains the TAIScore critic with GRPO on the reward F (a Python function of (x, y0, critique,
-y1) -> float, as `coevo.learning.rewards`' are) on bundled writing prompts, with
+y1) -> float, as `coevo.eval.checkable`' are) on bundled writing prompts, with
 `coevo.monitor.HackingMonitor` watching the training reward and the anchor G (same signature:
 what F was meant to measure) on `--heldout` held-out prompts every `--every` steps, with
 `--anchor-samples` critiques of each prompt averaged per prompt (the prompt stays the item the
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--first-seed must be at least 0, got {args.first_seed}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    from coevo.learning.hacking import measure
+    from learning.hacking import measure
     from coevo.llm.base import ModelError
 
     with tempfile.TemporaryDirectory(prefix="coevo-hacking-") as scratch:
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def merge_results(paths: list[str], out: str | None) -> int:
-    from coevo.learning.hacking import HackingOnset, merged
+    from learning.hacking import HackingOnset, merged
 
     try:
         result = merged([HackingOnset.model_validate_json(Path(p).read_text()) for p in paths])

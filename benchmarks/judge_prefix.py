@@ -33,7 +33,7 @@ from coevo.llm.embedded import gguf_path
 from coevo.llm.llamacpp import LlamaCppModel
 from coevo.prompts import load_template
 from coevo.tasks.loaders import load_samples
-from coevo.types import Message, Sampling
+from coevo.core.types import Message, Sampling
 
 CRITIQUE = ("The response lists three points but never answers the question's second part, and its "
             "closing paragraph repeats the opening. Answer the second part and cut the repetition.")

@@ -26,7 +26,7 @@ from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.judges import TaiScoreJudge
 from coevo.tasks.loaders import load_samples
-from coevo.types import JudgeSampling, Rollout, Sampling
+from coevo.core.types import JudgeSampling, Rollout, Sampling
 
 
 def spearman(a: list[float], b: list[float]) -> float:

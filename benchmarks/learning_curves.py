@@ -2,7 +2,7 @@
 
 Trains one loop on the embedded model with a reward whose answer Python can check, and
 measures the loop's target on held-out items before training, at intermediate steps and
-after (coevo/learning/ has one module per loop):
+after (benchmarks/learning/ has one module per loop):
 
     taiscore-critic   GRPO on TAIScore's critic; target: the held-out reward of its critiques
                       (default reward: concise_critique, Table 6's "concise feedback";
@@ -34,9 +34,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: Loop name -> the coevo.learning module whose `measure` runs it.
-LOOPS = {"taiscore-critic": "coevo.learning.critic", "taiscore-actor": "coevo.learning.actor",
-         "rlac-code": "coevo.learning.rlac_code", "decoevo": "coevo.learning.decoevo"}
+#: Loop name -> the learning module whose `measure` runs it.
+LOOPS = {"taiscore-critic": "learning.critic", "taiscore-actor": "learning.actor",
+         "rlac-code": "learning.rlac_code", "decoevo": "learning.decoevo"}
 
 
 def main(argv: list[str] | None = None) -> int:

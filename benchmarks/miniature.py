@@ -37,10 +37,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: The tables' minimum-detectable-effect column (coevo/learning/miniature.py, `minimum_detectable_effect`).
+#: The tables' minimum-detectable-effect column (benchmarks/learning/miniature.py, `minimum_detectable_effect`).
 MDE_HEADER = "detectable at 80 % power"
-PAPERS = {"rlac": "coevo.learning.mini_rlac", "taiscore": "coevo.learning.mini_taiscore",
-          "decoevo": "coevo.learning.mini_decoevo"}
+PAPERS = {"rlac": "learning.mini_rlac", "taiscore": "learning.mini_taiscore",
+          "decoevo": "learning.mini_decoevo"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 def print_summary(arms: dict, found: dict) -> None:
     """The run's closing lines: each arm's gold before and after and its gain, then each
     comparison; a null with the effect it could have detected."""
-    from coevo.learning.miniature import shown_of
+    from learning.miniature import shown_of
 
     for name, arm in arms.items():
         before = "—" if arm.before is None else f"{arm.before:.3f}"
@@ -115,7 +115,7 @@ def print_summary(arms: dict, found: dict) -> None:
 def print_tables(path: Path, parser: argparse.ArgumentParser) -> int:
     """The README's tables of one miniature: its arms, then its comparisons, then the same
     for each further measure of its arms (TAIScore's critiques)."""
-    from coevo.learning.miniature import Miniature
+    from learning.miniature import Miniature
 
     try:
         result = Miniature.model_validate_json(path.read_text(encoding="utf-8"))
@@ -131,7 +131,7 @@ def print_tables(path: Path, parser: argparse.ArgumentParser) -> int:
 def print_table(arms: dict, found: dict, seeds: int, minutes: str) -> None:
     """One measure's two markdown tables. The MDE column: the effect each n and spread would
     detect with 80 % power (two-sided α 0.05), so a null reads with what it rules out."""
-    from coevo.learning.miniature import mde_cell, shown
+    from learning.miniature import mde_cell, shown
 
     print(f"| arm | before | after | gain [95 % CI] (n) | {MDE_HEADER} | seeds | whole run |\n"
           "|---|---|---|---|---|---|---|")

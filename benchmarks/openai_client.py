@@ -91,7 +91,7 @@ def coevo_client(url: str, model_dir: Path, args: argparse.Namespace, seed: int)
 
     from coevo.llm.base import user
     from coevo.llm.openai_backend import OpenAIModel
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     rng = random.Random(seed)

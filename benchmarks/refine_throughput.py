@@ -20,12 +20,12 @@ import platform
 import time
 from pathlib import Path
 
-from coevo.judging import rollout_judge
+from coevo.roles.judging import rollout_judge
 from coevo.roles.refinement import refine
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.tasks.loaders import load_samples
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 
 class TimedModel:

@@ -244,10 +244,10 @@ def reward_for(urls: list[str], concurrency: int, scoring: str = "expected") -> 
     `scoring` "expected" (coevo's default: the judge asks for 20 top log-probabilities per
     token) or "sampled" (no log-probabilities)."""
     from coevo.algorithms.taiscore.rewards import make_reward_fn
-    from coevo.judging import rollout_judge
+    from coevo.roles.judging import rollout_judge
     from coevo.llm.specs import load_model
     from coevo.roles.actor import Actor
-    from coevo.types import JudgeSampling, Sampling
+    from coevo.core.types import JudgeSampling, Sampling
 
     joined = ",".join(urls)
     actor_model = load_model(f"openai:actor@{joined}", concurrency=concurrency, max_retries=0)

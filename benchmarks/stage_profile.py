@@ -1,6 +1,6 @@
 """Where `coevo quickstart`'s time and memory go, phase by phase.
 
-Runs the quickstart's own config (coevo/quickstart.py: one TAIScore round on the embedded
+Runs the quickstart's own config (coevo/run/quickstart.py: one TAIScore round on the embedded
 model) through the real runner, with timers wrapped around each phase, and a thread that
 samples the process's resident memory every 20 ms and files each sample under the phase
 running then:
@@ -50,7 +50,7 @@ class Phases:
     """Nested phase timers and a resident-memory sampler that files samples by phase."""
 
     def __init__(self, interval: float = 0.02):
-        from coevo.train.common import current_rss_mb
+        from coevo.train.measuring import current_rss_mb
 
         self.rss = current_rss_mb
         self.stack: list[str] = []
@@ -294,8 +294,8 @@ def main() -> int:
 
         GenerationCopy.parked = lambda self, checkpoint, stage: contextlib.nullcontext()
 
-    from coevo.quickstart import PROMPTS, quickstart_config
-    from coevo.runner import run_experiment
+    from coevo.run.quickstart import PROMPTS, quickstart_config
+    from coevo.run.runner import run_experiment
 
     args.prompts = args.prompts or PROMPTS
     phases = Phases()

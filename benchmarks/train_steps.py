@@ -42,7 +42,7 @@ def run_one(name: str, steps: int, prompts: int, max_tokens: int) -> dict:
     """One configuration, in this process: warm-up stage, then the timed stage."""
     from coevo.llm.specs import load_model
     from coevo.train import DPOSettings, GRPOSettings, LoRASettings, train_dpo, train_grpo
-    from coevo.types import PreferencePair
+    from coevo.core.types import PreferencePair
 
     kind, mode = name.split("-")
     lora = LoRASettings(r=16, alpha=32) if mode == "lora" else None
@@ -82,7 +82,7 @@ def _taiscore_reward(prompts: int, max_tokens: int):
     from coevo.roles.critic import Critic
     from coevo.roles.judges import TaiScoreJudge
     from coevo.tasks.loaders import load_samples
-    from coevo.types import Rollout, Sampling
+    from coevo.core.types import Rollout, Sampling
 
     frozen = load_model("smollm2")  # llama.cpp: actor and judge share one copy
     actor = Actor(frozen, Sampling(temperature=0.8, top_p=0.95, max_tokens=max_tokens),

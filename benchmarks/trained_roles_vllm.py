@@ -59,7 +59,7 @@ def lora_revisions(folder: Path) -> dict:
     from coevo.llm import embedded
     from coevo.llm.base import user
     from coevo.llm.vllm_backend import VLLMModel
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     base_dir = embedded.hf_dir()
     from transformers import AutoModelForCausalLM

@@ -26,8 +26,8 @@ from coevo.version import __version__
 # point at is imported until a user asks for the name. ("module" alone: the module itself.)
 _PUBLIC: dict[str, str] = {
     # running configs
-    "run_experiment": "coevo.runner:run_experiment",
-    "plan_experiment": "coevo.runner:plan_experiment",
+    "run_experiment": "coevo.run.runner:run_experiment",
+    "plan_experiment": "coevo.run.runner:plan_experiment",
     "TaiScoreConfig": "coevo.algorithms.taiscore:TaiScoreConfig",
     "RlacConfig": "coevo.algorithms.rlac:RlacConfig",
     "DecoEvoConfig": "coevo.algorithms.decoevo:DecoEvoConfig",
@@ -36,22 +36,22 @@ _PUBLIC: dict[str, str] = {
     "base_model_path": "coevo.llm.specs:base_model_path",
     "ChatModel": "coevo.llm.base:ChatModel",
     # records and settings
-    "Sample": "coevo.types:Sample",
-    "Rollout": "coevo.types:Rollout",
-    "Judgment": "coevo.types:Judgment",
-    "Sampling": "coevo.types:Sampling",
-    "JudgeSampling": "coevo.types:JudgeSampling",
-    "Proposal": "coevo.types:Proposal",
-    "Verdict": "coevo.types:Verdict",
+    "Sample": "coevo.core.types:Sample",
+    "Rollout": "coevo.core.types:Rollout",
+    "Judgment": "coevo.core.types:Judgment",
+    "Sampling": "coevo.core.types:Sampling",
+    "JudgeSampling": "coevo.core.types:JudgeSampling",
+    "Proposal": "coevo.core.types:Proposal",
+    "Verdict": "coevo.core.types:Verdict",
     # roles and judges
     "Actor": "coevo.roles.actor:Actor",
     "Critic": "coevo.roles.critic:Critic",
     "refine": "coevo.roles.refinement:refine",
     "Scorer": "coevo.roles.base:Scorer",
-    "JUDGE_NAMES": "coevo.judging:JUDGE_NAMES",
-    "rollout_judge": "coevo.judging:rollout_judge",
-    "judge_as_reward": "coevo.judging:judge_as_reward",
-    "judge_file": "coevo.judging:judge_file",
+    "JUDGE_NAMES": "coevo.roles.judging:JUDGE_NAMES",
+    "rollout_judge": "coevo.roles.judging:rollout_judge",
+    "judge_as_reward": "coevo.roles.judging:judge_as_reward",
+    "judge_file": "coevo.eval.judge_file:judge_file",
     "TaiScoreJudge": "coevo.roles.judges:TaiScoreJudge",
     "CritiqueQualityJudge": "coevo.roles.judges:CritiqueQualityJudge",
     "AdherenceJudge": "coevo.roles.judges:AdherenceJudge",
@@ -76,7 +76,7 @@ _PUBLIC: dict[str, str] = {
     # rewards for your own trainer
     "rewards": "coevo.rewards",
     # errors
-    "ConfigError": "coevo.strict:ConfigError",
+    "ConfigError": "coevo.core.strict:ConfigError",
     "ModelError": "coevo.llm.base:ModelError",
 }
 

@@ -21,7 +21,7 @@ from coevo.commands import audit, evaluate, validate
 from coevo.commands.console import HELP_SETTINGS, out
 from coevo.commands.errors import run_app
 from coevo.commands.experiment import print_plan, run_and_report_quickstart, run_config
-from coevo.quickstart import PROMPTS as QUICKSTART_PROMPTS
+from coevo.run.quickstart import PROMPTS as QUICKSTART_PROMPTS
 from coevo.commands.metrics_and_models import print_metric_definitions, print_model_specs
 from coevo.commands.refine_and_judge import judge_rollouts, refine_once
 from coevo.commands.runs import DEFAULT_RUNS, list_runs, serve_runs, show_run, write_report
@@ -55,9 +55,9 @@ def _root(
 ) -> None:
     """coevo: co-evolve an LLM generator with its evaluator (TAIScore, RLAC, DecoEvo)."""
     if verbose:
-        from coevo.logs import VERBOSE_ENV
+        from coevo.run.logs import VERBOSE_ENV
 
-        # Read by coevo/logs.py (library warnings and TRL's logs always go to RUN/coevo.log;
+        # Read by coevo/run/logs.py (library warnings and TRL's logs always go to RUN/coevo.log;
         # verbose, to the terminal too); an environment variable, so worker processes see it.
         os.environ[VERBOSE_ENV] = "1"
 
@@ -91,7 +91,7 @@ def quickstart(
     run_and_report_quickstart(out_dir, prompts=prompts, model=model, judge=judge, fresh=fresh)
 
 
-#: Both `plan` and `run` refuse a config past coevo/scale.py's soft limits without it.
+#: Both `plan` and `run` refuse a config past coevo/settings/limits.py's soft limits without it.
 ALLOW_LARGE_HELP = ("Plan or run a config past the soft size limits (e.g. more than 100 rounds or 100,000 "
                     "stages), which are refused by default as likely typos that would exhaust the machine.")
 

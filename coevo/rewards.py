@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coevo.strict import ConfigError
+from coevo.core.strict import ConfigError
 
 RewardFunction = Callable[..., list[float]]
 
@@ -61,8 +61,8 @@ def judge(scorer: Any, kind: str | None = None, *, column: str = "rubric", sampl
         raise ConfigError(f"judge(kind={kind!r}): a policy's reward takes kind None (a function of prompt and "
                           "completion), 'gold_rubric' (a model judging each row's criteria) or 'key_points' (a "
                           "model checking each row's reference key points)")
-    from coevo.roles.python_scorers import judge_for
-    from coevo.types import Sampling
+    from coevo.roles.judging import judge_for
+    from coevo.core.types import Sampling
 
     model = _load(scorer, "scorer", store) if isinstance(scorer, str) else _cached(scorer, store)
     decoding = _sampling(sampling, Sampling(temperature=0.0, max_tokens=512), "sampling")
@@ -86,7 +86,7 @@ def _key_points_reward(model: Any, sampling: Any, column: str) -> RewardFunction
     column `column`, a list of strings) the completion supports, DeepResearch-Gym's KPR / 100
     under its official protocol (one judge call per key point)."""
     from coevo.roles.deepresearch_official import report_judges
-    from coevo.types import Sample
+    from coevo.core.types import Sample
 
     points, _ = report_judges(model, sampling, "official")
 
@@ -121,7 +121,7 @@ def _function_reward(scorer: Any, store: Any) -> RewardFunction:
 
 
 def _rubric_sample(index: int, prompt: str, rubric: Any) -> Any:
-    from coevo.types import Criterion, Rubric, Sample
+    from coevo.core.types import Criterion, Rubric, Sample
 
     items = [rubric] if isinstance(rubric, (str, dict)) else list(rubric or [])
     criteria = [Criterion(name=item[:80], description=item) if isinstance(item, str) else Criterion(**item)
@@ -172,8 +172,8 @@ def taiscore(
     judge answer that cannot be read, gets `invalid_reward` and stays in its GRPO group.
     """
     from coevo.algorithms.taiscore import make_reward_fn
-    from coevo.judging import REWARD_JUDGES
-    from coevo.role_specs import RefinementRoleSpecs
+    from coevo.roles.judging import REWARD_JUDGES
+    from coevo.settings.role_specs import RefinementRoleSpecs
 
     if reward not in REWARD_JUDGES:
         raise ConfigError(f"taiscore(reward={reward!r}): the critic's reward is one of {', '.join(REWARD_JUDGES)}")
@@ -214,7 +214,7 @@ def _critic_rows(template_name: str) -> Callable[..., list[dict[str, Any]]]:
 
 def _reward_judge(judge: Any, reward: str, sampling: Any, store: Any) -> Any:
     """The `Scorer` behind a TAIScore reward, from whatever form the user gave the judge."""
-    from coevo.judging import rollout_judge
+    from coevo.roles.judging import rollout_judge
     from coevo.llm.python_functions import PythonFunction, check_python_spec, is_python_spec
 
     if isinstance(judge, str) and is_python_spec(judge):
@@ -418,7 +418,7 @@ def _rlac_validator(validator: Any, domain: Any, settings: Any) -> Any:
 
 def _register(problems: dict[str, Any], samples: Iterable[Any] | Mapping[str, Any]) -> list[Any]:
     """Add problems (coevo `Sample`s, or dicts of their fields) to the reward's lookup."""
-    from coevo.types import Sample
+    from coevo.core.types import Sample
 
     listed = list(samples.values()) if isinstance(samples, Mapping) else list(samples)
     parsed = [s if isinstance(s, Sample) else Sample.model_validate(s) for s in listed]
@@ -460,7 +460,7 @@ def _sampling(value: Any, default: Any, argument: str) -> Any:
         except ValueError as exc:
             first = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in getattr(exc, "errors", list)())
             raise ConfigError(f"{argument}={dict(value)!r}: {first or exc}") from None
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     if isinstance(value, Sampling):
         return value
@@ -496,6 +496,6 @@ def _run_store(store: Any) -> Any:
     """None, a `RunStore`, or a folder to open one in (created if need be)."""
     if store is None or not isinstance(store, (str, Path)):
         return store
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     return RunStore(store)

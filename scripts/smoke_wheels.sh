@@ -31,7 +31,7 @@ PACKAGES=(
   # datasets: TRL's input format (coevo.train builds datasets.Dataset rows); dill and
   # multiprocess are its dependencies the image lacks (pyarrow, pandas, xxhash, fsspec are there).
   datasets dill multiprocess
-  # pydantic: coevo's settings, records and config (coevo.strict, coevo.types) are pydantic
+  # pydantic: coevo's settings, records and config (coevo.core.strict, coevo.core.types) are pydantic
   # models; the other three are its own dependencies.
   pydantic pydantic-core annotated-types typing-inspection
   # json-repair: coevo.roles.parsing imports it at module level (the judge's and critic's JSON).

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from coevo import cli
-from coevo.runner import _experiments
+from coevo.run.runner import _experiments
 
 #: Every algorithm `coevo plan` covers, on its small example (each loads nothing to plan).
 CONFIGS = ("taiscore_tiny.yaml", "taiscore_deepresearch_tiny.yaml", "decoevo_tiny.yaml", "rlac_bio_tiny.yaml",

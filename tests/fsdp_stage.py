@@ -6,7 +6,7 @@ rank what the rank held and what TRL logged (tests/train/test_fsdp_cpu.py runs i
 
 MODEL is a transformers folder (the tiny random Llama of tests/real_runs.py). Rank 0 does
 what `coevo run` does (load_trainable, train_dpo, train_grpo, distributed.end); the other
-ranks follow it (coevo.ranks.follow), as in a real many-process run. Each rank writes
+ranks follow it (coevo.run.ranks.follow), as in a real many-process run. Each rank writes
 OUT/rank<N>.json: the accelerate distributed type, and per stage the parameter elements the
 rank held while training (FSDP2 holds DTensors: their local shard), the model's full size,
 the losses TRL logged and where `final/` was saved.
@@ -145,7 +145,7 @@ def record_every_stage(recorder: Recorder) -> None:
 def train_both_stages(model: Path, out: Path) -> dict[str, str]:
     """Rank 0: load the policy, run a DPO then a GRPO stage of 2 steps each, end the run."""
     from coevo.train import DPOSettings, GRPOSettings, distributed, load_trainable, train_dpo, train_grpo
-    from coevo.types import PreferencePair
+    from coevo.core.types import PreferencePair
 
     policy = load_trainable(f"hf:{model}")
     pairs = [PreferencePair(prompt=p, chosen=c, rejected=r) for p, c, r in PAIRS]
@@ -164,7 +164,7 @@ def main(model: Path, out: Path) -> None:
     fsdp_on_cpu()
     from accelerate.state import PartialState
 
-    from coevo import ranks
+    from coevo.run import ranks
     from coevo.train import distributed
 
     recorder = Recorder()

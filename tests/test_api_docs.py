@@ -21,9 +21,9 @@ import pytest
 import coevo
 from coevo import rewards
 from coevo.llm.replay import ReplayModel
-from coevo.strict import ConfigError
+from coevo.core.strict import ConfigError
 from coevo.tasks.code import load_code_problems
-from coevo.types import Judgment, Verdict
+from coevo.core.types import Judgment, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 API_DOC = ROOT / "docs" / "api.md"

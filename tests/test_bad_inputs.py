@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from coevo import cli
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 # name -> (command line, quoted as in a shell; words the error line must hold). {d} is the
 # fixture's folder.

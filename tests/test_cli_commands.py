@@ -154,8 +154,8 @@ def test_quickstart_runs_its_taiscore_config_and_resumes(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from coevo.cli import app
-    from coevo.quickstart import DPO_STEPS, GRPO_STEPS, HELD_OUT
-    from coevo.store import RunStore
+    from coevo.run.quickstart import DPO_STEPS, GRPO_STEPS, HELD_OUT
+    from coevo.rundir.store import RunStore
 
     for name in ("model", "judge"):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _QUICKSTART_RULES))
@@ -295,7 +295,7 @@ def test_version_and_verbose(monkeypatch):
     from typer.testing import CliRunner
 
     import coevo
-    from coevo import logs
+    from coevo.run import logs
     from coevo.cli import app
 
     proc = coevo_proc("--version")
@@ -322,9 +322,9 @@ def test_judge_kinds_are_spelled_one_way_in_configs_cli_and_docs():
     from coevo.algorithms.refine import RefineRunConfig
     from coevo.algorithms.taiscore.config import RewardName
     from coevo.cli import app
-    from coevo.config import ConfigError
+    from coevo.core.strict import ConfigError
     from coevo.algorithms.controls import ControlsConfig
-    from coevo.judging import JUDGE_NAMES, judge_name
+    from coevo.roles.judging import JUDGE_NAMES, judge_name
 
     (judges_type,) = typing.get_args(RefineRunConfig.model_fields["judges"].annotation)
     assert set(typing.get_args(judges_type)) == set(JUDGE_NAMES)  # the refine config takes every judge
@@ -348,7 +348,7 @@ def _fake_run(path, status, *, error=None, duration_s=None, metrics=(), rollouts
     import time
     from datetime import datetime, timedelta
 
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     store = RunStore(path)
     store.set_meta("algorithm", "taiscore")
@@ -371,7 +371,7 @@ def _fake_run(path, status, *, error=None, duration_s=None, metrics=(), rollouts
 def test_runs_lists_status_duration_and_headline_metrics_one_line_each_when_piped(tmp_path):
     import os
 
-    from coevo.runlock import RunLock
+    from coevo.rundir.lock import RunLock
 
     root = tmp_path / "runs"
     batch = "experiments-of-the-first-of-december"
@@ -406,7 +406,7 @@ def test_runs_lists_status_duration_and_headline_metrics_one_line_each_when_pipe
 
 
 def test_show_filters_by_stage_and_round_under_readable_headings(tmp_path):
-    from coevo.types import Judgment, Rollout
+    from coevo.core.types import Judgment, Rollout
 
     taiscore = Judgment(judge="taiscore", score=7.0, reward=7.0, scores={"critique_quality": 6.0})
     unreadable = Judgment(judge="gold_rubric", valid=False, error="no score in the answer")
@@ -446,7 +446,7 @@ def test_show_filters_by_stage_and_round_under_readable_headings(tmp_path):
 
 def test_refine_max_tokens_caps_the_texts_not_the_judge():
     from coevo.algorithms.refine import texts_capped
-    from coevo.role_specs import RefinementRoleSpecs
+    from coevo.settings.role_specs import RefinementRoleSpecs
 
     default = RefinementRoleSpecs()
     capped = texts_capped(default, 64)

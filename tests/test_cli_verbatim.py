@@ -31,7 +31,7 @@ def _run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_view_conditions_error_prints_the_spec_as_typed(tmp_path, monkeypatch, capsys):
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     RunStore(tmp_path / "run").close()  # a run folder, so the --conditions spec is what is refused
     code, _, err = _run_main(monkeypatch, capsys, "view", str(tmp_path / "run"), "--conditions", "A:B:C",
@@ -52,7 +52,8 @@ def test_a_models_output_prints_verbatim(tmp_path):
 
 
 def test_tables_headings_progress_and_log_lines_print_verbatim(monkeypatch, capsys):
-    from coevo import logs, progress
+    from coevo.core import progress
+    from coevo.run import logs
     from coevo.commands.console import heading, out, print_plain, print_rows
 
     monkeypatch.setenv("COLUMNS", "300")

@@ -1,19 +1,19 @@
 """What a run cost, counted: calls, tokens, seconds, cache hits and dollars per stage and
-role; each training stage's steps, seconds, memory and tokens (coevo/cost.py)."""
+role; each training stage's steps, seconds, memory and tokens (coevo/plan/cost.py)."""
 
 import json
 
 import pytest
 
-from coevo.cost import call_costs, run_cost, training_costs
+from coevo.plan.cost import call_costs, run_cost, training_costs
 from coevo.llm.base import ModelError, user
 from coevo.llm.cache import CachedModel
 from coevo.llm.call_tags import tagged
 from coevo.llm.pricing import Price
 from coevo.llm.specs import clear_loaded, load_model
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.train.common import TrainResult
-from coevo.types import Completion, Sampling
+from coevo.core.types import Completion, Sampling
 
 
 class CountingModel:
@@ -90,8 +90,8 @@ def test_training_stages_are_counted_with_the_tokens_trl_logged(tmp_path):
 
 
 def test_a_run_summary_and_its_page_carry_the_cost(tmp_path):
-    from coevo.runner import run_experiment
-    from coevo.runs_display import run_header_lines
+    from coevo.run.runner import run_experiment
+    from coevo.view.runs_display import run_header_lines
     from coevo.view.context import RunRef
     from coevo.view.run_page import run_page_context
 

@@ -1,4 +1,4 @@
-"""`coevo plan`'s cost estimate (coevo/estimate.py): the calls each stage makes, counted from
+"""`coevo plan`'s cost estimate (coevo/plan/estimate.py): the calls each stage makes, counted from
 the config as the loop makes them; seconds from a calibration, dollars from prices. The
 estimate against a real run's counted cost is checked where the run is made
 (tests/algorithms/test_taiscore_e2e.py: within 2x at test size); BENCHMARKS.md has the
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coevo.calibration import (
+from coevo.plan.calibration import (
     Calibration,
     EngineRate,
     TrainingRate,
@@ -20,10 +20,10 @@ from coevo.calibration import (
     machine,
     targets,
 )
-from coevo.estimate import FILL, RunEstimate, TrainingEstimate, call_estimate, finish
-from coevo.estimate_check import compare_rows, compare_totals, ratio_text
+from coevo.plan.estimate import FILL, RunEstimate, TrainingEstimate, call_estimate, finish
+from coevo.plan.estimate_check import compare_rows, compare_totals, ratio_text
 from coevo.llm.pricing import Price
-from coevo.runner import plan_experiment
+from coevo.run.runner import plan_experiment
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -130,8 +130,8 @@ def test_a_calibration_is_this_machine_s_or_none(tmp_path, monkeypatch):
 
 
 def test_calibrate_measures_each_engine_and_trained_model_of_the_plan():
-    from coevo.config import read_yaml
-    from coevo.runner import resolve_config
+    from coevo.settings.config import read_yaml
+    from coevo.run.runner import resolve_config
 
     plan = plan_experiment(EXAMPLES / "taiscore_tiny.yaml")
     _, config = resolve_config(read_yaml(EXAMPLES / "taiscore_tiny.yaml"), "x")
@@ -160,7 +160,7 @@ def test_estimate_beside_the_counted_cost():
 def test_calibration_times_whole_prompts_on_an_engine_that_keeps_prefixes(monkeypatch):
     # llama.cpp keeps the previous prompt's shared blocks: were the calibration's calls to share
     # their prompt, the second would evaluate a few tokens and the prompt rate would be a fiction.
-    from coevo.calibration import measure_engine
+    from coevo.plan.calibration import measure_engine
     from coevo.llm import specs
     from coevo.llm.embedded import gguf_path
     from coevo.llm.llamacpp import LlamaCppModel
@@ -177,7 +177,7 @@ def test_calibration_times_whole_prompts_on_an_engine_that_keeps_prefixes(monkey
 
 
 def test_a_calibration_measured_elsewhere_is_read_when_named_and_a_bad_file_is_refused(tmp_path):
-    from coevo.calibration import read_calibration
+    from coevo.plan.calibration import read_calibration
 
     path = tmp_path / "gpu.json"
     path.write_text(json.dumps(Calibration(machine="a GPU node", measured="then").model_dump()))
@@ -205,7 +205,7 @@ def test_batched_rates_time_what_a_call_decodes_together():
 
 
 def test_untimed_server_calls_leave_a_lower_bound_and_the_rates_source_is_named():
-    from coevo.estimate import estimate_lines
+    from coevo.plan.estimate import estimate_lines
 
     calibration = Calibration(machine="an H200 node", measured="today", engines=[EngineRate(
         engine="transformers", spec="m", prompt_tokens_per_s=100.0, completion_tokens_per_s=10.0,
@@ -222,7 +222,7 @@ def test_untimed_server_calls_leave_a_lower_bound_and_the_rates_source_is_named(
 
 def test_the_paper_config_is_timed_with_the_gpu_calibration_each_condition_on_its_own_engine():
     # The calibration benchmarks/gpu_scaling.py wrote from the H200 runs (BENCHMARKS.md, "GPU").
-    from coevo.calibration import read_calibration
+    from coevo.plan.calibration import read_calibration
 
     calibration = read_calibration(Path(__file__).resolve().parents[1] / "benchmarks" / "results"
                                    / "gpu_round_h200_calibration.json")

@@ -1,5 +1,6 @@
-"""DESIGN.md's conventions ask for small functions: none in coevo/ is longer than 60 lines
-(decorators excluded, its docstring and comments included). A longer one is split into steps
+"""The team's design note (DESIGN.md, kept outside this repository) asks for small
+functions: none in coevo/ is longer than 60 lines (decorators excluded, its docstring and
+comments included). A longer one is split into steps
 that read like the algorithm box they serve."""
 
 from __future__ import annotations

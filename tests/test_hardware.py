@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coevo.hardware import (
+from coevo.plan.hardware import (
     VLLM_7B_H100,
     Hardware,
     HardwareError,

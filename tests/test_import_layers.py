@@ -4,7 +4,7 @@ from the module that holds it to the coevo module it names. A lazy or typing-onl
 breaks nothing at run time, but it is still a tie: the module cannot be read, moved or tested
 without the one it names, so lazy arrows count like the others.
 
-The layers are read from the doc's one layer table (its rows name modules, `coevo.config`, or
+The layers are read from the doc's one layer table (its rows name modules, `coevo.settings.config`, or
 packages with all they hold, `coevo.llm.*`): every module of coevo/ sits in exactly one row,
 every row names at least one module, and no arrow runs from a layer to a higher one.
 Also guarded: llm/ never reaches up into train/; train/distributed.py (the message layer
@@ -129,21 +129,21 @@ def arrows(graph: dict[str, set[str]], source, target) -> list[str]:
 def test_the_walk_sees_lazy_typing_only_and_relative_imports():
     source = (
         "from typing import TYPE_CHECKING\n"
-        "import coevo.store\n"
+        "import coevo.rundir.store\n"
         "from coevo.train import distributed\n"
         "from . import base\n"
         "if TYPE_CHECKING:\n    from coevo.roles.base import Role\n"
-        "def f():\n    from coevo.config import ModelRoles\n"
+        "def f():\n    from coevo.settings.config import ModelRoles\n"
     )
-    known = {"coevo.store", "coevo.train", "coevo.train.distributed", "coevo.llm", "coevo.llm.base",
-             "coevo.roles.base", "coevo.config", "coevo.llm.specs"}
+    known = {"coevo.rundir.store", "coevo.train", "coevo.train.distributed", "coevo.llm", "coevo.llm.base",
+             "coevo.roles.base", "coevo.settings.config", "coevo.llm.specs"}
     assert imported(ast.parse(source), "coevo.llm.specs", False, known) == {
-        "coevo.store", "coevo.train.distributed", "coevo.llm.base", "coevo.roles.base", "coevo.config"}
+        "coevo.rundir.store", "coevo.train.distributed", "coevo.llm.base", "coevo.roles.base", "coevo.settings.config"}
 
 
 def test_an_import_from_outside_a_package_runs_its_init_first():
-    known = {"coevo.config", "coevo.train", "coevo.train.trainable", "coevo.train.common"}
-    assert with_packages_run("coevo.config", {"coevo.train.trainable"}, known) == {
+    known = {"coevo.settings.config", "coevo.train", "coevo.train.trainable", "coevo.train.common"}
+    assert with_packages_run("coevo.settings.config", {"coevo.train.trainable"}, known) == {
         "coevo.train.trainable", "coevo.train"}
     assert with_packages_run("coevo.train.common", {"coevo.train.trainable"}, known) == {"coevo.train.trainable"}
 
@@ -159,7 +159,7 @@ def test_llm_imports_nothing_from_train():
 
 def test_the_message_layer_of_many_processes_names_nothing_above_train():
     """The trainers import train/distributed.py; it may import train/ and leaf modules only
-    (the loop the other ranks run, which loads models and trains, is coevo/ranks.py)."""
+    (the loop the other ranks run, which loads models and trains, is coevo/run/ranks.py)."""
     graph = import_graph()
     leaves = {name for name, targets in graph.items() if not targets}
     outside = [m for m in graph["coevo.train.distributed"] if not _in(("coevo.train",))(m) and m not in leaves]
@@ -170,7 +170,7 @@ def test_tasks_sit_below_roles_validators_and_the_algorithms():
     """Data loading asks no judge and runs no validator: a task's data is read the same
     whatever the run does with it (the query filter, which asks a judge, is roles/'s)."""
     above = _in(("coevo.roles", "coevo.validators", "coevo.algorithms", "coevo.train", "coevo.audit",
-                 "coevo.eval", "coevo.view", "coevo.learning"))
+                 "coevo.eval", "coevo.view", "learning"))
     graph = import_graph()
     upward = {m: sorted(t for t in targets if above(t)) for m, targets in graph.items() if _in(("coevo.tasks",))(m)}
     assert {m: t for m, t in upward.items() if t} == {}
@@ -244,15 +244,15 @@ def doc_layers() -> tuple[list[tuple[int, str, list[str]]], dict[str, int], dict
 
 def test_the_layer_table_is_read_and_checked_as_the_doc_says():
     text = ("| layer | modules | what |\n|---|---|---|\n"
-            "| 2 top | `coevo.cli`, `coevo.view.*` | x |\n| 1 bottom | `coevo.store`, `coevo.gone` | y |\n")
+            "| 2 top | `coevo.cli`, `coevo.view.*` | x |\n| 1 bottom | `coevo.rundir.store`, `coevo.gone` | y |\n")
     rows = layer_table("# A doc\n\n" + text + "\nmore prose\n")
-    assert rows == [(2, "top", ["coevo.cli", "coevo.view.*"]), (1, "bottom", ["coevo.store", "coevo.gone"])]
-    names = {"coevo.cli", "coevo.view", "coevo.view.app", "coevo.viewer", "coevo.store"}
+    assert rows == [(2, "top", ["coevo.cli", "coevo.view.*"]), (1, "bottom", ["coevo.rundir.store", "coevo.gone"])]
+    names = {"coevo.cli", "coevo.view", "coevo.view.app", "coevo.viewer", "coevo.rundir.store"}
     layer, wrong = place(rows + [(1, "again", ["coevo.view.app"])], names)
     assert wrong == {"in no layer": ["coevo.viewer"], "in several rows": ["coevo.view.app: ['coevo.view.*', 'coevo.view.app']"],
                      "rows naming no module": ["coevo.gone"]}
-    assert upward({"coevo.store": {"coevo.cli"}, "coevo.cli": {"coevo.store"}}, layer) == [
-        "coevo.store (layer 1) -> coevo.cli (layer 2)"]
+    assert upward({"coevo.rundir.store": {"coevo.cli"}, "coevo.cli": {"coevo.rundir.store"}}, layer) == [
+        "coevo.rundir.store (layer 1) -> coevo.cli (layer 2)"]
     try:
         layer_table(text + "\n" + text)
     except AssertionError as exc:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 
 
 class CallerError(Exception):

@@ -37,8 +37,8 @@ from pathlib import Path
 import pytest
 from real_runs import coevo_run_command, run_coevo, taiscore_on_tiny_llama
 
-from coevo.runlock import holder, run_status
-from coevo.store import RunStore
+from coevo.rundir.lock import holder, run_status
+from coevo.rundir.store import RunStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.tiny_model]
 CONFIG = "taiscore_tiny.yaml"
@@ -56,7 +56,7 @@ VOLATILE = (
     "report",  # the absolute path of report.html: another run folder
 )
 # A trained model's id ends in a digest of its stage's result record, clocks included
-# (coevo/checkpoint_identity.py): another training of the stage, another id, so the cache
+# (coevo/core/checkpoint_identity.py): another training of the stage, another id, so the cache
 # key (a hash over the id) and the digest are compared without it.
 DIGEST = re.compile(r":[0-9a-f]{16}$")
 # Meta keys that are the run's bookkeeping, not its results: `cache_hits` counts the cache's

@@ -29,8 +29,8 @@ from real_runs import (
 )
 
 from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
-from coevo.runlock import holder
-from coevo.store import RunStore
+from coevo.rundir.lock import holder
+from coevo.rundir.store import RunStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.tiny_model]
 TABLES = ("meta", "rollouts", "judgments", "metrics", "records", "steps")
@@ -71,7 +71,7 @@ def _rows(out):
     """Rows per table. The `warnings` meta key is left out: it is written only when a stage's
     sampled text trips a finding (e.g. critiques cut at the length limit), and two processes
     sample with other random streams than one, so whether it exists is not the run's shape.
-    Nor is `cache_hits` (coevo/cost.py): a resumed run has answers in its cache, a fresh one none."""
+    Nor is `cache_hits` (coevo/plan/cost.py): a resumed run has answers in its cache, a fresh one none."""
     skipped_meta = ("warnings", "cache_hits")
     with sqlite3.connect(out / "run.sqlite") as db:
         rows = {table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in TABLES}

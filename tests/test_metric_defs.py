@@ -1,11 +1,11 @@
-"""The metric registry (coevo/metric_defs.py): every number a run shows is defined, carries
+"""The metric registry (coevo/eval/metric_defs.py): every number a run shows is defined, carries
 its n, and an interval only from enough items."""
 
 from __future__ import annotations
 
 import pytest
 
-from coevo.metric_defs import MIN_ITEMS, describe, estimate_of, estimate_text, latest_estimates
+from coevo.eval.metric_defs import MIN_ITEMS, describe, estimate_of, estimate_text, latest_estimates
 from coevo.view.plots import GROUPS
 
 

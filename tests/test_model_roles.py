@@ -13,10 +13,11 @@ from coevo.algorithms.refine import RefineRunConfig
 from coevo.algorithms.rlac import RlacConfig
 from coevo.algorithms.scaling import ScalingConfig
 from coevo.algorithms.taiscore import TaiScoreConfig
-from coevo.config import ConfigError, ExperimentConfig, apply_overrides, validate
+from coevo.core.strict import ConfigError
+from coevo.settings.config import ExperimentConfig, apply_overrides, validate
 from coevo.llm import specs
 from coevo.llm.base import ModelError
-from coevo.role_specs import RoleSet
+from coevo.settings.role_specs import RoleSet
 
 CONFIGS = [TaiScoreConfig, RlacConfig, DecoEvoConfig, RefineRunConfig, ControlsConfig, ScalingConfig]
 
@@ -66,7 +67,7 @@ def test_old_keys_name_their_new_place(config_class, old, new):
 def test_every_experiment_refuses_moved_keys_by_the_one_shared_rule():
     """One validator (`ExperimentConfig._moved`) reads each config's `MOVED_KEYS`: a config
     with its own copy of the rule could drift from the others' messages."""
-    from coevo.runner import _experiments
+    from coevo.run.runner import _experiments
 
     configs = {experiment.config for experiment in _experiments().values()}
     assert configs == set(CONFIGS)
@@ -139,7 +140,7 @@ def test_engine_option_picks_the_embedded_engine_and_nothing_else(monkeypatch, t
 def test_docs_config_lists_every_role_and_use(config_class):
     from pathlib import Path
 
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     page = (Path(__file__).parents[1] / "docs" / "config.md").read_text(encoding="utf-8")
     heading = {TaiScoreConfig: "### TAIScore", RlacConfig: "### RLAC", DecoEvoConfig: "### DecoEvo"}[config_class]

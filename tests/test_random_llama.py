@@ -9,7 +9,7 @@ import torch
 from coevo.llm.base import Sampling
 from coevo.llm.specs import load_model
 from coevo.train import DPOSettings, train_dpo
-from coevo.types import Message, PreferencePair
+from coevo.core.types import Message, PreferencePair
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "random_llama.py"
 

@@ -10,15 +10,15 @@ import time
 
 import pytest
 
-from coevo import runner
-from coevo.runinfo import runs_under
-from coevo.runlock import RunFolderBusy, RunLock, holder, run_status
-from coevo.store import SCHEMA_VERSION, RunStore, StoreError
+from coevo.run import runner
+from coevo.view.runinfo import runs_under
+from coevo.rundir.lock import RunFolderBusy, RunLock, holder, run_status
+from coevo.rundir.store import SCHEMA_VERSION, RunStore, StoreError
 from tests.test_cli_errors import coevo
 
 HOLD = """
 import sys, time
-from coevo.runlock import RunLock
+from coevo.rundir.lock import RunLock
 with RunLock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(60)
@@ -87,7 +87,7 @@ def test_a_schema_2_store_is_upgraded_in_place_and_read_only_opens_write_nothing
     with sqlite3.connect(folder / "run.sqlite") as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
     store = RunStore(folder)  # a writer upgrades it
-    from coevo.types import Completion
+    from coevo.core.types import Completion
 
     store.cache_put("k2", "m", {0: Completion(text="new \"quoted\" answer")}, request={"messages": ["hi"]})
     assert [c["request"] for c in store.cached_calls()] == [None, {"messages": ["hi"]}]
@@ -172,7 +172,7 @@ def test_a_running_run_whose_process_is_gone_is_resumable(tmp_path, held):
 
 
 def test_records_nested_in_meta_stay_records(tmp_path):
-    from coevo.types import Table
+    from coevo.core.types import Table
 
     store = RunStore(tmp_path)
     store.update_meta("tables", lambda tables: {**tables, "t": Table(columns=["a"], rows=[{"a": 1}])}, {})
@@ -183,7 +183,7 @@ def test_a_trained_model_is_named_by_the_stage_that_saved_it_without_reading_its
     from types import SimpleNamespace
 
     import coevo.llm.local as local
-    from coevo.checkpoint_identity import RESULT_FILE
+    from coevo.core.checkpoint_identity import RESULT_FILE
 
     monkeypatch.setattr(local, "weights_digest", lambda model: pytest.fail("walked the weights"))
     policy = SimpleNamespace(model=SimpleNamespace(name_or_path="/models/smollm2"))
@@ -191,7 +191,7 @@ def test_a_trained_model_is_named_by_the_stage_that_saved_it_without_reading_its
     for stage, result in (("round1/actor", "a"), ("round2/actor", "a"), ("round2/actor", "b")):
         final = tmp_path / stage / "final"
         final.mkdir(parents=True, exist_ok=True)
-        (final / RESULT_FILE).write_text(result)  # the record a finished stage leaves (train/common.py)
+        (final / RESULT_FILE).write_text(result)  # the record a finished stage leaves (train/checkpoints.py)
         ids.append(local.LocalModel.refresh_model_id(policy, final))
     assert ids[0].startswith("hf:smollm2@") and "round1/actor/final" in ids[0]
     assert len(set(ids)) == 3  # another stage, or the same stage trained again: another id
@@ -201,7 +201,8 @@ def test_a_trained_model_is_named_by_the_stage_that_saved_it_without_reading_its
 
 SLOW_RUN = """
 import sys, time
-from coevo import cli, runner
+from coevo import cli
+from coevo.run import runner
 
 real = runner._experiments
 

@@ -1,14 +1,15 @@
-"""The soft size limits of coevo/scale.py and the hard bounds every settings block has
-(coevo/strict.py, coevo/types.py:Sampling): refused in one line, before anything is built."""
+"""The soft size limits of coevo/settings/limits.py and the hard bounds every settings block has
+(coevo/core/strict.py, coevo/core/types.py:Sampling): refused in one line, before anything is built."""
 
 from __future__ import annotations
 
 import pytest
 
 from coevo.algorithms.taiscore.config import TaiScoreConfig
-from coevo.config import ConfigError, validate
-from coevo.scale import LIMITS, MOST_STAGES, check_scale
-from coevo.types import Sampling
+from coevo.core.strict import ConfigError
+from coevo.settings.config import validate
+from coevo.settings.limits import LIMITS, MOST_STAGES, check_scale
+from coevo.core.types import Sampling
 
 
 def taiscore(**changes) -> TaiScoreConfig:

@@ -3,8 +3,8 @@
 from coevo.llm.cache import CachedModel
 from coevo.llm.replay import ReplayModel
 from coevo.llm.base import user
-from coevo.store import RunStore
-from coevo.types import Completion, Judgment, Rollout, Sampling
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion, Judgment, Rollout, Sampling
 
 
 def test_cache_roundtrip_and_partial_hits(tmp_path):

@@ -161,7 +161,7 @@ def test_an_openai_spec_with_no_server_and_no_key_is_refused_at_load(monkeypatch
 
 def test_a_misspelt_sampling_field_is_one_line_naming_the_field_it_meant():
     from coevo.rewards import taiscore
-    from coevo.strict import ConfigError
+    from coevo.core.strict import ConfigError
 
     judge_spec = f"python:{ROOT / 'benchmarks' / 'gpu_round_judges.py'}"
     with pytest.raises(ConfigError, match="no field 'max_token' \\(did you mean 'max_tokens'\\?\\)") as caught:

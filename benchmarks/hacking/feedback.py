@@ -10,7 +10,7 @@ at. A critic that got shorter *and* kept pointing at the problem raises neither 
 alarm nor the monitor's; one that only got shorter leaves it flat while its reward rises.
 """
 
-from coevo.learning.rewards import broken, names
+from coevo.eval.checkable import broken, names
 
 
 def names_the_problem(x: str, y0: str, critique: str, y1: str | None = None) -> float:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coevo.role_specs import RoleSet
+from coevo.settings.role_specs import RoleSet
 from coevo.train.common import TrainResult
 
 

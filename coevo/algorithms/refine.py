@@ -9,16 +9,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from coevo.config import DataConfig, ExperimentConfig, Field
+from coevo.settings.config import DataConfig, ExperimentConfig, Field
 from coevo.eval.both_orders import BothOrdersScorer, both_orders_of, summarise_both_orders
-from coevo.judging import rollout_judge
+from coevo.roles.judging import rollout_judge
 from coevo.llm.base import ModelError
-from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
+from coevo.settings.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
 from coevo.roles.judges import JUDGE_NAMES
 from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import build_refinement_roles, refine
-from coevo.store import RunStore
-from coevo.types import Sample, Table
+from coevo.rundir.store import RunStore
+from coevo.core.types import Sample, Table
 
 
 class RefineRunConfig(ExperimentConfig):

@@ -12,8 +12,8 @@ from pathlib import Path
 from coevo.audit.items import WRITE_MAX_TOKENS, slot_items, write_items
 from coevo.audit.judge_audit import JudgeAudit, audit_judge
 from coevo.audit.probes import AUDIT_KINDS, Probe, default_probes, read_probes
-from coevo.config import ConfigError
-from coevo.role_specs import JudgeRole
+from coevo.core.strict import ConfigError
+from coevo.settings.role_specs import JudgeRole
 from coevo.tasks.errors import DataError
 
 #: The model that writes the real answers when the judge's spec cannot write any.
@@ -22,7 +22,7 @@ DEFAULT_WRITER = "smollm2"
 
 def audit_kind(kind: str) -> str:
     """The canonical judge name, refused (ConfigError listing the kinds) when not auditable."""
-    from coevo.judging import judge_name
+    from coevo.roles.judging import judge_name
 
     import difflib
 
@@ -57,7 +57,7 @@ def run_judge_audit(judge: str, kind: str, *, data: str = "bundled:writing", pro
     `max_tokens` caps the judge's answers and the written texts (default: the judge's paper
     setting, 2048, and 256 for written texts).
     """
-    from coevo.judging import rollout_judge
+    from coevo.roles.judging import rollout_judge
     from coevo.llm.python_functions import check_python_spec, is_python_spec
     from coevo.llm.specs import check_spec, load_model
     from coevo.roles.judges import KIND_OF_JUDGE

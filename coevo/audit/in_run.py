@@ -18,9 +18,9 @@ from typing import Any
 from coevo.audit.judge_audit import audit_judge
 from coevo.audit.probes import Probe, default_probes, read_probes
 from coevo.audit.records import JudgeAudit, metric_name
-from coevo.config import AuditConfig
+from coevo.audit.config import AuditConfig
 from coevo.llm.base import ModelError
-from coevo.types import Rollout, Sample
+from coevo.core.types import Rollout, Sample
 
 log = logging.getLogger(__name__)
 

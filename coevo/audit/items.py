@@ -14,7 +14,7 @@ from coevo.llm.base import ChatModel, user
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.parsing import strip_reasoning
-from coevo.types import Rollout, Sample, Sampling
+from coevo.core.types import Rollout, Sample, Sampling
 
 #: Answers are written as rollouts are (TAIScore's T 0.8 / top-p 0.95), revisions as the
 #: refiner writes them (T 0.2): the real items look like the ones a run's judge sees.

@@ -54,7 +54,7 @@ from coevo.audit.probes import (
 )
 from coevo.audit.records import Change, Flag, JudgeAudit, ProbeResult
 from coevo.audit.user_judges import audited_judge
-from coevo.types import Judgment, Rollout, Sample
+from coevo.core.types import Judgment, Rollout, Sample
 
 __all__ = ["Change", "Flag", "JudgeAudit", "ProbeResult", "audit_judge"]
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coevo.audit.measures import Estimate, share
-from coevo.types import Judgment
+from coevo.core.types import Judgment
 
 #: Fewest criterion scores a judgment needs to be read as following the order: any two
 #: unequal scores rise or fall, so with two criteria "monotone" means nothing; from three on

@@ -9,10 +9,10 @@ Everything else in the rollout (the prompt, y0 where the slot is a critique) sta
 
 from __future__ import annotations
 
-# Defined in coevo/master_keys.py, below config.py, which reads a user's probes file when a
+# Defined in coevo/audit/master_keys.py, below config.py, which reads a user's probes file when a
 # config loads; kept importable from here, where the audit's other probes are.
-from coevo.master_keys import MASTER_KEYS, PROMPT_FIELD, Probe, read_probes
-from coevo.types import Rollout
+from coevo.audit.master_keys import MASTER_KEYS, PROMPT_FIELD, Probe, read_probes
+from coevo.core.types import Rollout
 
 #: The judge kinds an audit knows where to put a probe for.
 AUDIT_KINDS = ("taiscore", "pairwise", "gold_rubric", "critique_quality")
@@ -25,7 +25,7 @@ SLOTS: dict[str, tuple[str, ...]] = {
     "pairwise": ("y0",),
 }
 
-#: Kinds whose training reward never judges an empty critique (coevo.judging.judge_as_reward
+#: Kinds whose training reward never judges an empty critique (coevo.roles.judging.judge_as_reward
 #: gives it the invalid reward without asking), so an empty probe measures nothing a
 #: policy could exploit there.
 _EMPTY_NOT_JUDGED = ("taiscore", "critique_quality")

@@ -25,8 +25,8 @@ ARGUMENTS = {"reward": ("x", "y0", "critique", "y1"), "pairwise": ("x", "a", "b"
 def audited_judge(kind: str, judge: Any) -> Any:
     """`judge` as a coevo judge of `kind` (see the module doc); TypeError naming the forms."""
     from coevo.llm.python_functions import PythonFunction, is_python_spec, load_python_function
-    from coevo.roles.python_scorers import judge_for
-    from coevo.types import Sampling
+    from coevo.roles.judging import judge_for
+    from coevo.core.types import Sampling
 
     if callable(getattr(judge, "score", None)) or callable(getattr(judge, "judge", None)):
         return judge  # already a coevo judge

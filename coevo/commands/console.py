@@ -1,5 +1,5 @@
 """The terminal the commands print to: the two rich consoles, the help's style, tables,
-headings and a run's warnings. Library modules make the text (coevo/runs_display.py and the
+headings and a run's warnings. Library modules make the text (coevo/view/runs_display.py and the
 like); it is printed here."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def print_table(table: dict, title: str, define: bool = True) -> None:
     or a CI log, the table takes the width its cells need, so no name or path breaks mid-word."""
     from rich.measure import Measurement
 
-    from coevo.metric_defs import definitions_note
-    from coevo.runs_display import cell_text
+    from coevo.eval.metric_defs import definitions_note
+    from coevo.view.runs_display import cell_text
 
     piped = not out.is_terminal
     view = Table(title=title)
@@ -43,7 +43,7 @@ def print_table(table: dict, title: str, define: bool = True) -> None:
         view.add_column(str(column), overflow="fold", no_wrap=whole)
     for row in cells:
         view.add_row(*row)
-    # What each metric in the table means (coevo/metric_defs.py), as the viewer's hover says it.
+    # What each metric in the table means (coevo/eval/metric_defs.py), as the viewer's hover says it.
     if define:
         view.caption = definitions_note([str(c) for c in columns] + [row[0] for row in cells]) or None
     view.caption_justify = "left"
@@ -77,7 +77,7 @@ def heading(text: str) -> None:
 
 def print_warnings_of(run_dir: Path) -> None:
     """`print_run_warnings` for a run folder, its store opened read-only for the look."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     store = RunStore(run_dir, read_only=True)
     try:

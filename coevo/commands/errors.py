@@ -16,15 +16,15 @@ from coevo.commands.console import err
 
 def user_errors() -> tuple[type[BaseException], ...]:
     """The library's errors that mean bad input (a config, a model spec, data, a file), not a bug."""
-    from coevo.config import ConfigError
+    from coevo.core.strict import ConfigError
     from coevo.llm.base import ModelError
     from coevo.prompts import TemplateError
     from coevo.tasks.loaders import DataError
     from coevo.validators.sandbox import SandboxUnavailable
 
-    from coevo.runner import DiskFull
-    from coevo.store import StoreError
-    from coevo.train.common import TrainError
+    from coevo.run.runner import DiskFull
+    from coevo.rundir.store import StoreError
+    from coevo.train.errors import TrainError
 
     return (ConfigError, ModelError, TemplateError, DataError, FileNotFoundError, SandboxUnavailable, StoreError,
             DiskFull, TrainError)
@@ -63,7 +63,7 @@ def click_exceptions():
 
 def interrupted(cause: BaseException) -> NoReturn:
     """Ctrl-C (exit 130) or SIGTERM (exit 143): say what was kept and how to go on."""
-    from coevo.runner import Terminated
+    from coevo.run.runner import Terminated
 
     stopped = isinstance(cause, Terminated)
     err.print(f"[yellow]{'stopped (SIGTERM)' if stopped else 'interrupted'}[/]: the run folder keeps "
@@ -86,7 +86,7 @@ def resume_command(argv: list[str]) -> str:
 
 def require_run(run_dir: Path) -> None:
     """A FileNotFoundError unless `run_dir` is a run folder."""
-    from coevo.store import STORE_FILE
+    from coevo.rundir.store import STORE_FILE
 
     if not (run_dir / STORE_FILE).exists():
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {STORE_FILE}); see `coevo runs`")

@@ -135,7 +135,7 @@ def eval_checkpoints(
     shown on the run's page (`coevo view`).
     """
     from coevo.algorithms.taiscore.checkpoint_table import TableError, check_run_folder, score_checkpoints
-    from coevo.runlock import RunLock
+    from coevo.rundir.lock import RunLock
 
     try:
         check_run_folder(run)
@@ -236,7 +236,7 @@ def transfer_skill(skill_file: Path, data: str, *, model: str | None, grader: st
     from coevo.algorithms.decoevo import evaluate_skill
     from coevo.algorithms.decoevo.skills import read_skill_file
     from coevo.llm.specs import load_model
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
     from coevo.tasks.loaders import load_samples
 
     text = read_skill_file(skill_file)
@@ -265,8 +265,8 @@ def transfer_final_skills(run: Path, data: str, *, model: str | None, grader: st
     from coevo.algorithms.decoevo import evaluate_skill
     from coevo.algorithms.decoevo.average import final_solver_skills
     from coevo.llm.specs import load_model
-    from coevo.progress import progress_bar
-    from coevo.store import RunStore
+    from coevo.core.progress import progress_bar
+    from coevo.rundir.store import RunStore
     from coevo.tasks.loaders import load_samples
 
     roles = run_roles(run)
@@ -291,7 +291,7 @@ def transfer_final_skills(run: Path, data: str, *, model: str | None, grader: st
 def run_roles(run: Path) -> Any:
     """The `roles:` of the DecoEvo run in folder `run` (its stored config), or a clear error."""
     from coevo.algorithms.decoevo.config import DecoEvoConfig
-    from coevo.store import STORE_FILE, RunStore
+    from coevo.rundir.store import STORE_FILE, RunStore
 
     if not (run / STORE_FILE).is_file():
         raise typer.BadParameter(f"--run {run}: not a run folder (no run store in it); give the folder a "

@@ -16,7 +16,7 @@ from coevo.commands.errors import file_in_the_way, interrupted
 def run_and_report_quickstart(out_dir: Path, *, prompts: int, model: str, judge: str, fresh: bool) -> None:
     """Run (or resume) the quickstart, then tell its story: what ran, what changed (with n and
     intervals), what to trust, what it showed and did not, and what to run next."""
-    from coevo.quickstart import GRPO_STEPS, HELD_OUT, run_quickstart
+    from coevo.run.quickstart import GRPO_STEPS, HELD_OUT, run_quickstart
 
     if prompts < HELD_OUT + GRPO_STEPS:
         raise typer.BadParameter(f"--prompts must be at least {HELD_OUT + GRPO_STEPS} ({HELD_OUT} held out, "
@@ -35,8 +35,8 @@ def run_and_report_quickstart(out_dir: Path, *, prompts: int, model: str, judge:
 def print_story(run_dir: Path, summary: dict, *, title: str) -> None:
     """The run's story (coevo/view/story.py), the run page's card as text, with the quickstart's
     closing words where the run is one."""
-    from coevo.quickstart import closing_lines
-    from coevo.store import RunStore
+    from coevo.run.quickstart import closing_lines
+    from coevo.rundir.store import RunStore
     from coevo.view.story import run_story
 
     store = RunStore(run_dir, read_only=True)
@@ -55,10 +55,10 @@ def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: 
                calibration_file: Path | None, allow_large: bool = False, hardware: str | None = None) -> None:
     """Print the plan of CONFIG (text, or one JSON object), measuring this machine first with
     `calibrate`, or with another machine's seconds from `calibration_file`, or with a
-    `hardware` profile's (coevo/hardware.py)."""
-    from coevo.calibration import load_calibration, read_calibration
-    from coevo.planning import plan_lines
-    from coevo.runner import plan_experiment
+    `hardware` profile's (coevo/plan/hardware.py)."""
+    from coevo.plan.calibration import load_calibration, read_calibration
+    from coevo.plan.planning import plan_lines
+    from coevo.run.runner import plan_experiment
 
     if sum([calibrate, calibration_file is not None, hardware is not None]) > 1:
         raise typer.BadParameter("--calibrate measures this machine, --calibration reads another's, --hardware "
@@ -83,9 +83,9 @@ def print_plan(config: Path, overrides: list[str], *, as_json: bool, calibrate: 
 
 def _hardware_rates(hardware: str, made, config: Path, overrides: list[str]):
     """The hardware profile's rates for the plan `made` (its roles' models and options)."""
-    from coevo.config import apply_overrides, read_yaml
-    from coevo.hardware import HardwareError, hardware_calibration
-    from coevo.runner import resolve_config
+    from coevo.settings.config import apply_overrides, read_yaml
+    from coevo.plan.hardware import HardwareError, hardware_calibration
+    from coevo.run.runner import resolve_config
 
     _, resolved = resolve_config(apply_overrides(read_yaml(config), list(overrides)), str(config))
     options = {name: resolved.roles.options_for(name) for name in resolved.roles.role_names()}
@@ -98,10 +98,10 @@ def _hardware_rates(hardware: str, made, config: Path, overrides: list[str]):
 def _calibrate_for(made, config: Path, overrides: list[str]) -> None:
     """Measure the engines and the trained models of the plan `made` on this machine (kept
     under $COEVO_HOME), saying on stderr what is being measured."""
-    from coevo.calibration import calibrate as measure
-    from coevo.calibration import targets
-    from coevo.config import apply_overrides, read_yaml
-    from coevo.runner import resolve_config
+    from coevo.plan.calibration import calibrate as measure
+    from coevo.plan.calibration import targets
+    from coevo.settings.config import apply_overrides, read_yaml
+    from coevo.run.runner import resolve_config
 
     _, resolved = resolve_config(apply_overrides(read_yaml(config), list(overrides)), str(config))
     engines, trained = targets(made, resolved.roles)
@@ -111,7 +111,7 @@ def _calibrate_for(made, config: Path, overrides: list[str]) -> None:
 def run_config(config: Path, out_dir: Path, *, resume: bool, fresh: bool, overrides: list[str],
                unsafe_exec: bool, allow_large: bool = False) -> None:
     """Run (or resume) CONFIG into `out_dir`, then print its table, summary and report paths."""
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
     from coevo.validators.sandbox import UNSAFE_ENV_VAR
 
     if fresh and resume:

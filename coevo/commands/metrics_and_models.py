@@ -8,7 +8,7 @@ from coevo.commands.console import out, print_rows
 
 def print_metric_definitions(names: list[str] | None) -> None:
     """The definitions of the metrics `names` (none: every defined one) as a table."""
-    from coevo.metric_defs import DEFINITIONS, describe, is_defined
+    from coevo.eval.metric_defs import DEFINITIONS, describe, is_defined
 
     rows = []
     for name in names or [pattern for pattern, _ in DEFINITIONS]:

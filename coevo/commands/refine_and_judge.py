@@ -23,7 +23,7 @@ def refine_once(prompt: str, response: str | None, *, actor: str, critic: str, j
                                  "actor to write one", param_hint="--response")
 
     from coevo.algorithms.refine import refine_one, texts_capped
-    from coevo.role_specs import RefinementRoleSpecs
+    from coevo.settings.role_specs import RefinementRoleSpecs
 
     roles = texts_capped(RefinementRoleSpecs(), max_tokens) if max_tokens else None
     result = refine_one(prompt, response, actor=actor, critic=critic, judge=judge, roles=roles)
@@ -39,7 +39,8 @@ def refine_once(prompt: str, response: str | None, *, actor: str, critic: str, j
 
 def judge_rollouts(kind: str, input_file: Path, out_file: Path, *, judge_model: str, scoring: str) -> None:
     """Score `input_file`'s rollouts with the judge `kind` into `out_file`, and say how many were valid."""
-    from coevo.judging import judge_file, judge_name
+    from coevo.eval.judge_file import judge_file
+    from coevo.roles.judging import judge_name
 
     kind = judge_name(kind)  # an unknown judge is named before any file is read
     if scoring not in ("expected", "sampled"):

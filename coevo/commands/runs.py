@@ -1,5 +1,5 @@
 """`coevo runs`, `coevo show`, `coevo view` and `coevo report`: run folders listed, compared,
-printed, served and exported. The text comes from coevo/runs_display.py; it is printed here."""
+printed, served and exported. The text comes from coevo/view/runs_display.py; it is printed here."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def list_runs(paths: list[Path] | None, *, compare: bool, all_settings: bool, as
               estimates: bool) -> None:
     """`coevo runs`: the runs under a folder as a table (or JSON, or their estimates), or
     with `compare` the runs named side by side."""
-    from coevo.runinfo import runs_under
-    from coevo.runs_display import estimate_rows, run_rows
+    from coevo.view.runinfo import runs_under
+    from coevo.view.runs_display import estimate_rows, run_rows
 
     if compare:
         compare_runs(paths or [], all_settings=all_settings, as_json=as_json)
@@ -58,7 +58,7 @@ def _runs_root(paths: list[Path] | None, all_settings: bool) -> Path:
 
 def compare_runs(names: list[Path], all_settings: bool, as_json: bool) -> None:
     """`coevo runs --compare`: the compare page's two tables (coevo.view.comparison)."""
-    from coevo.runs_display import ConsoleTable, comparison_blocks, resolve_runs
+    from coevo.view.runs_display import ConsoleTable, comparison_blocks, resolve_runs
     from coevo.view.comparison import compare_runs as compared
 
     chosen = resolve_runs(names, DEFAULT_RUNS)
@@ -79,7 +79,7 @@ def compare_runs(names: list[Path], all_settings: bool, as_json: bool) -> None:
 def show_run(run_dir: Path, *, stage: str | None, round_: int | None, condition: str | None, limit: int,
          config: bool, skills: bool) -> None:
     """`coevo show`: the run's config, its skill history, or its header, warnings and rollouts."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     require_run(run_dir)
     store = RunStore(run_dir, read_only=True)  # a look, never a write: the run may be going on
@@ -102,7 +102,7 @@ def show_run(run_dir: Path, *, stage: str | None, round_: int | None, condition:
 
 def print_run_header(run_dir: Path) -> None:
     """Algorithm, status (with the error and how to go on), start, duration, results."""
-    from coevo.runs_display import run_header_lines
+    from coevo.view.runs_display import run_header_lines
 
     for line in run_header_lines(run_dir):
         out.print(line, highlight=False, markup=True)  # runs_display escapes the run's own text
@@ -110,7 +110,7 @@ def print_run_header(run_dir: Path) -> None:
 
 def print_rollouts(store, stages: list[tuple[str, int]], **filters) -> None:
     """The rollouts that pass the filters (`shown_rollouts`'s), each under a heading."""
-    from coevo.runs_display import shown_rollouts
+    from coevo.view.runs_display import shown_rollouts
 
     shown = shown_rollouts(store, stages, **filters)
     out.print(shown.summary, highlight=False, markup=False)
@@ -125,7 +125,7 @@ def print_rollouts(store, stages: list[tuple[str, int]], **filters) -> None:
 
 def print_skills(store) -> None:
     """A DecoEvo run's skill versions, a line each, then each version's diff under its heading."""
-    from coevo.runs_display import skill_history
+    from coevo.view.runs_display import skill_history
 
     history = skill_history(store)
     if not history.lines:
@@ -143,7 +143,7 @@ def serve_runs(run_or_runs_dir: Path, *, host: str, port: int, conditions: list[
     """`coevo view`: serve the runs in a local web page until Ctrl-C; `conditions`, `against`
     and `prompts` set the conditions its Annotate page compares (checked first); `allow_hosts`:
     Host names it answers besides its address and the loopback names (coevo.view.security)."""
-    from coevo.runinfo import find_runs
+    from coevo.view.runinfo import find_runs
     from coevo.view.annotate_conditions import PAPER_PROMPTS, comparison_spec
     from coevo.view.security import check_allow_host, exposure_warning
 
@@ -177,7 +177,7 @@ def serve_runs(run_or_runs_dir: Path, *, host: str, port: int, conditions: list[
 
 def write_report(run_dir: Path) -> None:
     """`coevo report`: write the run's report.html, then say where and what its warnings are."""
-    from coevo.report import build_report
+    from coevo.view.report import build_report
 
     require_run(run_dir)
     out.print(f"wrote {build_report(run_dir)}")

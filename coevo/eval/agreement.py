@@ -34,7 +34,7 @@ from itertools import combinations
 from pydantic import BaseModel
 
 from coevo.eval.stats import wilson_interval
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 from coevo.tasks.loaders import DataError
 
 Scores = dict[str, dict[str, float]]
@@ -272,7 +272,7 @@ def read_scores_jsonl(path: str | os.PathLike[str]) -> ScoresFile:
 
 def report_rows(result: JudgeAgreement) -> list[dict[str, str]]:
     """The agreement as table rows (measure, value, 95 % interval, n, what it means)."""
-    from coevo.metric_defs import MIN_ITEMS
+    from coevo.eval.metric_defs import MIN_ITEMS
 
     def num(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"

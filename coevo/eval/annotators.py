@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 from coevo.tasks.errors import DataError
 
 #: The name of the viewer's annotator when none is given, and of records saved before the

@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from coevo.eval.stats import wilson_interval
-from coevo.types import Judgment, Rollout, Sample
+from coevo.core.types import Judgment, Rollout, Sample
 
 Position = Literal["first", "second", "tie"]
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coevo.eval.stats import wilson_interval
-from coevo.types import Judgment
+from coevo.core.types import Judgment
 
 #: The name of a constraint-check Judgment (`judge`) and of its key in a rollout's judgments.
 CONSTRAINTS = "constraints"

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from coevo.eval.stats import mean_metrics, mean_sd
-from coevo.types import Judgment, Sample
+from coevo.core.types import Judgment, Sample
 
-#: The three metrics, in Table 1's order (`coevo/metric_defs.py` defines each).
+#: The three metrics, in Table 1's order (`coevo/eval/metric_defs.py` defines each).
 METRICS = ("kpr", "kpc", "report_quality")
 
 

@@ -20,7 +20,7 @@ from coevo.llm.call_tags import tagged
 from coevo.prompts import load_template
 from coevo.roles.parsing import extract_json_object
 from coevo.tasks.bios import split_sentences
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 from coevo.validators.facts import FactValidator, content_words, overlap
 
 MAX_FACTS = 16

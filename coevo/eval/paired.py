@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from coevo.eval.stats import paired_bootstrap_ci, t_interval
-from coevo.types import Record
+from coevo.core.types import Record
 
 #: Enough resamples for a table's two decimals, cheap at the end of a run.
 RESAMPLES = 5000

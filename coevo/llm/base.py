@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from coevo.types import Completion, Conversation, Message, Sampling
+from coevo.core.types import Completion, Conversation, Message, Sampling
 
 
 class ModelError(RuntimeError):

@@ -8,7 +8,7 @@ Beside each call's request the store keeps `"call"`: who asked and in which stag
 tags of `llm/call_tags.py`), the seconds it took (per completion), the model's price where
 its role gives one, and whether it stopped at its token limit. None of that is in the key: a
 resumed run, tagged or timed differently, still hits. Hits are counted per stage and role
-(`RunStore.cache_hits_by_call`), for the run's cost (coevo/cost.py).
+(`RunStore.cache_hits_by_call`), for the run's cost (coevo/plan/cost.py).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import time
 from coevo.llm.base import ChatModel, PerRequestSampling
 from coevo.llm.call_tags import current_tags
 from coevo.llm.pricing import price_of
-from coevo.store import RunStore
-from coevo.types import Completion, Conversation, Sampling
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion, Conversation, Sampling
 
 
 def call_request(conversation: Conversation, sampling: Sampling) -> dict:
@@ -77,7 +77,7 @@ class CachedModel(PerRequestSampling):
         # Read here, in the caller's context: a backend may answer from threads of its own.
         tags = current_tags()
         price = price_of(self.inner)
-        if price is not None:  # each call's dollars are counted from its tokens (coevo/cost.py)
+        if price is not None:  # each call's dollars are counted from its tokens (coevo/plan/cost.py)
             tags["price"] = [price.input, price.output]
         answered = sum(len(entry) for entry in found)
         if answered:

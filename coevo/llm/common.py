@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from coevo.types import Completion
+from coevo.core.types import Completion
 
 # (path, size, mtime_ns) -> sha256 hex; hashing a 500 MB safetensors file takes about a
 # second, and several roles load the same model.

@@ -29,7 +29,7 @@ from coevo.llm import llamacpp_grammar
 from coevo.llm.base import ModelError
 from coevo.llm.common import copies, file_digest, truncate_at_stop
 from coevo.llm.llamacpp_prefix import AlignedPrefixReuse
-from coevo.types import Completion, Conversation, Sampling
+from coevo.core.types import Completion, Conversation, Sampling
 
 # Tokens per prompt-evaluation batch, and so the grain of prefix reuse: a shared beginning
 # shorter than one block is evaluated again. Measured in BENCHMARKS.md ("The judge's prompts").

@@ -16,10 +16,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from coevo.checkpoint_identity import checkpoint_identity
+from coevo.core.checkpoint_identity import checkpoint_identity
 from coevo.llm.base import ModelError
 from coevo.llm.common import copies, folder_digest, thinking_tag, truncate_at_stop
-from coevo.types import Completion, Conversation, Sampling
+from coevo.core.types import Completion, Conversation, Sampling
 
 
 def default_device(cuda_available: bool) -> str:
@@ -112,7 +112,7 @@ class LocalModel:
     def refresh_model_id(self, saved: str | Path | None = None) -> str:
         """A new id after the weights changed in place. `saved`: the finished stage folder
         that holds them (`final/`), named by its path and the digest of the result record
-        the trainer left there (`coevo/checkpoint_identity.py`, which costs nothing at any
+        the trainer left there (`coevo/core/checkpoint_identity.py`, which costs nothing at any
         size and is right under ZeRO-3). Without it, a digest of the current weights."""
         name = Path(str(self.model.name_or_path)).name or "model"
         if saved is not None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from coevo.llm.base import ModelError, PerRequestSampling
 from coevo.llm.common import copies, thinking_tag, truncate_at_stop
-from coevo.types import Completion, Conversation, Sampling
+from coevo.core.types import Completion, Conversation, Sampling
 
 _SPEC = re.compile(r"^(?P<model>[^@]+?)(?:@(?P<urls>https?://.+))?$")
 

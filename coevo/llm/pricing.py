@@ -8,7 +8,7 @@
 `load_model` takes `price` off the options before the backend sees them and hands back the
 model `Priced` (the shared model itself is left alone: two roles may share one model at two
 prices); the call cache records the price beside each fresh call (never in its key), and
-`coevo.cost` adds the dollars up per stage and role.
+`coevo.plan.cost` adds the dollars up per stage and role.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from coevo.llm.base import ModelError
-from coevo.strict import StrictModel
+from coevo.core.strict import StrictModel
 
 
 class Price(StrictModel):

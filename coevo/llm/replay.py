@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 from coevo.llm.base import ModelError
-from coevo.types import Completion, Conversation, Sampling
+from coevo.core.types import Completion, Conversation, Sampling
 
 
 class ReplayModel:

@@ -26,7 +26,7 @@ from typing import Any
 
 from coevo.llm.base import ChatModel, ModelError
 from coevo.llm.python_functions import SIGNATURES, is_python_spec, load_python_function
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 FORMS = [
     ("smollm2[:ENGINE]", "embedded SmolLM2-135M-Instruct: frozen on llama.cpp, else vLLM, else transformers "

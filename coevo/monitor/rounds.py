@@ -19,7 +19,7 @@ from typing import Any
 from coevo.monitor import degeneracy
 from coevo.monitor.records import keep_report
 from coevo.monitor.tracker import Monitor
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 #: The run store's kind for one round's observations ({stage}#{round} -> what was observed).
 OBSERVED = "monitor_round"

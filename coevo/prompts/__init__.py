@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from coevo.types import Conversation, Message
+from coevo.core.types import Conversation, Message
 
 PROMPT_DIR = Path(__file__).parent
 _FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")

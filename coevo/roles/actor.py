@@ -15,7 +15,7 @@ from coevo.llm.call_tags import tagged
 from coevo.prompts import Template, load_template
 from coevo.roles.base import Role
 from coevo.roles.parsing import strip_reasoning
-from coevo.types import Sample, Sampling
+from coevo.core.types import Sample, Sampling
 
 
 class Actor(Role):

@@ -24,7 +24,7 @@ from coevo.llm.call_tags import tagged
 from coevo.prompts import Template, load_template
 from coevo.roles import schemas
 from coevo.roles.expected import TOP_LOGPROBS
-from coevo.types import Completion, Conversation, Judgment, Rollout, Sample, Sampling
+from coevo.core.types import Completion, Conversation, Judgment, Rollout, Sample, Sampling
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from coevo.roles.decoevo import UNIT_SCORED
 from coevo.roles.judges import Judge
-from coevo.types import Completion, Judgment, Sample
+from coevo.core.types import Completion, Judgment, Sample
 
 CRITERIA = (
     "Adherence to Instructions", "Believable Character Actions", "Nuanced Characters",

@@ -21,7 +21,7 @@ from coevo.prompts import load_template
 from coevo.roles.base import Role
 from coevo.roles.parsing import strip_reasoning
 from coevo.roles.prompt_budget import Fitted, TokenCounter, fit_middle, token_counter
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 
 def generic_critique(template: str | Path | None = None) -> str:

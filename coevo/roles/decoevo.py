@@ -32,7 +32,7 @@ from coevo.roles.base import Role, ScoringRole
 from coevo.roles.expected import expected_value, integer_answers, keyed_value_offsets
 from coevo.roles.judges import order_swapped
 from coevo.roles.parsing import extract_json_object, normalise_key, strip_reasoning
-from coevo.types import Completion, Criterion, Judgment, Message, Rubric, Sample, Sampling
+from coevo.core.types import Completion, Criterion, Judgment, Message, Rubric, Sample, Sampling
 
 #: Short free-text fields keep a 135M model's JSON cheap and inside max_tokens.
 def _text(limit: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from coevo.roles import schemas
 from coevo.roles.judges import Judge
 from coevo.roles.parsing import Parsed, extract_json_object, normalise_key, parse_scored_dimensions, reason_of
-from coevo.types import Completion, Judgment, Sample
+from coevo.core.types import Completion, Judgment, Sample
 
 #: Report-level criteria, written from DeepResearch-Gym's description (each scored 1-10).
 QUALITY_CRITERIA = ("clarity", "depth", "balance", "breadth", "support", "insightfulness")

@@ -29,7 +29,7 @@ from coevo.roles import schemas
 from coevo.roles.deepresearch import _VERDICT_ALIASES, VERDICTS, KeyPointJudge, ReportQualityJudge, _ReportJudge
 from coevo.roles.deepresearch import required_key_points
 from coevo.roles.parsing import extract_json_object, normalise_key
-from coevo.types import Completion, Judgment, Sample, Sampling
+from coevo.core.types import Completion, Judgment, Sample, Sampling
 
 #: The benchmark's labels; "omitted" is the single-call judge's "not_mentioned" (VERDICTS).
 LABELS = ("supported", "omitted", "contradicted")

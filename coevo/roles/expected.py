@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 
 from coevo.roles.parsing import normalise_key
-from coevo.types import Completion
+from coevo.core.types import Completion
 
 #: Alternatives asked per position: OpenAI's maximum, plenty for a 1–10 scale.
 TOP_LOGPROBS = 20

@@ -37,7 +37,7 @@ from coevo.roles.parsing import (
     parse_single_answer,
     reason_of,
 )
-from coevo.types import Completion, Judgment, Rollout, Sample, Sampling
+from coevo.core.types import Completion, Judgment, Rollout, Sample, Sampling
 
 
 class Judge(ScoringRole):

@@ -20,7 +20,7 @@ from typing import Any
 
 from coevo.llm.python_functions import PythonFunction, answer_problem, pairwise_answer
 from coevo.roles.judges import JUDGES, KIND_OF_JUDGE, shown_swapped
-from coevo.types import Judgment, Rollout, Sample, Sampling
+from coevo.core.types import Judgment, Rollout, Sample, Sampling
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from coevo.config import DataConfig
+from coevo.settings.config import DataConfig
 from coevo.llm.base import ChatModel
-from coevo.role_specs import JudgeRole
+from coevo.settings.role_specs import JudgeRole
 from coevo.roles.judges import QueryFilterJudge
 from coevo.tasks.loaders import load_samples
-from coevo.types import JudgeSampling, Judgment, Sample, Sampling
+from coevo.core.types import JudgeSampling, Judgment, Sample, Sampling
 
 
 def filter_queries(

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from coevo.llm.base import ChatModel
 from coevo.llm.call_tags import tagged
-from coevo.progress import progress_bar
-from coevo.role_specs import RefinementRoleSpecs
+from coevo.core.progress import progress_bar
+from coevo.settings.role_specs import RefinementRoleSpecs
 from coevo.roles.actor import Actor
 from coevo.roles.base import Scorer
 from coevo.roles.critic import Critic
-from coevo.store import RunStore
-from coevo.types import Rollout, Sample
+from coevo.rundir.store import RunStore
+from coevo.core.types import Rollout, Sample
 
 
 @dataclass

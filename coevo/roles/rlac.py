@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coevo.roles.base import Role
-from coevo.types import Completion, Conversation, Sampling
+from coevo.core.types import Completion, Conversation, Sampling
 
 
 class RlacGenerator(Role):

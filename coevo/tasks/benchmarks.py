@@ -44,11 +44,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 from coevo.tasks.deepresearch import RowRemoved, deepresearch_gym_row, openscholar_row
 from coevo.tasks.errors import DataError
 from coevo.tasks.transfer_benchmarks import eqbench_cw_row, llmeval_med_row, whole_file_rows
-from coevo.types import Criterion, Rubric, Sample
+from coevo.core.types import Criterion, Rubric, Sample
 
 #: WritingBench's score bands, in the order the official critic prompt lists them.
 _BANDS = ("1-2", "3-4", "5-6", "7-8", "9-10")

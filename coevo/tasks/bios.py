@@ -13,9 +13,9 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 from coevo.tasks.loaders import DataError
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 BUNDLED_CORPUS = "bundled:bios"
 

@@ -1,6 +1,6 @@
 """Code-generation tasks for RLAC (§4.2): HumanEval and the user's own problems.
 
-Every problem becomes a :class:`coevo.types.Sample`:
+Every problem becomes a :class:`coevo.core.types.Sample`:
 
 - ``prompt``: what the generator sees (HumanEval: the signature and docstring);
 - ``reference``: a complete, runnable reference solution (HumanEval: prompt + canonical
@@ -29,9 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 from coevo.tasks.loaders import DataError
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 HUMANEVAL = "humaneval"
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from coevo.prompts import load_template
 from coevo.tasks.errors import DataError
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 #: The report-writing prompt every deep-research sample is asked with (coevo/prompts/).
 REPORT_TEMPLATE = "deepresearch_report"

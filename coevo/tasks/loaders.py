@@ -9,7 +9,7 @@ A source is one of:
 - ``writingbench:PATH`` / ``hellobench:PATH`` — a benchmark's own JSONL, its per-query
   criteria as the gold rubric (:mod:`coevo.tasks.benchmarks`).
 
-Every row becomes a :class:`coevo.types.Sample`. ``columns`` maps our field names to the
+Every row becomes a :class:`coevo.core.types.Sample`. ``columns`` maps our field names to the
 user's column names, so data never has to be rewritten to fit coevo. Columns that map to
 no field are kept in ``Sample.meta`` rather than dropped: they are often what a user wants
 to slice results by later (difficulty, source, language).
@@ -32,9 +32,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from coevo.jsonl import iter_jsonl
+from coevo.core.jsonl import iter_jsonl
 from coevo.tasks.errors import DataError
-from coevo.types import Rubric, Sample
+from coevo.core.types import Rubric, Sample
 
 # A plain dict, not a registry: adding a bundled set is one line and one data file.
 BUNDLED: dict[str, str] = {

@@ -16,7 +16,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 _SCALE = float(2**64)
 

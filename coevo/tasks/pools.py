@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, Field
 
 from coevo.tasks.partition import unit_hash
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 #: Salts that keep the seeded draws of one run independent of each other.
 _TOP_UP, _SHUFFLE, _CRITIC = 101, 202, 303

@@ -24,7 +24,7 @@ from typing import Any
 
 from coevo.tasks.deepresearch import RowRemoved
 from coevo.tasks.errors import DataError
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 #: The benchmark's recommended iterations per prompt (its README: 32 prompts x 3 = 96 pieces).
 ITERATIONS = 3

@@ -3,9 +3,12 @@
 Heavy libraries (torch, trl, peft) load only when a trainer runs.
 """
 
-from coevo.train.common import LoRASettings, TrainError, TrainResult, machine_training_args, save_checkpoint
+from coevo.train.checkpoints import save_checkpoint
+from coevo.train.common import TrainResult
 from coevo.train.dpo import DPOSettings, pairs_to_dataset, train_dpo
+from coevo.train.errors import TrainError
 from coevo.train.grpo import GRPOSettings, prompts_to_dataset, train_grpo
+from coevo.train.settings import LoRASettings, machine_training_args
 from coevo.train.trainable import load_trainable
 
 __all__ = [

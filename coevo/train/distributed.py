@@ -3,7 +3,7 @@
 Under `torchrun --nproc_per_node N` or `accelerate launch --multi_gpu --num_processes N`
 every process starts `coevo run`. Rank 0 alone runs the outer loop: every generation and
 judge call, every evaluation, every write to the run folder. The other ranks run
-`coevo.ranks.follow()` and do what rank 0 tells them, in the order it tells them:
+`coevo.run.ranks.follow()` and do what rank 0 tells them, in the order it tells them:
 
     load     a trainable model (the same spec and options rank 0 loaded through
              `coevo.train.trainable.load_trainable`; named by a key)
@@ -155,7 +155,7 @@ def leave() -> None:
 
 
 def next_instruction() -> tuple[str, dict[str, Any]]:
-    """Ranks 1..N-1: wait for rank 0's next `tell` (coevo/ranks.py acts on it)."""
+    """Ranks 1..N-1: wait for rank 0's next `tell` (coevo/run/ranks.py acts on it)."""
     return _broadcast(None)
 
 

@@ -19,28 +19,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
-from coevo.strict import StrictModel
+from coevo.core.checkpoint_identity import RESULT_FILE
+from coevo.core.types import PreferencePair
 from coevo.train import distributed
-from coevo.train.common import (
-    RESULT_FILE,
-    LoRASettings,
-    TrainError,
-    TrainResult,
+from coevo.train.checkpoints import (
     adopt_finished,
     entry_folder,
     finish_stage,
     global_step,
-    is_peft,
     last_checkpoint,
-    measured_train,
     origin_named,
-    prepare_lora,
-    stage_callbacks,
-    trl_config,
-    world_size,
 )
-from coevo.train.reporting import ReportTo, logging_dir, require_reporters, route_logs, stage_label
-from coevo.types import PreferencePair
+from coevo.train.common import TrainResult, is_peft, prepare_lora, stage_callbacks, world_size
+from coevo.train.errors import TrainError
+from coevo.train.measuring import measured_train
+from coevo.train.reporting import logging_dir, require_reporters, route_logs, stage_label
+from coevo.train.settings import StageSettings, trl_config
 
 if TYPE_CHECKING:
     import datasets
@@ -50,29 +44,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class DPOSettings(StrictModel):
-    """DPO hyper-parameters (TAIScore Table 12: beta 0.1, lr 1e-6)."""
+class DPOSettings(StageSettings):
+    """DPO hyper-parameters (TAIScore Table 12: beta 0.1, lr 1e-6); learning_rate,
+    grad_accum, max_steps, epochs, save_steps, lora, seed, trl and report_to are every
+    stage's (`StageSettings`)."""
 
     beta: float = Field(0.1, gt=0)
-    learning_rate: float = Field(1e-6, gt=0)
-    epochs: int = Field(1, ge=1)
     #: Pairs per micro-batch over all processes (as GRPO's batch_size): a step sees the same
     #: pairs whether one process trains or several.
     batch_size: int = Field(2, ge=1)
-    grad_accum: int = Field(1, ge=1)
     max_length: int = Field(4096, ge=8)
     max_prompt_length: int = Field(2048, ge=1)
-    max_steps: int | None = Field(None, ge=1)
-    save_steps: int = Field(10, ge=1)
-    lora: LoRASettings | None = None
-    seed: int = 0
-    #: Passed to TRL's DPOConfig as it is (`{loss_type: ipo}`, `{label_smoothing: 0.1}`); a
-    #: key coevo sets from the fields above is refused (see `trl_config`).
-    trl: dict[str, Any] = Field(default_factory=dict)
-    #: Per-step logs to TensorBoard / Weights & Biases (TRL's integrations), into
-    #: RUN/logs/<stage name>: none (default), tensorboard, wandb, or a list of them. TRL's
-    #: history is kept in the run store either way.
-    report_to: ReportTo = "none"
 
     def per_device_batch(self, world_size: int) -> int:
         per_device, rest = divmod(self.batch_size, world_size)

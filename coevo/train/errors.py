@@ -1,5 +1,6 @@
 """The error training raises before it starts. Its own module so that the lowest train/
-modules (reporting.py) can raise it without importing common.py, which imports them."""
+modules (reporting.py, settings.py) can raise it without importing the glue above them,
+which imports them."""
 
 from __future__ import annotations
 

@@ -20,27 +20,22 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from coevo.strict import StrictModel
+from coevo.core.checkpoint_identity import RESULT_FILE
 from coevo.train import distributed
-from coevo.train.common import (
-    RESULT_FILE,
-    LoRASettings,
-    TrainError,
-    TrainResult,
+from coevo.train.checkpoints import (
     adopt_finished,
     entry_folder,
     finish_stage,
     global_step,
     last_checkpoint,
-    measured_train,
     origin_named,
-    prepare_lora,
-    stage_callbacks,
-    trl_config,
-    world_size,
 )
-from coevo.train.reporting import ReportTo, logging_dir, require_reporters, route_logs, stage_label
+from coevo.train.common import TrainResult, prepare_lora, stage_callbacks, world_size
+from coevo.train.errors import TrainError
+from coevo.train.measuring import measured_train
+from coevo.train.reporting import logging_dir, require_reporters, route_logs, stage_label
 from coevo.train.rollout import rollout_for
+from coevo.train.settings import StageSettings, trl_config
 
 if TYPE_CHECKING:
     import datasets
@@ -54,19 +49,19 @@ _RESERVED = {"prompt", "prompts", "completion", "completions", "completion_ids",
              "log_extra", "log_metric", "environments"}
 
 
-class GRPOSettings(StrictModel):
+class GRPOSettings(StageSettings):
     """GRPO hyper-parameters (TAIScore Table 12 defaults: 4 critiques per y0, T 0.8, top-p 0.95).
 
     `batch_size` counts PROMPTS per optimizer step, as the paper's Table 12 (a VeRL setting:
     batch 8 = 8 prompts x N critiques = 32 completions); `grad_accum` splits those
-    completions into micro-batches without changing what one step sees.
+    completions into micro-batches without changing what one step sees. learning_rate,
+    grad_accum, max_steps, epochs, save_steps, lora, seed, trl and report_to are every
+    stage's (`StageSettings`).
     """
 
     num_generations: int = Field(4, ge=2)
     beta: float = Field(0.02, ge=0)  # KL coefficient; 0 = no reference model at all
-    learning_rate: float = Field(1e-6, gt=0)
     batch_size: int = Field(8, ge=1)  # prompts per optimizer step (x num_generations completions)
-    grad_accum: int = Field(1, ge=1)  # micro-batches per step (memory, not semantics)
     #: The paper's objective is GRPO's (Shao et al. 2024): each critique's token losses
     #: averaged over its own length, then over the group; TRL 1.16 defaults to "dapo".
     loss_type: str = "grpo"
@@ -78,11 +73,6 @@ class GRPOSettings(StrictModel):
     #: critic builds its prompts within it (y0 shortened in its middle, header and x kept).
     max_prompt_length: int = Field(2048, ge=1)
     max_completion_length: int = Field(4096, ge=1)
-    max_steps: int | None = Field(None, ge=1)
-    epochs: int = Field(1, ge=1)
-    save_steps: int = Field(10, ge=1)
-    lora: LoRASettings | None = None
-    seed: int = 0
     #: Where a step's samples are written: TRL's own sampling on the trained model
     #: (`transformers`), or llama.cpp on the policy's weights as they are at that step
     #: (`llamacpp`, train/rollout.py: Llama-architecture models, ~6x faster on a CPU). On GPUs
@@ -91,13 +81,6 @@ class GRPOSettings(StrictModel):
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] = "server"
     vllm_server_base_url: str | None = None
-    #: Passed to TRL's GRPOConfig as it is (any TRL option: `{warmup_steps: 10}`); a key
-    #: coevo sets from the fields above is refused (see `trl_config`).
-    trl: dict[str, Any] = Field(default_factory=dict)
-    #: Per-step logs to TensorBoard / Weights & Biases (TRL's integrations), into
-    #: RUN/logs/<stage name>: none (default), tensorboard, wandb, or a list of them. TRL's
-    #: history is kept in the run store either way.
-    report_to: ReportTo = "none"
 
     @property
     def completions_per_step(self) -> int:

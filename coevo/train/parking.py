@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coevo.train.common import TrainError, entry_folder, give_back_freed_memory
+from coevo.train.checkpoints import entry_folder
+from coevo.train.errors import TrainError
+from coevo.train.memory import give_back_freed_memory
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 - `report_to` (a field of every training block): TRL's own integrations, TensorBoard and
   Weights & Biases, writing into RUN/logs/<stage name>; "none" by default.
 - TRL's per-step dicts: not printed (TRL's PrinterCallback / ProgressCallback are removed)
-  but logged to the `coevo.train.steps` logger, which `coevo.logs` sends to RUN/coevo.log
+  but logged to the `coevo.train.steps` logger, which `coevo.run.logs` sends to RUN/coevo.log
   (and with -v to the terminal), while a coevo progress bar counts the stage's steps.
 - `StageInfo`: which stage of which run is training (name, round, kind, run folder, config),
   set by `coevo.train.stages.run_stage` for the glue underneath it (log folder, model card),
@@ -29,7 +29,7 @@ from coevo.train.errors import TrainError
 from coevo.train.memory import give_back_freed_memory
 
 log = logging.getLogger(__name__)
-#: TRL's per-step dicts (loss, reward, kl, ...): the file log, not the terminal (coevo/logs.py).
+#: TRL's per-step dicts (loss, reward, kl, ...): the file log, not the terminal (coevo/run/logs.py).
 steps_log = logging.getLogger("coevo.train.steps")
 
 #: The integrations coevo offers by name, and how to install each one.
@@ -180,7 +180,7 @@ def _step_log_class() -> type:
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.marks, self.steps = [time.perf_counter()], [state.global_step]
             if state.is_world_process_zero and self._advance is None:
-                from coevo.progress import progress_bar
+                from coevo.core.progress import progress_bar
 
                 self._shown = state.global_step
                 self._advance = self._bar.enter_context(

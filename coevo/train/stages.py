@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coevo.store import RunStore
-from coevo.train.common import LoRASettings, TrainResult
+from coevo.rundir.store import RunStore
+from coevo.train.common import TrainResult
 from coevo.train.reporting import StageInfo, stage_scope
+from coevo.train.settings import LoRASettings
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def run_stage(store: RunStore, name: str, train: Callable[[], TrainResult],
         result = train()
     result = result.model_copy(update={"round": round, "kind": kind or result.kind})
     record_stage(store, name, result)
-    from coevo.progress import announce
+    from coevo.core.progress import announce
 
     announce(stage_line(name, result, store.get_meta("algorithm")))
     return StageOutcome(result, resumed=False)
@@ -109,7 +110,8 @@ def restore_checkpoint(policy: Any, checkpoint: str | Path, lora: LoRASettings |
     stage's adapter goes into the same adapter wrapping a fresh policy gets (made here if the
     policy has none yet), full weights into the model; the cache id follows the checkpoint."""
     from coevo.train import distributed
-    from coevo.train.common import load_final, prepare_lora
+    from coevo.train.checkpoints import load_final
+    from coevo.train.common import prepare_lora
 
     distributed.tell("restore", key=distributed.key_of(policy), checkpoint=str(checkpoint), lora=lora)
     prepare_lora(policy, lora)

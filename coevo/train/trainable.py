@@ -16,7 +16,7 @@ from coevo.train import distributed
 
 if TYPE_CHECKING:
     from coevo.llm.local import LocalModel
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 
 def load_trainable(spec: str, *, store: RunStore | None = None, **options: Any) -> LocalModel:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coevo.types import Proposal, Sample, Verdict
+from coevo.core.types import Proposal, Sample, Verdict
 
 
 @runtime_checkable

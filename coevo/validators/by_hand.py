@@ -45,7 +45,7 @@ def check_fact(entity: str, sentence: str, fact: str, *, corpus: str, judge: str
     """First authenticity (is `fact` in `sentence`?), then verification against `corpus`
     (BM25 passages and an entailment judge, `mode` llm, lexical or hybrid), as RLAC's fact
     validator does for a critic's claimed wrong fact about `entity`."""
-    from coevo.types import Proposal, Sample
+    from coevo.core.types import Proposal, Sample
     from coevo.validators.facts import build_fact_validator
 
     model = None

@@ -31,7 +31,7 @@ from typing import Any
 from coevo.roles import critic_schemas as schemas
 from coevo.roles.parsing import extract_json_object, strip_reasoning
 from coevo.tasks.code import candidate_program, count_test_cases, entry_parameters, example_calls, import_header
-from coevo.types import Proposal, Sample, Verdict
+from coevo.core.types import Proposal, Sample, Verdict
 from coevo.validators.base import CountingValidator
 from coevo.validators.harness import call_program, marked_result, new_marker, tests_program
 from coevo.validators.sandbox import ExecResult, Job, Sandbox

@@ -32,7 +32,7 @@ from coevo.prompts import load_template
 from coevo.roles import schemas
 from coevo.roles.parsing import extract_json_object, strip_reasoning
 from coevo.tasks.bios import BUNDLED_CORPUS, load_corpus, split_sentences
-from coevo.types import Proposal, Sample, Sampling, Verdict
+from coevo.core.types import Proposal, Sample, Sampling, Verdict
 
 MODES = ("llm", "lexical", "hybrid")
 #: Constrained decoding for the judge: one field, yes or no (a 135M judge answers in form).

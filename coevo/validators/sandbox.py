@@ -446,7 +446,7 @@ class Sandbox:
 
         The pool is of threads, but each thread only starts a sandbox process and waits on
         it: the work happens in the sandboxed processes, one per core by default."""
-        from coevo.progress import progress_bar
+        from coevo.core.progress import progress_bar
 
         items = [Job(j) if isinstance(j, str) else j for j in jobs]
         results: list[ExecResult | None] = [None] * len(items)

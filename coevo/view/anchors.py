@@ -1,6 +1,6 @@
 """A reward-hacking monitor's anchor named in words (docs/monitor.md, `monitor.anchors`).
 
-An anchor is configured by a spec that loads it: `python:coevo.learning.rewards:checkable_taiscore`,
+An anchor is configured by a spec that loads it: `python:coevo.eval.checkable:checkable_taiscore`,
 `python:my_anchors.py:short`, `judge:MODEL`, or the loops' own `gold` and `audit`. A spec is how
 the run found its anchor, not what the anchor measures, so the page names it by what it is: a
 Python anchor by its function's docstring (read from the source, never imported: the viewer

@@ -38,7 +38,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Request
 
 from coevo.eval.annotators import DEFAULT_ANNOTATOR
-from coevo.metric_defs import MIN_ITEMS
+from coevo.eval.metric_defs import MIN_ITEMS
 from coevo.view.annotate_conditions import ComparisonSpec, run_comparisons
 from coevo.view.annotate_ids import (
     Batch,
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
     from fastapi.responses import Response
 
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 router = APIRouter()
 

@@ -23,7 +23,7 @@ from coevo.view.annotate_pairs import EVAL_STAGE, Pair, rank
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 
 #: The TAIScore paper's Table 2 comparisons, first-named first (wins are counted for the
@@ -207,7 +207,7 @@ def condition_pairs(comparison: Comparison, first_rows: list[dict[str, Any]], se
 def run_comparisons(store: RunStore, spec: ComparisonSpec) -> dict[str, tuple[Comparison, list[Pair]]]:
     """Each comparison of the run in `store` (comparison id -> it and its pairs), every one on
     the same seeded sample of the prompts all their sides answered; DataError as `comparisons`."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     other = RunStore(spec.against, read_only=True) if spec.against is not None else None
     try:
@@ -231,7 +231,7 @@ def comparison_spec(run_dir: Path, conditions: list[str], against: Path | None,
     """`coevo view RUN --conditions FIRST:SECOND ... --against OTHER --prompts N` checked
     before the viewer starts: the spec and the comparisons it gives. DataError, one line
     naming the fix, for a malformed pair, a folder that is not a run, or a side not there."""
-    from coevo.store import STORE_FILE, RunStore
+    from coevo.rundir.store import STORE_FILE, RunStore
 
     pairs = []
     for text in conditions:

@@ -39,7 +39,7 @@ from coevo.view.annotate_pairs import KIND, Pair, labels_by_annotator, store_pai
 
 if TYPE_CHECKING:
     from coevo.eval.annotators import MergeResult
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 #: Which judge judge.jsonl holds when the labelled pairs have several: the one that
 #: decides between the two candidates first, then the per-response and reward judges.
@@ -137,7 +137,7 @@ def export_annotations(run_dir: str | Path, out_dir: str | Path, stage: str | No
     "judges": {name: path}, "annotators": {name: path}, "majority": path or None, "merge":
     the majority vote and Fleiss' κ or None}. Raises DataError when there is no label to
     export (naming where to make them) or `out_dir` holds files an export did not write."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     store = RunStore(run_dir, read_only=True)
     try:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from coevo.tasks.errors import DataError
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
     from coevo.view.annotate_conditions import ComparisonSpec
 
 #: The run store's meta key of an annotation folder: {"source", "digest", "names", "rows"}.
@@ -157,7 +157,7 @@ def read_rows(file: Path, a_name: str | None = None, b_name: str | None = None) 
     """FILE's rows and the two systems' names (wins counted for the first), the digest of the
     rows alone (the names are checked apart, to say which to pass); DataError, one
     line naming the line and the fix, for a missing file or a malformed row."""
-    from coevo.jsonl import iter_jsonl
+    from coevo.core.jsonl import iter_jsonl
 
     if bool(a_name) != bool(b_name):
         raise DataError("give both --a-name and --b-name (the two systems' names), or neither")
@@ -191,7 +191,7 @@ def _existing(out: Path, rows: FileRows, fresh: bool) -> AnnotationFolder | None
     other things, a run, or an annotation folder of other rows or other names."""
     import shutil
 
-    from coevo.store import STORE_FILE, RunStore
+    from coevo.rundir.store import STORE_FILE, RunStore
     from coevo.view.annotate_pairs import KIND
 
     if out.exists() and not out.is_dir():
@@ -231,8 +231,8 @@ def import_file(file: Path, out: Path | None = None, a_name: str | None = None, 
     the fix) for a malformed row or an `out` that is not this file's annotation folder."""
     import time
 
-    from coevo.store import RunStore
-    from coevo.types import Rollout
+    from coevo.rundir.store import RunStore
+    from coevo.core.types import Rollout
 
     rows = read_rows(file, a_name, b_name)
     out = out or default_folder(file)

@@ -23,7 +23,7 @@ from coevo.view.annotate_pairs import PAIR_KINDS, Pair, round0_stage, store_pair
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 #: The run store's meta key of the secret the ids are made with.
 SECRET_META = "annotation_secret"
@@ -36,7 +36,7 @@ def run_secret(store: RunStore, run_dir: str | Path | None = None) -> bytes | No
     where the run has none and `run_dir` is not given (a read-only look: no id exists yet)."""
     found = store.get_meta(SECRET_META)
     if found is None and run_dir is not None:
-        from coevo.store import RunStore
+        from coevo.rundir.store import RunStore
 
         writer = RunStore(run_dir)
         try:

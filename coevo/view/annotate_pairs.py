@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from coevo.eval.annotators import DEFAULT_ANNOTATOR
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
-    from coevo.types import Judgment, Rollout
+    from coevo.rundir.store import RunStore
+    from coevo.core.types import Judgment, Rollout
 
 #: The store's record kind of a label (one per annotator and pair; coevo.view.annotate writes them).
 KIND = "annotation"

@@ -16,7 +16,7 @@ from coevo.view.annotate_pairs import KIND, Pair, annotator_of, labels_by_annota
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 #: Server-side side mapping of served pairs: token -> {pair, stage, kind, left, annotator, seed}.
 SERVED = "annotation_served"
@@ -71,7 +71,7 @@ def _writing(run_dir: str | Path):
     # The viewer reads through read-only stores; its writes (labels, served pairs) go through
     # a writable store opened for each and closed at once (SQLite's WAL lets it go beside a
     # run that is still writing).
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     return RunStore(run_dir)
 

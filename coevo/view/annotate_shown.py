@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from coevo.view.annotate_pairs import Pair
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
     from coevo.view.annotate_conditions import ComparisonSpec
 
 
@@ -34,7 +34,7 @@ def cut_texts(store: RunStore, kind: str, spec: ComparisonSpec | None = None) ->
 
     found = cut_off_texts(store)
     if kind == "vs_condition" and spec is not None and spec.against is not None:
-        from coevo.store import RunStore
+        from coevo.rundir.store import RunStore
 
         other = RunStore(spec.against, read_only=True)
         try:
@@ -75,7 +75,7 @@ def batch_agreement(records: dict[str, dict[str, Any]], pairs: list[Pair]) -> Ba
     writes), as `coevo eval agreement` measures it (a judge's share within its margin of 0.5 is
     a tie); None where no judge scored any of the labelled pairs."""
     from coevo.eval.agreement import pairwise_agreement
-    from coevo.metric_defs import estimate_text
+    from coevo.eval.metric_defs import estimate_text
     from coevo.view.annotate_export import rank_judges
 
     labelled = [p for p in pairs if p.key in records]

@@ -16,7 +16,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from coevo.store import RunStore, stage_round
+from coevo.rundir.store import RunStore, stage_round
 
 #: Pairs listed on the run page (the rest are counted).
 PAIRS_SHOWN = 20

@@ -61,8 +61,8 @@ def create_app(paths: list[Path], comparisons: ComparisonSpec | None = None, *,
 
     @app.get("/", response_class=HTMLResponse)
     def runs_list(request: Request) -> HTMLResponse:
-        from coevo.metric_defs import describe
-        from coevo.runinfo import format_duration, run_info
+        from coevo.eval.metric_defs import describe
+        from coevo.view.runinfo import format_duration, run_info
 
         index: RunIndex = request.app.state.runs
         rows = [(ref, run_info(ref.path)) for ref in index.scan()]
@@ -219,7 +219,7 @@ def _bind(host: str, port: int):
     import errno
     import socket
 
-    from coevo.config import ConfigError
+    from coevo.core.strict import ConfigError
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

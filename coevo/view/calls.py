@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from coevo.roles.parsing import strip_reasoning
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 
 class CallInfo(BaseModel):

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from coevo.metric_defs import MIN_ITEMS, Estimate, describe, estimate_of, estimate_text, values_by_stage_round
+from coevo.eval.metric_defs import MIN_ITEMS, Estimate, describe, estimate_of, estimate_text, values_by_stage_round
 
 Tone = Literal["up", "down", "flat", "too-few", "unknown", "once", "audit"]
 

@@ -7,7 +7,7 @@ stage, a panel per quantity TRL logged per step), the "only the differing keys" 
 error pages (an unknown run id, fewer than two runs).
 
 Every panel is its metric's: its y axis says what it counts (the unit and scale from
-coevo/metric_defs.py, plot_axes.axis_title) and spans what plot_axes.y_range gives a scale
+coevo/eval/metric_defs.py, plot_axes.axis_title) and spans what plot_axes.y_range gives a scale
 (a rate all of 0–1, a 1–10 score all of 1–10), so two runs' lines are read against the scale.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from coevo.metric_defs import MIN_ITEMS, describe
+from coevo.eval.metric_defs import MIN_ITEMS, describe
 from coevo.view import plots
 from coevo.view.comparison import Comparison, Curve, compare_runs
 from coevo.view.context import RunIndex, render
@@ -45,7 +45,7 @@ def compare_page(request: Request, run: list[str] = Query(default=[]), only: str
         return render(request, "compare.html", needs_plotly=False,
                       error="Pick at least two runs to compare: tick them in the runs list, then "
                             "“Compare selected”." + (f" Only {ids[0]!r} was picked." if ids else ""))
-    from coevo.store import StoreError
+    from coevo.rundir.store import StoreError
 
     refs = [index.get(run_id) for run_id in ids]
     try:

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from coevo.metric_defs import MIN_ITEMS, describe, estimate_of, estimate_text, values_by_stage_round
+from coevo.eval.metric_defs import MIN_ITEMS, describe, estimate_of, estimate_text, values_by_stage_round
 from coevo.view.plot_axes import TRAINING
 from coevo.view.plots import AUDIT_PREFIX, GROUPS, group_of, is_bookkeeping, logged_steps
 
@@ -117,7 +117,7 @@ class Comparison(BaseModel):
 
 def compare_runs(runs: list[tuple[str, Path]]) -> Comparison:
     """The comparison of `runs` ((label, run folder) pairs, in the order to show them)."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     compared, configs, metrics, logs = [], [], [], []
     for label, path in runs:
@@ -206,7 +206,7 @@ def _last_cells(metrics: list[dict[str, Any]]) -> dict[tuple[str, str], MetricCe
 
 
 def _order(key: tuple[str, str]) -> tuple[int, int, str, str]:
-    from coevo.runinfo import HEADLINE_METRICS
+    from coevo.view.runinfo import HEADLINE_METRICS
 
     stage, name = key
     groups = [title for title, _ in GROUPS] + ["Other"]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from fastapi import Request
     from fastapi.responses import HTMLResponse
 
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -51,7 +51,7 @@ class RunIndex:
         self.scan()
 
     def scan(self) -> list[RunRef]:
-        from coevo.runinfo import find_runs, read_algorithm
+        from coevo.view.runinfo import find_runs, read_algorithm
 
         runs: dict[str, RunRef] = {}
         for root in self.paths:
@@ -101,7 +101,7 @@ def reading(request: Request, run_id: str) -> Iterator[RunStore]:
     """`with reading(request, run_id) as store:` a read-only store of the run, closed after."""
     from fastapi import HTTPException
 
-    from coevo.store import RunStore, StoreError
+    from coevo.rundir.store import RunStore, StoreError
 
     path = run_path(request, run_id)
     try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.metric_defs import estimate_text
+from coevo.eval.metric_defs import estimate_text
 from coevo.monitor.copies import critique_copies
 from coevo.monitor.degeneracy import COPY_SHARE_LIMIT
 from coevo.view.findings import Finding

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 router = APIRouter()
 

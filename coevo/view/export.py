@@ -14,8 +14,8 @@ REPORT_FILE = "report.html"
 
 def export_html(run_dir: str | Path) -> str:
     """The run page of `run_dir` as one HTML document that needs no server and no network."""
-    from coevo.runinfo import read_algorithm
-    from coevo.store import RunStore
+    from coevo.view.runinfo import read_algorithm
+    from coevo.rundir.store import RunStore
     from coevo.view.context import RunRef, render_page
     from coevo.view.run_page import run_page_context
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.metric_defs import MetricDef
-from coevo.store import RunStore
+from coevo.eval.metric_defs import MetricDef
+from coevo.rundir.store import RunStore
 from coevo.view import plots
 from coevo.view.anchors import anchor_words
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from coevo.view.findings import Finding
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 KIND = "no-pairs"
 #: Fewer pairs than this and a DPO stage has nothing to generalise from (one pair is one

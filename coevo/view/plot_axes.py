@@ -1,7 +1,7 @@
 """What a plot panel's y axis says and spans: its title with units, and a range that does not
 lie about the size of a change.
 
-The words come from the metric registry (coevo/metric_defs.py): a per-round metric is
+The words come from the metric registry (coevo/eval/metric_defs.py): a per-round metric is
 `describe`d by its name; TRL's per-step history keys (`loss`, `kl`, ...) are not metrics the
 store logs, so their definitions are here (`TRAINING`).
 """
@@ -12,7 +12,7 @@ import math
 import textwrap
 from typing import Any
 
-from coevo.metric_defs import MetricDef, describe
+from coevo.eval.metric_defs import MetricDef, describe
 
 #: TRL's per-step history keys worth a panel, in panel order: what each one means and its unit.
 TRAINING: dict[str, MetricDef] = {d.name: d for d in (

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from coevo.metric_defs import MIN_ITEMS, MetricDef, describe
+from coevo.eval.metric_defs import MIN_ITEMS, MetricDef, describe
 from coevo.view.plot_axes import (TRAINING, axis_title, definition_of, hover_definition, unit_suffix,
                                   y_range)
 
@@ -375,7 +375,7 @@ def series_figure(title: str, series: dict[str, Any]) -> dict[str, Any] | None:
 
 def _registered(name: str) -> str | None:
     """`name` when the metric registry defines it."""
-    from coevo.metric_defs import is_defined
+    from coevo.eval.metric_defs import is_defined
 
     return name if is_defined(name) else None
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, HTTPException, Request
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 router = APIRouter()
 
@@ -93,7 +93,7 @@ def verdict_counts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def verification_figure(store: RunStore) -> dict[str, Any] | None:
     """The held-out metric (FactScore precision or pass@1) against verification calls spent
     by the end of each round: by this run, and by enumerative checking of the same outputs."""
-    from coevo.metric_defs import describe
+    from coevo.eval.metric_defs import describe
     from coevo.view.plots import Panel, drawn_interval, small_multiples
 
     values: dict[tuple[str, int], dict[str, float]] = {}

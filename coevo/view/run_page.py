@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from coevo.store import RunStore, stage_round
+from coevo.rundir.store import RunStore, stage_round
 from coevo.view import plots
 from coevo.view.answers import dpo_pairs, round_answers
 from coevo.view.audit import audit_section
@@ -29,7 +29,7 @@ EXAMPLES = 3
 
 def run_page_context(store: RunStore, ref: RunRef) -> dict[str, Any]:
     """Everything `run.html` renders for the run in `store`."""
-    from coevo.runinfo import format_duration, read_summary, run_info
+    from coevo.view.runinfo import format_duration, read_summary, run_info
     from coevo.view.warnings import run_warnings, training_results
 
     info = run_info(ref.path)
@@ -130,7 +130,7 @@ def _meta_tables(store: RunStore, metrics: list[dict[str, Any]]) -> list[dict[st
 def _failed_audit_rows(table: dict[str, Any], metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows for `table` (metric × "round N" columns) of the failed audit measures it lacks,
     each cell the measure's estimate in that round (its n and interval), marked `added`."""
-    from coevo.metric_defs import estimate_of, values_by_stage_round
+    from coevo.eval.metric_defs import estimate_of, values_by_stage_round
     from coevo.view.changes import failed_audit_metrics
 
     columns = table["columns"]
@@ -154,7 +154,7 @@ def _failed_audit_rows(table: dict[str, Any], metrics: list[dict[str, Any]]) -> 
 
 def metric_definitions(names: list[Any]) -> dict[str, Any]:
     """{name: its MetricDef} for the names metric_defs.py defines, in the order given."""
-    from coevo.metric_defs import describe, is_defined
+    from coevo.eval.metric_defs import describe, is_defined
 
     return {name: describe(name) for name in dict.fromkeys(n for n in names if isinstance(n, str) and is_defined(n))}
 
@@ -164,7 +164,7 @@ def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
     ({mean_diff, low, high, n_pairs}: DecoEvo's), or one per condition (TAIScore's gold gain).
     From fewer than MIN_ITEMS pairs the ends are dropped (`too_few`): the page says "too few to
     tell" instead of an interval that spans little more than the two pairs' own spread."""
-    from coevo.metric_defs import MIN_ITEMS
+    from coevo.eval.metric_defs import MIN_ITEMS
 
     out = []
     for key, value in summary.items():
@@ -186,11 +186,11 @@ def _intervals(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_cost_rows(summary: dict[str, Any], estimate: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """summary.json → cost (coevo/cost.py) as the run page shows it, with the run's wall
+    """summary.json → cost (coevo/plan/cost.py) as the run page shows it, with the run's wall
     time and, where the run kept one, its estimate beside each total; None for a run made
     before costs were counted. (Its training stages are the Training table's columns.)"""
-    from coevo.estimate import RunEstimate
-    from coevo.estimate_check import compare_totals, ratio_text
+    from coevo.plan.estimate import RunEstimate
+    from coevo.plan.estimate_check import compare_totals, ratio_text
 
     cost = summary.get("cost")
     if not (isinstance(cost, dict) and isinstance(cost.get("total"), dict)):
@@ -217,7 +217,7 @@ def _step_costs(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def round_tables(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per stage, a table of metric × round: results first (in plot-group order), then the
     bookkeeping counts (how much was measured) as a separate table."""
-    from coevo.metric_defs import describe, is_defined, is_interval_part, values_by_stage_round
+    from coevo.eval.metric_defs import describe, is_defined, is_interval_part, values_by_stage_round
 
     by_stage: dict[str, dict[str, dict[Any, float | None]]] = defaultdict(lambda: defaultdict(dict))
     for m in metrics:
@@ -249,7 +249,7 @@ def round_tables(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _cell_text(values: dict[str, float | None], name: str) -> dict[str, Any]:
     """One rounds-table cell: the value as the metric registry writes it (with n and interval
     where logged, "too few to tell" under 5 items) and whether it is too few to tell."""
-    from coevo.metric_defs import estimate_of
+    from coevo.eval.metric_defs import estimate_of
 
     if values.get(name) is None:
         return {"text": None, "too_few": False}
@@ -264,7 +264,7 @@ def _cell_text(values: dict[str, float | None], name: str) -> dict[str, Any]:
 def headline_rows(info: Any, metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The run's headline numbers for the page: title in words, definition, and the text with
     its n and interval (or "too few to tell")."""
-    from coevo.metric_defs import MIN_ITEMS, describe
+    from coevo.eval.metric_defs import MIN_ITEMS, describe
 
     rows = []
     for name in info.headline:
@@ -306,7 +306,7 @@ def _stage_rows(results: dict[str, Any], cost: dict[str, Any] | None = None) -> 
 def stage_losses(result: dict[str, Any]) -> dict[str, float | None]:
     """{"final_loss": the last step's loss, "mean_loss": the mean over the stage's steps}.
     TRL's `train_loss` is the mean, and the stage's `loss` metric is the last logged step's
-    (coevo.train.common.final_metrics); where a stage kept only one of them its history gives
+    (coevo.train.measuring.final_metrics); where a stage kept only one of them its history gives
     the other, and neither is taken for the other."""
     from coevo.view.plots import logged_steps
 

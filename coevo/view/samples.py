@@ -22,12 +22,12 @@ from fastapi import APIRouter, HTTPException, Request
 
 from coevo.eval.constraints import CONSTRAINTS
 from coevo.roles.parsing import strip_reasoning
-from coevo.store import stage_round
+from coevo.rundir.store import stage_round
 from coevo.view.calls import batch_sizes, call_info, cut_off_texts
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
-    from coevo.types import Rollout
+    from coevo.rundir.store import RunStore
+    from coevo.core.types import Rollout
 
 router = APIRouter()
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from coevo.store import RunStore, stage_round
+from coevo.rundir.store import RunStore, stage_round
 from coevo.view.changes import Change, failed_audit_changes, headline_changes
 from coevo.view.findings import Finding, split_findings
 from coevo.view.training_changes import monitor_changes
@@ -89,7 +89,7 @@ def run_story(store: RunStore, summary: dict[str, Any], *, warnings: list[Findin
     (the training stages' results), `pairs` (how many DPO pairs it kept) and `rollouts` (how
     many it saved): what the caller read already; read here where not given. `round_label`:
     what the store's round column counts (DecoEvo's inner steps)."""
-    from coevo.runinfo import HEADLINE_METRICS, read_algorithm
+    from coevo.view.runinfo import HEADLINE_METRICS, read_algorithm
 
     metrics = store.metrics()
     if warnings is None or results is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.metric_defs import MIN_ITEMS, estimate_text
+from coevo.eval.metric_defs import MIN_ITEMS, estimate_text
 from coevo.view.anchors import anchor_words
 from coevo.view.changes import Change, Tone, interval_reading
 

@@ -4,7 +4,7 @@
     samples from TRL's clipped ratio): a judge then scores text that ends mid-sentence;
   - training stages so short that their weight change only shows Adam's first steps, which move
     every weight by about the learning rate whatever the reward meant;
-and the checks cheap enough for the runs list too (`coevo.runinfo.run_marks`): a judge mostly
+and the checks cheap enough for the runs list too (`coevo.view.runinfo.run_marks`): a judge mostly
 unreadable, a judge that failed the run's audit, most outputs cut off (`cut_off_at_a_glance`).
 `coevo.view.warnings.run_warnings` adds these to the run page, report.html and `coevo show`.
 """
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from coevo.metric_defs import MIN_ITEMS, describe, latest_estimates
+from coevo.eval.metric_defs import MIN_ITEMS, describe, latest_estimates
 
 from coevo.view.findings import Finding
 
 if TYPE_CHECKING:
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 #: Above this share of a role's outputs cut at their token limit, its texts are not what the
 #: judges should be scoring (a revision that ends "They both" is scored as finished).

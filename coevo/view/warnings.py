@@ -24,8 +24,8 @@ from typing import Any
 
 
 from coevo.eval.constraints import CONSTRAINTS
-from coevo.runinfo import HEADLINE_METRICS
-from coevo.store import RunStore
+from coevo.view.runinfo import HEADLINE_METRICS
+from coevo.rundir.store import RunStore
 from coevo.view.copy_warnings import copied_critiques
 from coevo.view.findings import Finding
 from coevo.view.pair_warnings import too_few_pairs

@@ -250,7 +250,7 @@ def checkable_run_config(folder, rules_: list[dict] | None = None, **overrides) 
     `rules_`), 2 inner steps; `overrides` replace top-level keys."""
     from pathlib import Path
 
-    from coevo.config import read_yaml
+    from coevo.settings.config import read_yaml
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

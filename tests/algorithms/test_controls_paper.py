@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from coevo.algorithms.controls.paper import PAPER_CONDITIONS, departures
 from coevo.cli import app
-from coevo.config import apply_overrides, read_yaml
-from coevo.runner import resolve_config
+from coevo.settings.config import apply_overrides, read_yaml
+from coevo.run.runner import resolve_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -31,8 +31,8 @@ from coevo.algorithms.decoevo.audit import RubricGrading, items
 from coevo.audit import audit_judge
 from coevo.audit.in_run import run_records
 from coevo.roles.base import Scorer
-from coevo.runner import run_experiment
-from coevo.store import RunStore
+from coevo.run.runner import run_experiment
+from coevo.rundir.store import RunStore
 from coevo.tasks.loaders import load_samples
 
 #: A grader that gives every answer full marks, whatever it is.

@@ -24,10 +24,10 @@ from coevo.algorithms.decoevo.summary import TRAJECTORY_PLOT, MethodResult
 from coevo.llm.base import ModelError
 from coevo.llm.replay import ReplayModel
 from coevo.roles.decoevo import CriterionJudge, RubricGenerator
-from coevo.runner import run_experiment
-from coevo.store import RunStore
+from coevo.run.runner import run_experiment
+from coevo.rundir.store import RunStore
 from coevo.tasks.loaders import load_samples
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_the_config_builds_code_for_the_scoring_roles_and_the_backbone_for_the_r
 
 def test_a_scorer_that_fails_its_probe_stops_the_run_before_it_starts(tmp_path):
     with pytest.raises(ModelError, match="roles.judge.scorer"):
-        _roles(tmp_path, judge={"scorer": "python:coevo.learning.graders:constraint_grader"})  # wrong arguments
+        _roles(tmp_path, judge={"scorer": "python:coevo.eval.checkable_graders:constraint_grader"})  # wrong arguments
 
 
 def test_the_checked_judge_scores_points_of_criteria_met(tmp_path, first):

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 from real_runs import decoevo_test_size
 
-from coevo.runner import run_experiment
+from coevo.run.runner import run_experiment
 from coevo.tasks.loaders import load_samples
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from real_runs import decoevo_test_size
 
 from coevo.algorithms.decoevo.estimate import ExpectedPath, count_calls
 from coevo.algorithms.decoevo.paper import estimate, plan
-from coevo.runner import resolve_config
+from coevo.run.runner import resolve_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -13,9 +13,9 @@ from coevo.roles.decoevo import CriterionJudge, StructuralAuditor
 from coevo.algorithms.decoevo.summary import gate_ties
 from coevo.algorithms.decoevo.skills import SkillVersion
 from coevo.llm.replay import ReplayModel
-from coevo.runner import run_experiment
-from coevo.store import RunStore
-from coevo.types import Criterion, JudgeSampling, Rubric, Sample
+from coevo.run.runner import run_experiment
+from coevo.rundir.store import RunStore
+from coevo.core.types import Criterion, JudgeSampling, Rubric, Sample
 
 RUBRIC = Rubric(criteria=[Criterion(name="c1", description="Meets the length", weight=2),
                           Criterion(name="c2", description="Avoids cliches", weight=1)])
@@ -200,7 +200,7 @@ def test_signed_points_score_as_healthbench_scores_them():
 
 def test_the_healthbench_grader_reads_verdicts_into_unit_scores_that_are_not_rescaled():
     from coevo.algorithms.decoevo.data import gold_scores
-    from coevo.roles.python_scorers import grader_for
+    from coevo.roles.judging import grader_for
 
     verdicts = json.dumps({"verdicts": [{"id": "c1", "rationale": "calls 911", "satisfied": True},
                                         {"id": "c2", "rationale": "does not", "satisfied": False},

@@ -74,7 +74,7 @@ def test_the_measured_margin_sits_above_the_noise(tmp_path):
     assert noisy["seeds"] == [FIRST_SEED + n * SEED_STRIDE for n in range(4)] and not set(noisy["seeds"]) & set(config.seeds)
     assert noisy["gain_sd"] > 0 and noisy["delta"] == pytest.approx(2 * noisy["gain_sd"])
     assert max(abs(g) for g in noisy["gains"]) > 0 and noisy["n_questions"] == len(config_gate(config))
-    assert noisy["judge"] == "python:coevo.learning.graders:criterion_met"
+    assert noisy["judge"] == "python:coevo.eval.checkable_graders:criterion_met"
     # The same skill answering the same way under every seed: no noise, the floor.
     still = measure_gate_noise(config, None, draws=3, floor=0.02, model=ReplayModel(rules=checkable_rules()))
     assert still["gain_sd"] == 0 and still["delta"] == 0.02

@@ -22,7 +22,7 @@ from decoevo_fakes import (
 from coevo.algorithms.decoevo.config import PARTITIONS
 from coevo.algorithms.decoevo.data import make_partitions
 from coevo.algorithms.decoevo.skills import read_skill_file
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.tasks.loaders import load_samples
 
 

@@ -11,10 +11,11 @@ from decoevo_fakes import replay_run_config
 from coevo.algorithms.decoevo import DecoEvoConfig
 from coevo.algorithms.decoevo.paper import departures, plan
 from coevo.algorithms.decoevo.summary import run_ci
-from coevo.config import ConfigError, apply_overrides, read_yaml, validate
+from coevo.core.strict import ConfigError
+from coevo.settings.config import apply_overrides, read_yaml, validate
 from coevo.eval.stats import t_quantile
-from coevo.runner import resolve_config, run_experiment
-from coevo.store import RunStore
+from coevo.run.runner import resolve_config, run_experiment
+from coevo.rundir.store import RunStore
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -160,7 +161,7 @@ def test_plan_says_which_samples_lack_a_gold_rubric(tmp_path):
 # ---------------------------------------------------------------- the CI over runs
 def _result(method, seed, scores):
     from coevo.algorithms.decoevo.summary import MethodResult, ScoringModes
-    from coevo.types import Skill
+    from coevo.core.types import Skill
 
     skill = Skill(name="solver", version=0, text="s")
     return MethodResult(method=method, seed=seed, test_scores=scores, test_ids=[f"t{i}" for i in range(len(scores))],

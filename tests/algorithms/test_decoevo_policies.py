@@ -7,7 +7,7 @@ from decoevo_fakes import config, method_run, replay, write_data
 from coevo.algorithms.decoevo.rules import Decision
 from coevo.algorithms.decoevo.loop import MethodPolicy, SkillCandidate
 from coevo.algorithms.decoevo.skills import GENERATOR, SOLVER
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 
 @pytest.fixture

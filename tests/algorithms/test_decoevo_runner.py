@@ -15,7 +15,7 @@ from decoevo_fakes import GOLD_GRADES, replay_run_config
 from typer.testing import CliRunner
 
 from coevo.cli import app
-from coevo.runner import run_experiment
+from coevo.run.runner import run_experiment
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from decoevo_fakes import REAL_SOLVER_SKILL, checkable_rules, checkable_run_conf
 
 from coevo.algorithms.decoevo.config import DEFAULT_GENERATOR_SKILL, DEFAULT_SOLVER_SKILL, DecoEvoConfig
 from coevo.algorithms.decoevo.rules import instructs, skill_form
-from coevo.runner import run_experiment
-from coevo.store import RunStore
+from coevo.run.runner import run_experiment
+from coevo.rundir.store import RunStore
 
 TITLE = "Project Manager Issues"  # what the 135M rewriter once wrote in place of a solver skill
 

@@ -13,7 +13,7 @@ from coevo.roles.benchmark_graders import CRITERIA, NEGATIVE, EqBenchCreativeGra
     criterion_scores
 from coevo.tasks.benchmarks import read_benchmark
 from coevo.tasks.errors import DataError
-from coevo.types import Sample, Sampling
+from coevo.core.types import Sample, Sampling
 
 SAMPLING = Sampling(temperature=0.0)
 

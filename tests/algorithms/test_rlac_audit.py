@@ -20,8 +20,8 @@ from coevo.algorithms.rlac.audit import (
 )
 from coevo.algorithms.rlac.records import VerificationCounts
 from coevo.algorithms.rlac.stages import round_stage
-from coevo.store import RunStore
-from coevo.types import Rollout, Sample, Verdict
+from coevo.rundir.store import RunStore
+from coevo.core.types import Rollout, Sample, Verdict
 from tests.algorithms.test_rlac_code import config as code_config
 from tests.algorithms.test_rlac_code import trained  # noqa: F401  (fixture)
 from tests.algorithms.test_rlac_loop import FACT_MODELS, INVALID, facts_config, fakes  # noqa: F401  (fixture)

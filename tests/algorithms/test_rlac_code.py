@@ -6,12 +6,12 @@ import coevo.algorithms.rlac.loop as rlac_loop
 from coevo.algorithms.backend import Backend
 from coevo.algorithms.rlac import RlacConfig, run_rlac
 from coevo.algorithms.rlac.records import VerificationCounts
-from coevo.config import validate
+from coevo.settings.config import validate
 from coevo.llm.replay import ReplayModel
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.tasks.code import count_test_cases, load_humaneval
 from coevo.train.common import TrainResult
-from coevo.types import Message
+from coevo.core.types import Message
 
 GOOD = """```python
 from typing import List
@@ -237,7 +237,7 @@ def test_pass_at_1_counts_a_wrong_solution_as_a_failure(tmp_path, trained):
 
 
 def test_a_config_file_alone_cannot_switch_off_isolation(monkeypatch):
-    from coevo.config import ConfigError
+    from coevo.core.strict import ConfigError
     from coevo.validators.sandbox import UNSAFE_ENV_VAR
 
     monkeypatch.delenv(UNSAFE_ENV_VAR, raising=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
-from coevo.runner import run_experiment
+from coevo.run.runner import run_experiment
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +89,7 @@ def test_rlac_code_e2e_real_model(rlac_code_tiny_run):
     # so is the KL from the base, which this size leaves off; here its two answers to an
     # output are often the same call, which makes no pair.) The code validator's own path
     # is test_rlac_code.py.
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
     from coevo.tasks.code import load_humaneval
     from coevo.validators.code import parse_answer
 
@@ -120,8 +120,8 @@ def test_a_killed_lora_stage_resumes_and_a_finished_one_is_restored_into_fresh_m
     from coevo.algorithms.backend import Backend
     from coevo.algorithms.rlac import RlacConfig, run_rlac
     from coevo.train.dpo import train_dpo as real
-    from coevo.config import validate
-    from coevo.store import RunStore
+    from coevo.settings.config import validate
+    from coevo.rundir.store import RunStore
 
     class Killed(RuntimeError):
         pass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from coevo.algorithms.rlac.stages import STAGE, round_stage
-from coevo.runner import plan_experiment
+from coevo.run.runner import plan_experiment
 
 #: tests/real_runs.py's RLAC_CODE_TEST_SIZE: examples/rlac_code_tiny.yaml at test size.
 CODE_TEST_SIZE = ["iterations=1", "k=2", "n=2", "validator=random", "seed=0", "kl=false",
@@ -134,7 +134,7 @@ def test_the_facts_judge_calls_are_filed_under_the_judge():
     # cost rows take the role from the call tags, which these calls set themselves.
     from coevo.eval.factscore import split_atomic_facts
     from coevo.llm.call_tags import current_tags
-    from coevo.types import Completion
+    from coevo.core.types import Completion
     from coevo.validators.facts import EntailmentJudge
 
     seen = []

@@ -6,7 +6,7 @@ import pytest
 from coevo.algorithms.rlac import run_rlac
 from coevo.algorithms.rlac.records import HeldoutEval
 from coevo.eval.stats import t_interval, wilson_interval
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.rlac import verification_figure
 from coevo.view.targets import target_section
 # The replay generator / critic and the recorded DPO stage of each domain's tests (fixtures by name).

@@ -6,7 +6,7 @@ import pytest
 
 from coevo.algorithms.rlac.kl import kl_estimate
 from coevo.llm.base import user
-from coevo.types import Message
+from coevo.core.types import Message
 
 
 @pytest.fixture(scope="module")

@@ -15,14 +15,15 @@ from coevo.algorithms.rlac import RlacConfig, reward, run_rlac
 from coevo.algorithms.rlac.pairs import critic_pairs, generator_pairs, ranked_pairs
 from coevo.algorithms.rlac.records import RlacSummary, VerificationCounts
 from coevo.algorithms.rlac.stages import BARE, STAGE, round_stage
-from coevo.config import ConfigError, validate
+from coevo.core.strict import ConfigError
+from coevo.settings.config import validate
 from coevo.llm.base import by_sampling, user
 from coevo.llm.replay import ReplayModel
-from coevo.runner import run_experiment, summary_dict
-from coevo.store import RunStore
+from coevo.run.runner import run_experiment, summary_dict
+from coevo.rundir.store import RunStore
 from coevo.view.pair_warnings import too_few_pairs
 from coevo.train.common import TrainResult
-from coevo.types import Message, Sample, Verdict
+from coevo.core.types import Message, Sample, Verdict
 
 GOOD = "Albert Einstein was a physicist. He was born in Ulm. He developed the theory of relativity."
 BAD = "Albert Einstein was a physicist. He was born in Vienna. He developed the theory of relativity."

@@ -9,9 +9,9 @@ from pydantic import BaseModel
 import coevo.llm.specs as specs
 from coevo.algorithms.rlac.paper import PAPER_CODE, PAPER_FACTS, departures, plan, settings
 from coevo.algorithms.rlac.stages import STAGE, round_stage
-from coevo.config import read_yaml
-from coevo.departures import config_value
-from coevo.runner import resolve_config
+from coevo.settings.config import read_yaml
+from coevo.settings.departures import config_value
+from coevo.run.runner import resolve_config
 
 EXAMPLES = "examples"
 
@@ -107,7 +107,7 @@ def test_the_full_configs_use_the_papers_templates_and_any_other_is_listed(tmp_p
     ("rlac_bio_full.yaml", {"roles.critic.template": "critic_code"}, "does not fit task facts"),
 ])
 def test_a_bundled_template_of_another_task_or_form_is_refused(name, changes, message):
-    from coevo.config import ConfigError
+    from coevo.core.strict import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         load(name, **changes)
@@ -115,7 +115,8 @@ def test_a_bundled_template_of_another_task_or_form_is_refused(name, changes, me
 
 def test_an_old_shape_config_is_refused_with_the_new_place_of_each_key():
     from coevo.algorithms.rlac import RlacConfig
-    from coevo.config import ConfigError, validate
+    from coevo.core.strict import ConfigError
+    from coevo.settings.config import validate
 
     old = {"algorithm": "rlac", "models": {"generator": "x", "options": {"judge": {"n_threads": 1}}},
            "sampling": {"splitter": {"temperature": 0.0, "max_tokens": 96}, "eval": {"max_tokens": 32}},

@@ -9,10 +9,11 @@ import pytest
 
 from coevo.algorithms.rlac.reward_model import RewardModelSettings
 from coevo.algorithms.rlac import RlacConfig, run_rlac
-from coevo.config import ConfigError, validate
+from coevo.core.strict import ConfigError
+from coevo.settings.config import validate
 from coevo.llm.base import user
-from coevo.runner import summary_dict
-from coevo.store import RunStore
+from coevo.run.runner import summary_dict
+from coevo.rundir.store import RunStore
 
 from tests.algorithms.test_rlac_loop import BAD, CURIE, FACT_MODELS, GOOD, GOOD_R, fakes, facts_config  # noqa: F401
 

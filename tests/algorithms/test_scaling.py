@@ -15,10 +15,11 @@ from coevo.algorithms.scaling.cells import Cell, Comparison, comparisons, grid_c
 from coevo.algorithms.scaling.deltas import delta_row, figure_rows
 from coevo.algorithms.scaling.figure import figure_dict
 from coevo import cli
-from coevo.config import ConfigError, read_yaml
+from coevo.core.strict import ConfigError
+from coevo.settings.config import read_yaml
 from coevo.eval.stats import paired_bootstrap_ci
-from coevo.runner import plan_experiment, resolve_config, run_experiment
-from coevo.store import RunStore
+from coevo.run.runner import plan_experiment, resolve_config, run_experiment
+from coevo.rundir.store import RunStore
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CQ, ADHERENCE = "evaluator of writing critiques", "evaluator of response refinement"

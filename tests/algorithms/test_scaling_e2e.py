@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coevo.runner import run_experiment
+from coevo.run.runner import run_experiment
 
 pytestmark = pytest.mark.slow
 

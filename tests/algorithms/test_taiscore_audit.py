@@ -10,9 +10,9 @@ import logging
 import pytest
 
 from coevo.algorithms.taiscore import run_taiscore
-from coevo.config import ConfigError
-from coevo.runner import summary_dict
-from coevo.store import RunStore
+from coevo.core.strict import ConfigError
+from coevo.run.runner import summary_dict
+from coevo.rundir.store import RunStore
 
 from tests.algorithms.test_taiscore_logic import RULES, FakeLocal, FakeTrainers, _config, _taiscore_answer
 
@@ -71,7 +71,7 @@ def test_the_audit_can_be_turned_off_and_a_bad_probes_file_fails_when_the_config
 
 def test_the_gate_is_refused_where_no_trained_evaluator_is_audited(tmp_path):
     from coevo.algorithms.rlac import RlacConfig
-    from coevo.config import validate
+    from coevo.settings.config import validate
 
     with pytest.raises(ConfigError, match="audit.gate: taiscore has no trained evaluator"):
         _config(tmp_path, audit={"gate": True})

@@ -74,7 +74,7 @@ def test_sets_are_named_by_their_file_or_by_name_and_a_set_nothing_can_score_is_
 
 
 def test_a_folder_that_is_not_a_taiscore_run_is_refused_naming_it(tmp_path):
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     wb = f"writingbench:{write(tmp_path / 'wb.jsonl', WRITINGBENCH)}"
     with pytest.raises(TableError, match="is not a run folder"):
@@ -97,7 +97,7 @@ def test_every_saved_actor_is_scored_on_two_benchmark_sets_and_a_rerun_generates
     from typer.testing import CliRunner
 
     from coevo.cli import app
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
     from coevo.view.context import RunRef
     from coevo.view.run_page import run_page_context
 

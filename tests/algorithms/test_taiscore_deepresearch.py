@@ -15,13 +15,13 @@ from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
 from coevo.algorithms.taiscore.data import query_ratings
 from coevo.algorithms.taiscore.paper import departures
 from coevo.cli import app
-from coevo.config import apply_overrides, read_yaml, validate
+from coevo.settings.config import apply_overrides, read_yaml, validate
 from coevo.eval.deepresearch_gym import over_sets, set_metrics
 from coevo.llm.replay import ReplayModel
 from coevo.roles.deepresearch import QUALITY_CRITERIA, KeyPointJudge, ReportQualityJudge, parse_key_points
-from coevo.runner import resolve_config, summary_dict
-from coevo.store import RunStore
-from coevo.types import Sample, Sampling
+from coevo.run.runner import resolve_config, summary_dict
+from coevo.rundir.store import RunStore
+from coevo.core.types import Sample, Sampling
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -82,7 +82,7 @@ def test_the_judges_ask_once_per_report_under_a_schema_and_score_quality_on_0_to
 
 
 def test_metrics_over_reports_and_over_output_sets():
-    from coevo.types import Judgment
+    from coevo.core.types import Judgment
 
     def judged(kpr, kpc, quality, valid=True):
         return {"key_points": Judgment(judge="key_points", scores={"kpr": kpr, "kpc": kpc}, score=kpr, valid=valid),
@@ -251,7 +251,7 @@ def test_the_official_protocol_is_the_papers_and_the_single_call_variant_departs
 
 def test_the_deep_research_settings_table_names_deepresearch_gym_not_the_writing_benchmarks():
     from coevo.algorithms.taiscore.paper import PAPER
-    from coevo.departures import setting_rows
+    from coevo.settings.departures import setting_rows
 
     found = {row.setting: row for row in setting_rows(_config("taiscore_deepresearch_full.yaml"), PAPER)}
     assert "evaluation.data" not in found  # its paper value is WritingBench / HelloBench: the writing domain's

@@ -52,7 +52,7 @@ def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
     assert metrics["audit_reward_fooled_rate_n"] >= 1 and "audit_reward_flags" in metrics
     assert (out / "report.html").exists()
     # The cost estimated when the run started (`coevo plan`'s) is within 2x of what it counted.
-    from coevo.estimate_check import run_comparison
+    from coevo.plan.estimate_check import run_comparison
 
     forecast = run_comparison(out)
     for key in ("calls", "prompt_tokens", "completion_tokens", "training_steps"):
@@ -73,7 +73,7 @@ def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
     assert "round1/critic: the critic's llamacpp copy of its previous weights closed" in run_log
     assert "round1/actor: the actor's llamacpp copy of its previous weights closed" in run_log
     # TRL's history of both stages in the store; a model card beside each checkpoint.
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     logs = RunStore(out, read_only=True).training_logs()
     assert [(log["stage"], log["round"]) for log in logs] == [("coevolution/round1/critic", 1),
@@ -108,7 +108,7 @@ class _CountingReviser:
         self.k = 0
 
     def generate(self, conversations, sampling, n=1):
-        from coevo.types import Completion
+        from coevo.core.types import Completion
 
         out = []
         for _ in conversations:
@@ -129,7 +129,7 @@ def test_group_normalisation_happens_once_in_trl(monkeypatch, tmp_path):
     from coevo.roles.actor import Actor
     from coevo.roles.judges import TaiScoreJudge
     from coevo.train.grpo import GRPOSettings, train_grpo
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     # Two groups of N=4 critiques. The second is the issue's example: three answers the judge
     # could not give readably (twice: it is asked again) and one 7. Under the authors' rules
@@ -182,7 +182,7 @@ class _ScriptedJudge:
         self.initial = initial_responses
 
     def generate(self, conversations, sampling, n=1):
-        from coevo.types import Completion
+        from coevo.core.types import Completion
 
         dims = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
         out = []
@@ -209,9 +209,9 @@ def test_resume_inside_a_dpo_stage_continues_from_its_last_checkpoint(tmp_path, 
 
     from coevo.algorithms.backend import default_backend
     from coevo.algorithms.taiscore import TaiScoreConfig, run_taiscore
-    from coevo.config import validate
-    from coevo.runner import summary_dict
-    from coevo.store import RunStore
+    from coevo.settings.config import validate
+    from coevo.run.runner import summary_dict
+    from coevo.rundir.store import RunStore
     from coevo.train.dpo import train_dpo
 
     data = tmp_path / "data.jsonl"

@@ -11,14 +11,15 @@ from coevo.algorithms.taiscore import TaiScoreConfig, make_reward_fn, run_taisco
 from coevo.algorithms.taiscore.config import resolve_conditions
 from coevo.algorithms.taiscore.pairs import select_pairs
 from coevo.algorithms.taiscore.evaluation import GAIN, format_gain, gold_gains, rounds_table
-from coevo.config import ConfigError, validate
+from coevo.core.strict import ConfigError
+from coevo.settings.config import validate
 from coevo.llm.replay import ReplayModel
 from coevo.roles.actor import Actor
 from coevo.roles.judges import PairwiseJudge, TaiScoreJudge
-from coevo.runner import summary_dict
-from coevo.store import RunStore
+from coevo.run.runner import summary_dict
+from coevo.rundir.store import RunStore
 from coevo.train.common import TrainResult
-from coevo.types import Rollout, Sampling
+from coevo.core.types import Rollout, Sampling
 
 RUBRIC = {"criteria": [{"name": "clarity", "weight": 1}, {"name": "detail", "weight": 1}]}
 
@@ -191,7 +192,7 @@ def test_shards_are_disjoint_across_rounds_and_held_out(tmp_path):
         straight, swapped = rollout.judgments["pairwise_vs_round0"], rollout.judgments["pairwise_vs_round0_swapped"]
         assert (straight.shown_order, swapped.shown_order) == (["round0", "current"], ["current", "round0"])
     rows = {row["metric"]: row for row in summary["table"]["rows"]}
-    # The rounds table writes what the viewer writes (coevo/metric_defs.py): under 5 pairs, no
+    # The rounds table writes what the viewer writes (coevo/eval/metric_defs.py): under 5 pairs, no
     # interval but "too few to tell"; position consistency gets its n (from the win rate's).
     assert len(held) < 5
     assert rows["win_rate_vs_round0"]["round 1"] == f"0.500 (n={len(held)}: too few to tell)"
@@ -202,7 +203,7 @@ def test_shards_are_disjoint_across_rounds_and_held_out(tmp_path):
     assert summary["table"]["columns"][:3] == ["metric", "round 0", "round 1"]
     rewards = store.get_meta("distributions")["critic training reward (GRPO)"]["coevolution"]
     assert set(rewards) == {"1", "2"} and set(rewards["1"]) == {7.0}
-    from coevo.report import build_report
+    from coevo.view.report import build_report
 
     html = build_report(tmp_path / "run").read_text()
     assert "TAIScore: rounds" in html
@@ -260,7 +261,7 @@ def test_conditions_share_data_and_make_one_table(tmp_path):
 def test_gold_gain_pairs_each_prompt_with_itself_under_the_same_seed(tmp_path):
     """S(π_last) − S(π_0) per (seed, prompt), unreadable scores and unscored prompts left out."""
     from coevo.algorithms.taiscore.records import ConditionResult, RoundRecord
-    from coevo.types import Judgment
+    from coevo.core.types import Judgment
 
     store = RunStore(tmp_path / "run")
     gold = {  # (tag, round) -> {prompt: score}, None = an unreadable judgment
@@ -643,7 +644,7 @@ def test_monitor_settings_are_checked_when_the_config_loads(tmp_path, monitor, m
 
 def test_the_taiscore_anchors_of_one_check_share_its_critiques():
     from coevo.algorithms.taiscore.monitoring import critique_anchor, critique_sampler
-    from coevo.types import Sample
+    from coevo.core.types import Sample
 
     class Critic:
         calls = 0

@@ -15,10 +15,11 @@ from coevo.algorithms.taiscore import TaiScoreConfig
 from coevo.algorithms.taiscore.data import query_ratings, split_data
 from coevo.algorithms.taiscore.paper import departures, plan
 from coevo.cli import app
-from coevo.config import ConfigError, apply_overrides, read_yaml
-from coevo.runner import resolve_config
+from coevo.core.strict import ConfigError
+from coevo.settings.config import apply_overrides, read_yaml
+from coevo.run.runner import resolve_config
 from coevo.tasks.pools import quality_pools, sample_critic_queries
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -5,8 +5,8 @@ import pytest
 
 from coevo.algorithms.taiscore import run_taiscore
 from coevo.llm.base import ModelError
-from coevo.runner import summary_dict
-from coevo.store import RunStore
+from coevo.run.runner import summary_dict
+from coevo.rundir.store import RunStore
 from tests.algorithms.test_taiscore_logic import FakeTrainers, _config
 
 JUDGE = '''

@@ -9,12 +9,12 @@ tests/algorithms/test_taiscore_e2e.py::test_group_normalisation_happens_once_in_
 import json
 
 from coevo.algorithms.taiscore import make_reward_fn
-from coevo.role_specs import RefinementRoleSpecs
+from coevo.settings.role_specs import RefinementRoleSpecs
 from coevo.llm.replay import ReplayModel
 from coevo.roles import schemas
 from coevo.roles.actor import Actor
 from coevo.roles.judges import TaiScoreJudge
-from coevo.types import Completion, Rollout, Sampling
+from coevo.core.types import Completion, Rollout, Sampling
 
 DIMS = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 from coevo.algorithms.taiscore import run_taiscore
 from coevo.monitor.records import run_summary
-from coevo.runinfo import run_marks
-from coevo.runner import summary_dict
-from coevo.store import RunStore
+from coevo.view.runinfo import run_marks
+from coevo.run.runner import summary_dict
+from coevo.rundir.store import RunStore
 from coevo.train.common import TrainResult
 from coevo.view.warnings import run_warnings
 from tests.algorithms.test_taiscore_logic import RULES, FakeLocal, FakeTrainers, _config, _taiscore_answer

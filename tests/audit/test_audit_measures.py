@@ -7,7 +7,7 @@ import pytest
 from coevo.audit.measures import mean_interval, raised_share, share, spearman, spearman_interval, tie_rate
 from coevo.audit.probes import MASTER_KEYS, default_probes, probe_rollout, read_probes
 from coevo.tasks.errors import DataError
-from coevo.types import Rollout
+from coevo.core.types import Rollout
 
 
 def test_spearman_with_average_ranks_for_ties():

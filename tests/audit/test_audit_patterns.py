@@ -12,7 +12,7 @@ from coevo.audit.flags import CRITERION_ORDER_MAX, SAME_PATTERN_MAX
 from coevo.audit.patterns import Case, criterion_order_rate, follows_order, same_pattern_rate, score_pattern
 from coevo.llm.replay import ReplayModel
 from coevo.roles.judges import GoldRubricJudge
-from coevo.types import Judgment, Rollout, Sample, Sampling
+from coevo.core.types import Judgment, Rollout, Sample, Sampling
 
 CRITERIA = ("voice", "imagery", "structure", "ending", "length")
 RUBRIC = {"criteria": [{"name": name, "weight": 1} for name in CRITERIA]}

@@ -8,7 +8,7 @@ from coevo.audit import JudgeAudit, audit_judge
 from coevo.audit.items import slot_items, write_items
 from coevo.llm.replay import ReplayModel
 from coevo.roles.judges import PairwiseJudge, TaiScoreJudge
-from coevo.types import JudgeSampling, Judgment, Rollout, Sample
+from coevo.core.types import JudgeSampling, Judgment, Rollout, Sample
 
 SAMPLING = JudgeSampling(temperature=0.2, top_p=1.0, max_tokens=64, scoring="sampled")
 SAMPLES = [Sample(id=f"p{i}", prompt=f"Describe a storm{' slowly' * i}.") for i in range(8)]

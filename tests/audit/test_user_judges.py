@@ -5,7 +5,7 @@ import pytest
 
 from coevo.audit import audit_judge, write_items
 from coevo.llm.replay import ReplayModel
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 SAMPLES = [Sample(id=f"s{i}", prompt=f"Write two lines about topic {i}.") for i in range(3)]
 WRITER = ReplayModel(rules=[{"match": "Revised Response", "completions": ["A revised answer with several words."]},

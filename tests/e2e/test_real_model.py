@@ -28,14 +28,13 @@ def test_refine_json_on_the_embedded_model():
     taiscore = result["taiscore"]
     diagnostics = ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")
     assert set(taiscore) >= {*diagnostics, "score", "valid"}
-    # Whether or not the 135M judge wrote a readable answer, the judgment says which: a final
-    # score in 1-10 and no error, or no score and why. Catches a made-up score for an
-    # unreadable answer (a default 0 or 5), an invalid judgment without its reason, and a
-    # score or diagnostic outside the judge's 1-10 scale.
-    if taiscore["valid"]:
-        assert 1 <= taiscore["score"] <= 10 and "error" not in taiscore, taiscore
-    else:
-        assert taiscore["score"] is None and taiscore["error"].strip(), taiscore
+    # The judge decodes under its answer's JSON Schema and asks again if it cannot read the
+    # answer, so the 135M judge's answer reads (it did in every run measured): a final score in
+    # 1-10, no error, and diagnostics from the same answer. Catches a parser that rejects every
+    # answer (`valid: false` passed before) and a score or diagnostic outside the 1-10 scale.
+    assert taiscore["valid"] is True and "error" not in taiscore, taiscore
+    assert 1 <= taiscore["score"] <= 10, taiscore
+    assert any(taiscore[d] is not None for d in diagnostics), taiscore
     assert all(taiscore[d] is None or 1 <= taiscore[d] <= 10 for d in diagnostics), taiscore
 
 
@@ -90,7 +89,7 @@ def _check_the_viewer_on_a_real_run(run_dir):
     """Issue 26 on the real model's run: every call records who made it, with real token counts
     and latency; a sample page files each call under the role that made it; the real 48-token
     caps are counted as cut-offs and warned about where a role hit them often."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
     from coevo.view.calls import call_info, cut_off_shares
     from coevo.view.samples import calls_behind
     from coevo.view.trust_warnings import CUT_OFF_SHARE

@@ -8,8 +8,8 @@ from coevo.eval.both_orders import BothOrders, combine, judge_both_orders, summa
 from coevo.llm.python_functions import load_python_function
 from coevo.llm.replay import ReplayModel
 from coevo.roles.judges import PairwiseJudge
-from coevo.roles.python_scorers import judge_for
-from coevo.types import Judgment, Sampling
+from coevo.roles.judging import judge_for
+from coevo.core.types import Judgment, Sampling
 
 PROMPTS = [f"Write about topic {i}." for i in range(6)]
 PLAIN = [f"plain answer {i}" for i in range(6)]
@@ -121,7 +121,7 @@ def test_expected_preferences_are_averaged_and_winners_come_from_the_judgment():
 
 
 def test_coevo_judge_pairwise_writes_both_orders_per_line(tmp_path):
-    from coevo.judging import judge_file
+    from coevo.eval.judge_file import judge_file
 
     rollouts = tmp_path / "rollouts.jsonl"
     rollouts.write_text("".join(json.dumps({"id": f"r{i}", "x": "Write.", "y0": "old", "y1": "GOOD new"}) + "\n"
@@ -143,7 +143,7 @@ def test_coevo_judge_pairwise_writes_both_orders_per_line(tmp_path):
 
 
 def test_refine_runs_judge_pairwise_in_both_orders(tmp_path):
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"id": f"s{i}", "prompt": f"Write about {i}."}) + "\n" for i in range(4)))

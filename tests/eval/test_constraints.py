@@ -93,7 +93,7 @@ def test_constraint_judgment_records_each_check():
 
 
 def test_constraints_of_reads_sample_meta():
-    from coevo.types import Sample
+    from coevo.core.types import Sample
 
     assert C.constraints_of(Sample(id="a", prompt="p")) == []
     record = {"kind": "no_commas"}

@@ -2,8 +2,8 @@
 
 import json
 
-from coevo.runner import run_experiment
-from coevo.store import RunStore
+from coevo.run.runner import run_experiment
+from coevo.rundir.store import RunStore
 
 PROMPTS = ["Write about rivers.", "Write about stones.", "Write about wind."]
 RUBRIC = {"criteria": [{"name": "clarity", "weight": 1}, {"name": "detail", "weight": 3}]}

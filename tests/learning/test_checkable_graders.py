@@ -1,11 +1,11 @@
-"""The checkable stand-ins for DecoEvo's scoring roles (coevo/learning/graders.py): which of a
+"""The checkable stand-ins for DecoEvo's scoring roles (coevo/eval/checkable_graders.py): which of a
 question's stated requirements a criterion refers to, the lenient judge, coverage, the blind
 preference, and that each passes the probe its config place makes."""
 
 import pytest
 
 from coevo.algorithms.decoevo.checkable import load_scorer
-from coevo.learning.graders import blind_preference, criterion_met, named, rubric_coverage
+from coevo.eval.checkable_graders import blind_preference, criterion_met, named, rubric_coverage
 from coevo.tasks.loaders import load_samples
 
 
@@ -58,9 +58,9 @@ def test_the_blind_preference_sees_requirements_broken_never_a_rubric(prompts):
     assert blind_preference(q, "A.", "B.")["preference"] == "equivalent"
 
 
-@pytest.mark.parametrize("spec, kind", [("python:coevo.learning.graders:criterion_met", "judge"),
-                                        ("python:coevo.learning.graders:rubric_coverage", "structural"),
-                                        ("python:coevo.learning.graders:blind_preference", "preference"),
-                                        ("python:coevo.learning.rewards:fewer_broken_constraints", "preference")])
+@pytest.mark.parametrize("spec, kind", [("python:coevo.eval.checkable_graders:criterion_met", "judge"),
+                                        ("python:coevo.eval.checkable_graders:rubric_coverage", "structural"),
+                                        ("python:coevo.eval.checkable_graders:blind_preference", "preference"),
+                                        ("python:coevo.eval.checkable:fewer_broken_constraints", "preference")])
 def test_each_passes_the_probe_of_its_place(spec, kind):
     assert callable(load_scorer(spec, kind, "roles.x"))

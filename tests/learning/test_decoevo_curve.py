@@ -4,9 +4,9 @@ per-seed test results -> the curve's points, the paired gain and the notes."""
 import pytest
 
 from coevo.algorithms.decoevo.summary import MethodResult, ScoringModes
-from coevo.learning.curve import curve_record
-from coevo.learning.decoevo import curve_points, edit_notes, incumbents, rejected_notes
-from coevo.types import Skill
+from learning.curve import curve_record
+from learning.decoevo import curve_points, edit_notes, incumbents, rejected_notes
+from coevo.core.types import Skill
 
 STEPS = 4
 IDS = ["wp-001", "wp-002", "wp-003"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from coevo.learning import hacking
-from coevo.learning.common import split_prompts
-from coevo.types import Sample, Sampling
+from learning import hacking
+from learning.common import split_prompts
+from coevo.core.types import Sample, Sampling
 from test_hacking_wiring import REWARDS, gamed  # noqa: F401  (the replay backend fixture)
 
 

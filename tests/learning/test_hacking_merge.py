@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coevo.learning.hacking import HackingOnset, merged
+from learning.hacking import HackingOnset, merged
 
 RESULT = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "hacking_onset_gamed_v2.json"
 

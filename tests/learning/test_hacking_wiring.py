@@ -13,7 +13,7 @@ import pytest
 
 import coevo.algorithms.backend as backend_module
 from coevo.algorithms.backend import Backend
-from coevo.learning import hacking
+from learning import hacking
 from coevo.llm import specs
 from coevo.llm.replay import ReplayModel
 from coevo.train.common import TrainResult

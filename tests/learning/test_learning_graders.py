@@ -2,7 +2,7 @@
 
 import pytest
 
-from coevo.learning.graders import UnknownPrompt, constraint_grader, constraints_for
+from coevo.eval.checkable_graders import UnknownPrompt, constraint_grader, constraints_for
 from coevo.llm.python_functions import PROBE_PROMPT as PROBE_QUESTION
 from coevo.llm.python_functions import check_python_spec
 from coevo.tasks.loaders import load_samples
@@ -40,5 +40,5 @@ def test_every_bundled_prompt_is_gradable():
 def test_passes_the_runners_probe():
     # The runner probes a python: grader with a question of its own before a run starts.
     assert constraint_grader(PROBE_QUESTION, "Rain.", None) == 1.0
-    loaded = check_python_spec("python:coevo.learning.graders:constraint_grader", ["grader"], "roles.grader.model")
+    loaded = check_python_spec("python:coevo.eval.checkable_graders:constraint_grader", ["grader"], "roles.grader.model")
     assert loaded.get("grader") is constraint_grader  # the function the spec names serves the grader

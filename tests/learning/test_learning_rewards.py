@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from coevo.learning.curve import curve_record, paired_gain
-from coevo.learning.rewards import (
+from learning.curve import curve_record, paired_gain
+from coevo.eval.checkable import (
     broken,
     constraints_for,
     concise_critique,
@@ -22,7 +22,7 @@ LIGHTHOUSE = next(s for s in load_samples("bundled:writing") if s.id == "wp-001"
 
 
 def test_a_bundled_prompt_has_its_constraints_and_another_is_refused_but_the_probe():
-    from coevo.learning.rewards import UnknownPrompt
+    from coevo.eval.checkable import UnknownPrompt
     from coevo.llm.python_functions import PROBE_PROMPT
 
     assert {c["kind"] for c in constraints_for(LIGHTHOUSE.prompt)} == {"max_words", "include_words"}
@@ -89,17 +89,27 @@ def test_the_benchmark_names_a_bad_reward_and_exits_2(tmp_path):
     assert "missing.py" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("args", [["--seeds", "a,b"], ["--steps", "0"], ["--loop", "nope"], ["--learning-rate", "0"],
-                                  ["--loop", "decoevo", "--learning-rate", "1e-5"]])
-def test_the_benchmark_refuses_bad_arguments(args):
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seeds", "a,b"], "error: --seeds must be comma-separated integers, got 'a,b'"),
+    (["--steps", "0"], "error: --steps must be at least 1, got 0"),
+    (["--loop", "nope"], "error: argument --loop: invalid choice: 'nope'"),
+    (["--learning-rate", "0"], "error: --learning-rate must be positive, got 0.0"),
+    (["--loop", "decoevo", "--learning-rate", "1e-5"],
+     "error: --learning-rate applies to the TAIScore loops only; decoevo sets its own"),
+])
+def test_the_benchmark_refuses_bad_arguments(args, message):
+    # The refusal names what is wrong, from argparse's usage error (exit 2), before any model
+    # loads: not some later error that happens to say "error" after minutes of training.
     base = ["--loop", "taiscore-critic"] if "--loop" not in args else []
     result = subprocess.run([sys.executable, "benchmarks/learning_curves.py", *base, *args],
                             capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "error" in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("usage: learning_curves.py") and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_the_writing_split_is_seeded_disjoint_and_refuses_a_bad_size():
-    from coevo.learning.common import writing_split
+    from learning.common import writing_split
 
     train, held = writing_split(24)
     assert len(held) == 24 and len(train) == 48 and not {s.id for s in train} & {s.id for s in held}
@@ -110,7 +120,7 @@ def test_the_writing_split_is_seeded_disjoint_and_refuses_a_bad_size():
 
 
 def test_cached_texts_makes_only_what_the_file_lacks(tmp_path):
-    from coevo.learning.common import cached_texts
+    from learning.common import cached_texts
 
     made: list[list[str]] = []
 
@@ -127,7 +137,7 @@ def test_cached_texts_makes_only_what_the_file_lacks(tmp_path):
 def test_the_measuring_callback_measures_every_few_steps_and_at_the_last():
     from types import SimpleNamespace
 
-    from coevo.learning.common import measuring_callback
+    from learning.common import measuring_callback
 
     points: list = []
     callback = measuring_callback(2, 5, lambda: {"k": 1.0}, points)

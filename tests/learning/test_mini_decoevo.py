@@ -1,4 +1,4 @@
-"""The DecoEvo miniature (coevo/learning/mini_decoevo.py) on a replay backbone: the gate's
+"""The DecoEvo miniature (benchmarks/learning/mini_decoevo.py) on a replay backbone: the gate's
 noise is measured before the run and the run's delta is derived from it; the JSON keeps the
 noise, each method's proxy and gold per inner step, and the rewrites refused as not skills."""
 
@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "algorithms"))  # d
 
 from decoevo_fakes import REAL_SOLVER_SKILL, checkable_rules  # noqa: E402
 
-from coevo.learning import mini_decoevo  # noqa: E402
-from coevo.learning.miniature import Miniature  # noqa: E402
+from learning import mini_decoevo  # noqa: E402
+from learning.miniature import Miniature  # noqa: E402
 
 SMALL = ["inner_steps=1", "partitions.sizes.test=4", "partitions.sizes.solver_gate=4",
          "partitions.sizes.generator_gate=4", "partitions.sizes.diagnostic=2"]
@@ -35,9 +35,9 @@ def measured(tmp_path_factory):
         # A noisier gate than a replay can be: the run must take this margin, not its own.
         return {**found, "gain_sd": 0.0617, "delta": 0.1234}
 
-    import coevo.runner
+    import coevo.run.runner
 
-    real_run = coevo.runner.run_experiment
+    real_run = coevo.run.runner.run_experiment
 
     def run(config_path, out, data, **options):
         events.append(("run", data["delta"]))
@@ -45,7 +45,7 @@ def measured(tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(mini_decoevo, "gate_noise", noise)
-        patch.setattr(coevo.runner, "run_experiment", run)
+        patch.setattr(coevo.run.runner, "run_experiment", run)
         result = mini_decoevo.measure(seeds=[0], work_dir=folder / "work",
                                       overrides=[f"roles.backbone.model=replay:{model}", *SMALL], noise_draws=3)
     return result, events

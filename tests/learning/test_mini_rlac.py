@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from coevo.learning import mini_rlac
-from coevo.runner import plan_experiment
-from coevo.store import RunStore
+from learning import mini_rlac
+from coevo.run.runner import plan_experiment
+from coevo.rundir.store import RunStore
 
 
 def settings(arm: str) -> list[str]:
@@ -74,7 +74,7 @@ def test_newcombes_interval_is_the_wilson_intervals_combined():
 
 
 def test_the_detection_measure_pairs_the_critic_arms_over_items_and_seeds():
-    from coevo.learning.miniature import ArmResult
+    from learning.miniature import ArmResult
 
     def arm(rounds):
         return ArmResult(before=None, after=None, gain=None, gain_ci=[None, None], n=0,

@@ -21,11 +21,11 @@ import pytest
 
 import coevo.algorithms.rlac.loop as rlac_loop
 from coevo.algorithms.backend import Backend
-from coevo.learning import mini_rlac
-from coevo.store import RunStore
+from learning import mini_rlac
+from coevo.rundir.store import RunStore
 from coevo.tasks.code import example_calls, load_code_problems
 from coevo.train.common import TrainResult
-from coevo.types import Completion
+from coevo.core.types import Completion
 
 ITERATIONS = 2  # the least that shows a trained critic proposing (round 2); the default is 3
 #: K=2 train outputs (the reference, a subtle failure); 3 detection samples (and a crash).

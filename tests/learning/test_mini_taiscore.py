@@ -1,4 +1,4 @@
-"""TAIScore's miniature (coevo/learning/mini_taiscore*.py): its two new checkable rewards, and its
+"""TAIScore's miniature (benchmarks/learning/mini_taiscore*.py): its two new checkable rewards, and its
 wiring on fakes: a replay model writes every text, fake trainers step through the callbacks
 and record what they were asked, llama.cpp copies are replay models too."""
 
@@ -10,9 +10,9 @@ import shutil
 import pytest
 
 from coevo.algorithms.backend import Backend
-from coevo.learning import mini_taiscore, mini_taiscore_actor_arms, mini_taiscore_shared
-from coevo.learning.mini_taiscore_critique import names_a_broken_constraint, names_a_met_constraint
-from coevo.learning.rewards import checkable_taiscore, outcome_gain
+from learning import mini_taiscore, mini_taiscore_actor_arms, mini_taiscore_shared
+from learning.mini_taiscore_critique import names_a_broken_constraint, names_a_met_constraint
+from coevo.eval.checkable import checkable_taiscore, outcome_gain
 from coevo.llm import specs
 from coevo.llm.replay import ReplayModel
 from coevo.tasks.loaders import load_samples
@@ -70,7 +70,7 @@ def test_the_new_rewards_pass_the_python_scorer_probe():
     from coevo.llm.python_functions import check_python_spec
 
     for name in ("outcome_gain", "checkable_taiscore"):
-        check_python_spec(f"python:coevo.learning.rewards:{name}", ["reward"], "--reward")
+        check_python_spec(f"python:coevo.eval.checkable:{name}", ["reward"], "--reward")
 
 
 # ---- the wiring ----

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from coevo.learning import mini_rlac
-from coevo.learning.miniature import (ArmResult, Comparison, Measure, Miniature, arm_result, compare, comparisons,
+from learning import mini_rlac
+from learning.miniature import (ArmResult, Comparison, Measure, Miniature, arm_result, compare, comparisons,
                                       minimum_detectable_effect, shown, shown_of)
-from coevo.store import RunStore
-from coevo.types import Completion
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion
 
 BEFORE = {"p/0#0": 0.0, "p/1#0": 0.0, "p/2#0": 1.0, "p/3#0": 0.0}
 
@@ -145,7 +145,7 @@ def test_the_benchmark_refuses_bad_arguments(args):
 
 
 def test_decoevo_arm_notes_count_each_skills_accepted_edits():
-    from coevo.learning.mini_decoevo import _notes
+    from learning.mini_decoevo import _notes
 
     versions = {"solver": [{"method": "decoevo", "seed": 0, "version": 1, "decision": "accepted"},
                            {"method": "decoevo", "seed": 1, "version": 1, "decision": "rejected"},
@@ -156,7 +156,7 @@ def test_decoevo_arm_notes_count_each_skills_accepted_edits():
 
 
 def test_the_readme_tables_are_printed_from_the_json(tmp_path):
-    from coevo.learning.miniature import Miniature
+    from learning.miniature import Miniature
 
     arm = arm_result(BEFORE, {"p/0#0": 1.0, "p/1#0": 1.0, "p/2#0": 1.0, "p/3#0": 0.0})
     flat = arm_result(BEFORE, dict(BEFORE))
@@ -202,8 +202,8 @@ def test_the_readme_shows_each_recorded_miniature_as_its_json_prints_it():
 def test_decoevo_miniature_settings_make_a_partition_of_the_tiny_config():
     # Widened gates and test split take their share from another partition: the shares
     # still sum to 1 (the partitioner refuses anything else, after the model has loaded).
-    from coevo.config import apply_overrides, read_yaml
-    from coevo.learning.mini_decoevo import DEFAULT_CONFIG, DEFAULT_OVERRIDES
+    from coevo.settings.config import apply_overrides, read_yaml
+    from learning.mini_decoevo import DEFAULT_CONFIG, DEFAULT_OVERRIDES
 
     fractions = apply_overrides(read_yaml(DEFAULT_CONFIG), list(DEFAULT_OVERRIDES))["partitions"]["fractions"]
     assert sum(fractions.values()) == pytest.approx(1.0), fractions

@@ -2,7 +2,7 @@
 
 import pytest
 
-from coevo.learning.rlac_code import curve_from_summaries, measure
+from learning.rlac_code import curve_from_summaries, measure
 
 
 def evaluation(outcomes, lo=0.1, hi=0.9):

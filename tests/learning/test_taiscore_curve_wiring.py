@@ -1,6 +1,6 @@
 """The TAIScore learning curves' wiring, without a model or a trainer: a replay model writes
 every text, a fake trainer steps through TRL's callbacks, and the curve's points, pairs,
-prompts, caches and notes are checked (the real thing: test_taiscore_learns.py, slow)."""
+prompts, caches and notes are checked (the measurement itself: benchmarks/learning_curves.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import coevo.algorithms.backend as backend_module
 from coevo.algorithms.backend import Backend
-from coevo.learning import actor, critic
+from learning import actor, critic
 from coevo.llm import specs
 from coevo.llm.replay import ReplayModel
 from fake_training import PREFER_REVISED_JUDGE, stepped, taiscore_rules
@@ -108,7 +108,7 @@ def test_critic_curve_trains_grpo_on_the_critique_prompts_and_measures_the_rewar
 
 
 def test_critic_curve_on_named_failures_keeps_the_prompts_whose_y0_breaks_a_constraint(fakes, tmp_path):
-    from coevo.learning.rewards import broken
+    from coevo.eval.checkable import broken
 
     curve = critic.measure(reward=critic.NAMES_FAILURES, steps=2, seeds=[0], work_dir=tmp_path / "w", heldout=2,
                            train_prompts=3)

@@ -12,7 +12,7 @@ from coevo.llm.llamacpp import LlamaCppModel
 from coevo.llm.llamacpp_grammar import GrammarLastSampler, bounded_integers_as_enums, exact
 from coevo.roles.judges import TaiScoreJudge
 from coevo.roles.schemas import scored_dimensions
-from coevo.types import Message, Sampling
+from coevo.core.types import Message, Sampling
 
 SCHEMA = json.dumps(scored_dimensions(TaiScoreJudge.dimensions, TaiScoreJudge.final_key, reason_limit=40))
 PROMPTS = ["Rate this critique of a poem about the sea: 'too short, add an image of the waves'. Answer in JSON.",

@@ -5,7 +5,7 @@ log-probability), whatever was asked before and in whatever order."""
 import pytest
 
 from coevo.llm.llamacpp import LlamaCppModel
-from coevo.types import Message, Sampling
+from coevo.core.types import Message, Sampling
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ import json
 from coevo.llm.base import user
 from coevo.llm.cache import CachedModel, call_key, call_request
 from coevo.llm.call_tags import current_tags, tagged
-from coevo.store import RunStore
-from coevo.types import Completion, Sampling
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion, Sampling
 
 
 class CountingModel:

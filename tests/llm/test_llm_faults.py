@@ -18,7 +18,7 @@ import pytest
 
 from coevo.llm.base import ModelError, user
 from coevo.llm.openai_backend import OpenAIModel
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 from tests.llm.conftest import free_port
 from tests.llm.fault_proxy import FaultProxy
 
@@ -118,8 +118,8 @@ def test_a_run_failed_by_a_dead_server_resumes_asking_nothing_twice(llama_server
     was never answered: the answers that arrived before the failure were kept. (The judge
     decodes under a schema: llama-cpp-python's server refuses OpenAI's `json_schema` form
     with a 500 naming `response_format`, and the backend switches to `json_object`.)"""
-    from coevo.runner import run_experiment
-    from coevo.store import RunStore
+    from coevo.run.runner import run_experiment
+    from coevo.rundir.store import RunStore
     from tests.experiments.test_controls_replay import _setup
 
     config = _setup(tmp_path)

@@ -4,7 +4,7 @@ import pytest
 
 from coevo.llm.llamacpp import LlamaCppModel
 from coevo.llm.specs import clear_loaded, load_model
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +44,16 @@ def test_same_chat_template_as_the_transformers_copy(llama_model, local_model, p
 
 
 def test_stop_strings(llama_model, prompts):
-    [[completion]] = llama_model.generate(prompts[1:], Sampling(temperature=0.0, max_tokens=30, stop=(" ",)))
-    assert completion.text and " " not in completion.text
+    # Greedy, so the stopped answer is the start of the unstopped one. The reference must run
+    # on past a comma, or a short answer would pass with the stop string ignored.
+    free = Sampling(temperature=0.0, max_tokens=30)
+    [[reference]] = llama_model.generate(prompts[1:], free)
+    [[stopped]] = llama_model.generate(prompts[1:], free.model_copy(update={"stop": (",",)}))
+    head, comma, _ = reference.text.partition(",")
+    assert head.strip() and comma, reference.text
+    assert stopped.text == head, (stopped.text, reference.text)
+    # Generation itself stopped there, not only the returned text.
+    assert stopped.completion_tokens < reference.completion_tokens
 
 
 def test_smollm2_on_llama_cpp_is_shared_and_takes_its_options_leniently():

@@ -7,7 +7,7 @@ from coevo.llm import embedded
 from coevo.llm.base import user
 from coevo.llm.local import LocalModel
 from coevo.llm.specs import load_model
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 pytestmark = pytest.mark.slow
 
@@ -49,9 +49,16 @@ def test_greedy_n_gives_identical_copies(local_model, prompts):
 
 
 def test_stop_strings_cut_the_text(local_model):
-    sampling = Sampling(temperature=0.0, max_tokens=40, stop=(" ",))
-    [[completion]] = local_model.generate([user("Write a long sentence about the sea.")], sampling)
-    assert " " not in completion.text and completion.text
+    # Greedy, so the stopped answer is the start of the unstopped one. The reference must run
+    # on past a comma, or a short answer would pass with the stop string ignored.
+    prompt, free = [user("Write a long sentence about the sea.")], Sampling(temperature=0.0, max_tokens=40)
+    [[reference]] = local_model.generate(prompt, free)
+    [[stopped]] = local_model.generate(prompt, free.model_copy(update={"stop": (",",)}))
+    head, comma, _ = reference.text.partition(",")
+    assert head.strip() and comma, reference.text
+    assert stopped.text == head, (stopped.text, reference.text)
+    # Generation itself stopped there, not only the returned text.
+    assert stopped.completion_tokens < reference.completion_tokens
 
 
 def test_from_loaded_shares_weights_and_tracks_them(local_model, prompts):
@@ -74,11 +81,17 @@ def test_from_loaded_shares_weights_and_tracks_them(local_model, prompts):
 
 
 def test_train_mode_is_restored_after_generation(local_model, prompts):
+    # Each forward records whether every module was in eval mode (no dropout) while it ran.
+    in_eval: list[bool] = []
+    hook = local_model.model.register_forward_pre_hook(
+        lambda module, args: in_eval.append(not any(m.training for m in module.modules())))
     local_model.model.train()
     try:
         local_model.generate(prompts[:1], Sampling(temperature=0.0, max_tokens=2))
+        assert in_eval and all(in_eval), in_eval
         assert local_model.model.training
     finally:
+        hook.remove()
         local_model.model.eval()
 
 

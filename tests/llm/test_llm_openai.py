@@ -8,7 +8,7 @@ import pytest
 from coevo.llm.base import ModelError
 from coevo.llm.openai_backend import OpenAIModel
 from coevo.llm.specs import load_model
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import pytest
 
 from coevo.llm.base import ModelError, user
 from coevo.llm.replay import ReplayModel
-from coevo.types import Message, Sampling
+from coevo.core.types import Message, Sampling
 
 SAMPLING = Sampling(temperature=0.0, max_tokens=8)
 

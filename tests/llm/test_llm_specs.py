@@ -10,7 +10,7 @@ from coevo.llm.base import ModelError
 from coevo.llm.cache import CachedModel
 from coevo.llm.openai_backend import OpenAIModel, parse_spec
 from coevo.llm.replay import ReplayModel
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 
 @pytest.fixture
@@ -157,8 +157,8 @@ def test_a_roles_thinking_switch_reaches_the_chat_template_and_the_model_id(repl
     chat_template_kwargs, transformers applies the template with it, and the model id says
     it, so the call cache never answers a thinking-off call with a thinking-on answer."""
     from coevo.llm.local import LocalModel
-    from coevo.role_specs import RefinementRoleSpecs
-    from coevo.types import Message
+    from coevo.settings.role_specs import RefinementRoleSpecs
+    from coevo.core.types import Message
 
     roles = RefinementRoleSpecs.model_validate({"critic": {"thinking": False}})
     assert roles.options_for("critic") == {"thinking": False} and roles.options_for("actor") == {}

@@ -9,7 +9,7 @@ import pytest
 from coevo.llm import specs
 from coevo.llm.base import ModelError, generate_each, user
 from coevo.roles.judges import TaiScoreJudge
-from coevo.types import JudgeSampling, Rollout, Sampling
+from coevo.core.types import JudgeSampling, Rollout, Sampling
 
 pytestmark = pytest.mark.slow
 
@@ -77,9 +77,16 @@ def test_a_seeded_call_repeats_and_its_n_samples_differ(engine):
 
 
 def test_stop_strings_are_cut(engine):
-    [[completion]] = engine.generate([user("Write a sentence about cats.")],
-                                     Sampling(temperature=0.0, max_tokens=30, stop=(" ",)))
-    assert completion.text and " " not in completion.text
+    # Greedy, so the stopped answer is the start of the unstopped one. The reference must run
+    # on past a comma, or a short answer would pass with the stop string ignored.
+    prompt, free = [user("Write a sentence about cats.")], Sampling(temperature=0.0, max_tokens=30)
+    [[reference]] = engine.generate(prompt, free)
+    [[stopped]] = engine.generate(prompt, free.model_copy(update={"stop": (",",)}))
+    head, comma, _ = reference.text.partition(",")
+    assert head.strip() and comma, reference.text
+    assert stopped.text == head, (stopped.text, reference.text)
+    # Generation itself stopped there, not only the returned text.
+    assert stopped.completion_tokens < reference.completion_tokens
 
 
 def test_the_taiscore_judge_scores_by_expectation_on_vllm(engine):

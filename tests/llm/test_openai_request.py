@@ -16,7 +16,7 @@ import pytest
 from coevo.llm import openai_backend
 from coevo.llm.base import ModelError
 from coevo.llm.openai_backend import OpenAIModel
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

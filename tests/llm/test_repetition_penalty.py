@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from coevo.llm.base import user
 from coevo.llm.cache import call_key, call_request
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 
 def test_off_it_leaves_the_call_key_as_it_was_and_on_it_changes_it():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from coevo.monitor.records import run_summary
 from coevo.monitor.rounds import RoundMonitor
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 
 def feed(monitor: RoundMonitor, rounds: range) -> None:

@@ -3,7 +3,7 @@
 import pytest
 
 from coevo.llm.replay import ReplayModel
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 
 class CountingReplay(ReplayModel):

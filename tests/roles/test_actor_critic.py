@@ -5,7 +5,7 @@ import pytest
 from coevo.prompts import load_template
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic, generic_critique
-from coevo.types import Sample, Sampling
+from coevo.core.types import Sample, Sampling
 
 ROLLOUT = Sampling(temperature=0.8, top_p=0.95)
 REFINER = Sampling(temperature=0.2, top_p=0.95)
@@ -100,7 +100,7 @@ def test_critic_pads_short_backend_answers():
         model_id = "short"
 
         def generate(self, conversations, sampling, n=1):
-            from coevo.types import Completion
+            from coevo.core.types import Completion
             return [[Completion(text="one")] for _ in conversations]
 
     assert Critic(Short(), ROLLOUT).critique(["x"], ["y"], n=3) == [["one", "", ""]]

@@ -9,7 +9,7 @@ import pytest
 
 from coevo.roles.deepresearch import ReportQualityJudge
 from coevo.roles.deepresearch_official import CRITERIA, KeyPointEachJudge, QualityEachCriterionJudge, report_judges
-from coevo.types import Sample, Sampling
+from coevo.core.types import Sample, Sampling
 
 SAMPLING = Sampling(temperature=0.2, top_p=1.0)
 

@@ -17,7 +17,7 @@ from coevo.roles.expected import (
     json_value_offsets,
 )
 from coevo.roles.judges import GoldRubricJudge, OutcomeGainJudge, PairwiseJudge, TaiScoreJudge
-from coevo.types import Completion, Criterion, JudgeSampling, Rollout, Rubric, Sample, Sampling
+from coevo.core.types import Completion, Criterion, JudgeSampling, Rollout, Rubric, Sample, Sampling
 
 ONE_TO_TEN = integer_answers(1, 10)
 

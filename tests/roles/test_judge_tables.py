@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from coevo.judging import judge_as_reward
+from coevo.roles.judging import judge_as_reward
 from coevo.llm.replay import ReplayModel
 from coevo.roles.judges import JUDGE_NAMES, JUDGES, KIND_OF_JUDGE, REWARD_JUDGES, judge_reads
-from coevo.types import Rollout, Sampling
+from coevo.core.types import Rollout, Sampling
 
 
 def test_the_tables_follow_the_declarations():

@@ -16,7 +16,7 @@ from coevo.roles.judges import (
     TaiScoreJudge,
     order_swapped,
 )
-from coevo.types import Criterion, Rollout, Rubric, Sample
+from coevo.core.types import Criterion, Rollout, Rubric, Sample
 
 CRITIQUE = "CRITIQUE-TEXT: the ending is rushed"
 
@@ -297,7 +297,7 @@ def test_judges_ask_for_their_answer_schema(replay, judge_sampling):
     import json
 
     from coevo.roles.judges import GoldRubricJudge, OutcomeGainJudge, TaiScoreJudge
-    from coevo.types import Rollout, Rubric, Criterion, Sample
+    from coevo.core.types import Rollout, Rubric, Criterion, Sample
 
     model = replay([{"completions": ["{}"]}])
     rollout = Rollout(sample_id="s", x="x", y0="a", c="c", y1="b")
@@ -322,14 +322,14 @@ def test_a_judge_asked_for_free_output_sends_no_schema_and_reads_the_json_it_wri
     """`sampling.output: free` (the papers' judges): no answer schema, the answer read after,
     a thought before the JSON and a reason longer than the schema's cap kept."""
     from coevo.roles.judges import TaiScoreJudge
-    from coevo.types import Rollout
+    from coevo.core.types import Rollout
 
     reason = "the critique names the missing deadline and the revision adds it " * 4
     answer = ("Let me weigh the critique first. " + json.dumps(
         {d: {"score": 8, "reason": reason} for d in
          ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness")} | {"score": 7}))
     model = replay([{"completions": [answer]}])
-    from coevo.types import JudgeSampling
+    from coevo.core.types import JudgeSampling
 
     free = JudgeSampling(temperature=0.2, top_p=1.0, scoring="sampled", output="free")
     [judgment] = TaiScoreJudge(model, free).judge([Rollout(sample_id="s", x="x", y0="a", c="c", y1="b")])

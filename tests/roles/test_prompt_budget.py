@@ -8,7 +8,7 @@ import pytest
 from coevo.llm.replay import ReplayModel
 from coevo.roles.critic import Critic
 from coevo.roles.prompt_budget import MARKER, approximate_tokens, fit_middle, token_counter
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 HEADER = "You are a helpful writing critic."  # Table 6's first sentence
 X = "Write a short story about a lighthouse keeper."

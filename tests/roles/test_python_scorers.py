@@ -12,8 +12,8 @@ from coevo.llm.specs import check_spec, load_model
 from coevo.roles.actor import Actor
 from coevo.roles.judges import order_swapped
 from coevo.roles.python_scorers import grader_for, judge_for
-from coevo.store import RunStore
-from coevo.types import Judgment, Rollout, Rubric, Sample, Sampling
+from coevo.rundir.store import RunStore
+from coevo.core.types import Judgment, Rollout, Rubric, Sample, Sampling
 
 SCORERS = '''
 CALLS = []

@@ -3,7 +3,7 @@
 import json
 
 from coevo.roles.query_filter import filter_queries
-from coevo.types import Sample, Sampling
+from coevo.core.types import Sample, Sampling
 
 
 def answer(score):

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from coevo.config import ConfigError
-from coevo.judging import JUDGE_NAMES, rollout_judge
+from coevo.core.strict import ConfigError
+from coevo.roles.judging import JUDGE_NAMES, rollout_judge
 from coevo.llm.call_tags import current_tags
 from coevo.llm.replay import ReplayModel
 from coevo.roles.base import Role, Scorer
 from coevo.roles.decoevo import CriterionJudge, RubricGenerator, Solver, StructuralAuditor
-from coevo.types import Criterion, Rollout, Rubric, Sample
+from coevo.core.types import Criterion, Rollout, Rubric, Sample
 
 _DIMENSIONS = {
     "taiscore": ("critique_quality", "critique_uptake", "quality_gain", "prompt_faithfulness", "score"),

@@ -3,7 +3,7 @@
 import pytest
 
 from coevo.tasks.partition import partition, shard_of, split_shards, unit_hash
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 DECOEVO = {"pilot": 0.05, "train": 0.4, "probe": 0.1, "solver_gate": 0.1,
            "generator_gate": 0.1, "diagnostic": 0.05, "test": 0.2}

@@ -1,5 +1,5 @@
 """A real DPO stage (the embedded model or any spec), set up as `coevo run` sets up a run: the run's
-logging (coevo.logs.run_logging) around the shared stage runner (coevo.train.stages).
+logging (coevo.run.logs.run_logging) around the shared stage runner (coevo.train.stages).
 
 Run as a subprocess by test_train_reporting.py, so the terminal it writes is the one a
 user would see: python stage_script.py RUN_DIR [STEPS [MODEL_SPEC]] (the embedded model by
@@ -12,11 +12,11 @@ import sys
 import warnings
 from pathlib import Path
 
-from coevo.logs import run_logging
-from coevo.store import RunStore
+from coevo.run.logs import run_logging
+from coevo.rundir.store import RunStore
 from coevo.train import DPOSettings, train_dpo
 from coevo.train.stages import restore_checkpoint, run_stage
-from coevo.types import PreferencePair
+from coevo.core.types import PreferencePair
 
 PAIRS = [PreferencePair(prompt="Say hello.", chosen="Hello there, friend!", rejected="No."),
          PreferencePair(prompt="Name a color.", chosen="Blue, like a clear sky.", rejected="I will not.")]

@@ -1,16 +1,16 @@
 """A disk that fills up (a small tmpfs) while a training stage writes its checkpoint, or
 while the run store writes: the error is recognised as a full disk (one line at the command
-line, coevo.runner.DiskFull), what was written before is intact, and after space is freed
+line, coevo.run.runner.DiskFull), what was written before is intact, and after space is freed
 the stage resumes from its last complete checkpoint and the store opens and takes writes."""
 
 import subprocess
 
 import pytest
 
-from coevo.runner import _disk_full
+from coevo.run.runner import _disk_full
 from coevo.train import DPOSettings, LoRASettings, train_dpo
-from coevo.train.common import last_checkpoint
-from coevo.types import PreferencePair
+from coevo.train.checkpoints import last_checkpoint
+from coevo.core.types import PreferencePair
 
 PAIRS = [PreferencePair(prompt="Say hello.", chosen="Hello there, friend!", rejected="No."),
          PreferencePair(prompt="Name a color.", chosen="Blue, like a clear sky.", rejected="I will not.")]
@@ -34,7 +34,7 @@ def small_disk(tmp_path):
 
 
 def test_a_full_disk_under_the_store_keeps_what_it_holds(small_disk):
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     store = RunStore(small_disk / "run")
     store.log_metrics("kept", {"x": 1.0})

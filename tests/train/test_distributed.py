@@ -1,4 +1,4 @@
-"""Many processes, one run (coevo/train/distributed.py, coevo/ranks.py), on two real gloo
+"""Many processes, one run (coevo/train/distributed.py, coevo/run/ranks.py), on two real gloo
 processes: rank 0 loads a trainable model through `load_trainable` and rank 1 loads the same,
 then restores and trains exactly what rank 0 tells it, with rank 0's data, and its GRPO
 rewards are computed on rank 0. Model loading and the training functions are recorders here;
@@ -13,7 +13,7 @@ import sys
 SCRIPT = r'''
 import json, sys
 from types import SimpleNamespace
-from coevo import ranks
+from coevo.run import ranks
 from coevo.train import distributed, trainable
 import coevo.llm.specs as specs, coevo.train.dpo as dpo, coevo.train.grpo as grpo, coevo.train.stages as stages
 

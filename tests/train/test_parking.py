@@ -7,9 +7,9 @@ import pytest
 
 from coevo.algorithms.engines import GenerationCopy
 from coevo.llm.base import user
-from coevo.train.common import TrainError
+from coevo.train.errors import TrainError
 from coevo.train.parking import parked
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 
 def _save_tiny(folder, hidden=16):

@@ -8,8 +8,9 @@ import time
 import pytest
 
 from coevo.train import LoRASettings, machine_training_args
-from coevo.train.common import PeakRSS, global_step, last_checkpoint
+from coevo.train.checkpoints import global_step, last_checkpoint
 from coevo.train.grpo import _Timed
+from coevo.train.measuring import PeakRSS
 
 
 def test_machine_training_args_without_cuda():
@@ -62,18 +63,36 @@ def test_timed_reward_keeps_its_name_and_counts():
     assert timed.calls == 1 and timed.seconds >= 0.02  # the reward's own time, counted
 
 
+def _touched_block(mb: int) -> bytearray:
+    block = bytearray(mb * 2**20)
+    block[::4096] = b"x" * len(block[::4096])  # one write a page, so every page is resident
+    return block
+
+
 def test_peak_rss_sees_an_allocation():
+    # The pytest process alone is over any fixed threshold, so measure the rise over the block's
+    # start. The block is freed before the `with` ends: only the sampler, not the readings at
+    # enter and exit, can see it. An earlier, larger block freed before the `with` must not count
+    # (the process-life ru_maxrss would): the peak is the block's own.
+    from coevo.train.measuring import current_rss_mb
+
+    earlier = _touched_block(400)
+    del earlier
+    before = current_rss_mb()
     with PeakRSS(interval=0.01) as rss:
-        block = bytearray(64 * 2**20)
-        block[::4096] = b"x" * len(block[::4096])
-    assert rss.peak_mb > 64
+        block = _touched_block(200)
+        time.sleep(0.3)  # many sampling intervals with the block resident
+        del block
+    after = current_rss_mb()
+    assert after < before + 100, (before, after)  # freed: the exit reading cannot see it
+    assert before + 160 < rss.peak_mb < before + 350, (before, rss.peak_mb)
 
 
 def test_trl_block_passes_any_trl_option_and_refuses_clashes_and_unknown_keys(tmp_path):
     from trl import DPOConfig, GRPOConfig
 
     from coevo.train import TrainError
-    from coevo.train.common import trl_config
+    from coevo.train.settings import trl_config
 
     own = {"output_dir": str(tmp_path), "learning_rate": 1e-6}
     args = trl_config(GRPOConfig, "grpo", own, {"warmup_steps": 3, "max_grad_norm": 0.5})
@@ -88,8 +107,8 @@ def test_a_run_configs_trl_mappings_reach_trls_configs(tmp_path):
     # Catches a training block that drops its `trl:` mapping between a run config (docs/taiscore.md:
     # `dpo: {trl: {loss_type: [ipo]}}`) and TRL's GRPOConfig / DPOConfig: a config field
     # that is read and validated but never handed on, in TAIScore's blocks or RLAC's.
-    from coevo.config import apply_overrides
-    from coevo.runner import resolve_config
+    from coevo.settings.config import apply_overrides
+    from coevo.run.runner import resolve_config
     from coevo.train.dpo import dpo_config
     from coevo.train.grpo import grpo_config
 
@@ -104,7 +123,7 @@ def test_a_run_configs_trl_mappings_reach_trls_configs(tmp_path):
 def test_trl_block_may_change_the_machine_defaults(tmp_path):
     from trl import DPOConfig
 
-    from coevo.train.common import trl_config
+    from coevo.train.settings import trl_config
 
     args = trl_config(DPOConfig, "dpo", {"output_dir": str(tmp_path)}, {"report_to": "tensorboard"})
     assert args.report_to == ["tensorboard"] and args.use_cpu == machine_training_args().get("use_cpu", False)
@@ -131,7 +150,7 @@ class _FakeTrainer:
 
 
 def test_measured_train_reports_the_weight_change_and_always_unpatches():
-    from coevo.train.common import measured_train
+    from coevo.train.measuring import measured_train
 
     trainer = _FakeTrainer(step=0.25)
     run = measured_train(trainer, trainer.model, "ckpt-3")
@@ -149,7 +168,7 @@ def test_the_weight_probe_compares_with_the_entry_model_instead_of_copying_it():
 
     import torch
 
-    from coevo.train.common import weight_probe
+    from coevo.train.measuring import weight_probe
 
     model = torch.nn.Linear(3, 2)
     entry = copy.deepcopy(model).requires_grad_(False)  # a KL reference: the policy at entry

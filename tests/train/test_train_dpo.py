@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from coevo.train import DPOSettings, LoRASettings, TrainError, pairs_to_dataset, train_dpo
-from coevo.types import PreferencePair
+from coevo.core.types import PreferencePair
 
 PAIRS = [
     PreferencePair(prompt="Say hello.", chosen="Hello there, friend!", rejected="No."),
@@ -200,7 +200,7 @@ def test_lora_dpo_saves_an_adapter_over_the_base(tmp_path, tiny_llama):
 
     # The trained policy still generates (round t+1 samples from it) and a second stage trains the same adapter.
     from coevo.llm.base import user
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     out = policy.generate([user("Say hello.")], Sampling(temperature=0, max_tokens=8))
     assert out[0][0].completion_tokens > 0  # it generated from the trained weights

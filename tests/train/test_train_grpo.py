@@ -213,7 +213,7 @@ def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_lon
 
     from coevo.llm.specs import load_model
     from coevo.roles.critic import Critic
-    from coevo.types import Sampling
+    from coevo.core.types import Sampling
 
     if not hasattr(GRPOTrainer, "_generate_and_score_completions"):
         pytest.skip("TRL no longer has _generate_and_score_completions")
@@ -251,7 +251,7 @@ def test_grpo_trains_the_critic_on_its_header_and_instruction_when_y0_is_too_lon
 
 _TRL_WITHOUT_VLLM = """
 import importlib.util, sys
-from coevo.train.common import TrainError
+from coevo.train.errors import TrainError
 from coevo.train.grpo import trl_grpo_trainer
 trainer = trl_grpo_trainer(use_vllm=False)
 assert trainer.__name__ == "GRPOTrainer", trainer

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.train import DPOSettings, TrainError, TrainResult
 from coevo.train.grpo import GRPOSettings
 
@@ -48,8 +48,8 @@ def test_report_to_reaches_trl_and_the_trl_block_cannot_set_it_behind_coevo(tmp_
 def test_a_missing_integration_is_refused_before_the_run_naming_the_install(tmp_path, monkeypatch):
     import importlib.util
 
-    from coevo.config import ConfigError
-    from coevo.runner import run_experiment
+    from coevo.core.strict import ConfigError
+    from coevo.run.runner import run_experiment
     from coevo.train import reporting
 
     real = importlib.util.find_spec
@@ -144,7 +144,7 @@ def test_run_stage_records_history_round_kind_and_a_relative_checkpoint_and_rest
 def test_model_card_names_the_base_stage_round_data_metrics_and_config(tmp_path):
     from huggingface_hub import ModelCard
 
-    from coevo.modelcard import hub_base_model, write_model_card
+    from coevo.train.modelcard import hub_base_model, write_model_card
 
     base = tmp_path / "smollm2-135m-instruct"
     base.mkdir()
@@ -166,7 +166,7 @@ def test_model_card_names_the_base_stage_round_data_metrics_and_config(tmp_path)
 # -- the quiet terminal ------------------------------------------------------------------
 
 def _noisy_run(tmp_path: Path, verbose: bool, capsys) -> tuple[str, str]:
-    from coevo.logs import run_logging
+    from coevo.run.logs import run_logging
 
     os.environ.pop("COEVO_VERBOSE", None)
     if verbose:
@@ -203,7 +203,7 @@ def test_library_warnings_and_trl_dicts_go_to_the_log_file_only(tmp_path, capsys
 def test_library_bars_become_one_line_in_the_log_file(tmp_path, capsys):
     from transformers.utils import logging as hf_logging
 
-    from coevo.logs import run_logging
+    from coevo.run.logs import run_logging
 
     os.environ.pop("COEVO_VERBOSE", None)
     with run_logging(tmp_path) as log_file:
@@ -214,14 +214,14 @@ def test_library_bars_become_one_line_in_the_log_file(tmp_path, capsys):
     assert "Writing model shards" not in capsys.readouterr().err
     log = log_file.read_text()
     assert "Writing model shards: 3/3" in log and "Loading weights: 4/4" in log
-    from coevo.logs import LoggedBar
+    from coevo.run.logs import LoggedBar
 
     assert not isinstance(hf_logging.tqdm(range(1)), LoggedBar)  # the hook goes with the run
 
 
 LATE_IMPORT = """
 import logging, os, sys
-from coevo.logs import run_logging
+from coevo.run.logs import run_logging
 assert "transformers" not in sys.modules and "datasets" not in sys.modules
 with run_logging(sys.argv[1]):
     from transformers.utils import logging as hf_logging  # as a model load does, mid-run

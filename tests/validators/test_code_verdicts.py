@@ -4,7 +4,7 @@
 import pytest
 
 from coevo.tasks.code import load_humaneval
-from coevo.types import Proposal, Sample
+from coevo.core.types import Proposal, Sample
 from coevo.validators.code import (CodeValidator, ReferenceTests, parse_proposal, parse_testcase,
                                    run_reference_tests, stdout_equal, values_equal)
 from coevo.validators.sandbox import Sandbox

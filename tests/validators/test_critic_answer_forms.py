@@ -7,7 +7,7 @@ import pytest
 
 from coevo.roles import critic_schemas as schemas
 from coevo.tasks.code import entry_parameters, example_calls, load_humaneval
-from coevo.types import Sample
+from coevo.core.types import Sample
 from coevo.validators.code import answer_format, answer_schema, arguments_call, parse_answer
 from coevo.validators.facts import parse_fact_proposal
 

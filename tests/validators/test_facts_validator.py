@@ -10,7 +10,7 @@ import pytest
 from coevo.llm.replay import ReplayModel
 from coevo.tasks.bios import bio_samples, load_corpus, numbered, split_sentences
 from coevo.tasks.loaders import DataError
-from coevo.types import Completion, Proposal, Sample
+from coevo.core.types import Completion, Proposal, Sample
 from coevo.validators.facts import (EntailmentJudge, FactValidator, KnowledgeSource,
                                     build_fact_validator, parse_fact_proposal)
 

@@ -1,6 +1,6 @@
 """Real run folders from replay runs, for the viewer's browser tests and `make screenshots`.
 
-Each builder runs the real loop through `coevo.runner.run_experiment` (config, store, summary,
+Each builder runs the real loop through `coevo.run.runner.run_experiment` (config, store, summary,
 report, status), with replay models in place of real ones:
 
 - `controls`: critique-content controls judged on a gold rubric, so every rollout holds
@@ -49,7 +49,7 @@ def _gold(scores: tuple[int, int] | None, why: str) -> str:
 
 def build_controls(run: Path, inputs: Path) -> Path:
     """A controls run (gold-rubric evaluator): 3 prompts x 4 critique conditions."""
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     inputs.mkdir(parents=True, exist_ok=True)
     data = inputs / "controls_data.jsonl"
@@ -140,7 +140,7 @@ def _rlac_fakes():
 
 def build_rlac(run: Path, inputs: Path) -> Path:
     """An RLAC run (facts task, adversarial critic): 2 iterations on one biography."""
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     config = {"algorithm": "rlac", "task": "facts", "iterations": 2, "k": 2, "n": 2, "kl": False,
               "roles": {"generator": {"model": "gen"}, "critic": {"model": "crit"}, "judge": {"model": "gen"}},
@@ -157,7 +157,7 @@ def build_decoevo(run: Path, inputs: Path) -> Path:
     """A DecoEvo run: the four methods on two seeds, 3 inner steps (see decoevo_fakes)."""
     from decoevo_fakes import replay_run_config
 
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     run_experiment(None, run, data=replay_run_config(inputs / "decoevo"))
     return run
@@ -183,7 +183,7 @@ RLAC_VARIANT = {"k": 3, "max_pairs_per_output": 1}
 def build_rlac_variant(run: Path, inputs: Path) -> Path:
     """`build_rlac`'s RLAC run with RLAC_VARIANT's settings changed: the same algorithm, two
     settings apart (the compare page's and `coevo runs --compare`'s tests)."""
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     config = {"algorithm": "rlac", "task": "facts", "iterations": 2, "k": 2, "n": 2, "kl": False,
               "roles": {"generator": {"model": "gen"}, "critic": {"model": "crit"}, "judge": {"model": "gen"}},
@@ -274,7 +274,7 @@ def _taiscore_fakes(rules: list[dict], steps: int | None = None):
             return TrainResult(checkpoint=str(output_dir / "final"), steps=1, seconds=0.0, seconds_per_step=0.0,
                                peak_rss_mb=0.0, metrics=metrics)
         history = _trl_history(kind, steps)
-        # As coevo.train.common.final_metrics keeps them: each key's last value, train_loss the mean.
+        # As coevo.train.measuring.final_metrics keeps them: each key's last value, train_loss the mean.
         last = {k: v for row in history for k, v in row.items() if k not in ("step", "epoch")}
         return TrainResult(checkpoint=str(output_dir / "final"), steps=steps, seconds=1.0, seconds_per_step=0.5,
                            peak_rss_mb=0.0, metrics={**last, "weight_delta": 1.5e-5}, history=history, kind=kind,
@@ -308,7 +308,7 @@ def build_taiscore(run: Path, inputs: Path) -> Path:
     """A one-round TAIScore run on four prompts whose texts look alike across roles (see
     TAI_TEXTS): held-out evaluation with refinement, a pair pool, GRPO rewards. Not in
     BUILDERS: the sample pages' call tests build it for themselves."""
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     inputs.mkdir(parents=True, exist_ok=True)
     data = inputs / "taiscore_data.jsonl"
@@ -324,7 +324,7 @@ def build_taiscore(run: Path, inputs: Path) -> Path:
 
 
 #: The reward-hacking monitor's anchor in the story run, as the quickstart names it.
-STORY_ANCHOR = "python:coevo.learning.rewards:checkable_taiscore"
+STORY_ANCHOR = "python:coevo.eval.checkable:checkable_taiscore"
 
 
 def build_taiscore_story(run: Path, inputs: Path) -> Path:
@@ -336,8 +336,8 @@ def build_taiscore_story(run: Path, inputs: Path) -> Path:
     the story's browser tests build it for themselves."""
     from coevo.monitor import Monitor
     from coevo.monitor.records import keep_report
-    from coevo.runner import run_experiment
-    from coevo.store import RunStore
+    from coevo.run.runner import run_experiment
+    from coevo.rundir.store import RunStore
     from coevo.view.export import write_report
 
     inputs.mkdir(parents=True, exist_ok=True)

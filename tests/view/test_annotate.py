@@ -20,7 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 from replay_runs import build_controls
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.annotate import COOKIE, KIND, SERVED
 from coevo.view.annotate_export import export_annotations
 from coevo.view.annotate_pairs import queue, stage_pairs, store_pairs
@@ -348,7 +348,7 @@ def test_nothing_to_export_says_where_to_label(tmp_path):
 
 
 def test_judge_scores_of_pairwise_verdicts_and_grpo_groups(tmp_path):
-    from coevo.types import Judgment, Rollout
+    from coevo.core.types import Judgment, Rollout
 
     store = RunStore(tmp_path / "tai")
     pairwise = {"pairwise": Judgment(judge="pairwise", score=1.0, scores={"preference": 1.0},
@@ -461,7 +461,7 @@ def test_the_pairs_behind_win_rate_vs_round0_can_be_labelled(tmp_path):
     """A TAIScore run's evaluation stages: round R's answers against round 0's for the same
     prompts, judged in both shown orders; their pairs are offered (the last round's marked as
     the headline's), and the export's judge lines are the averaged both-orders preference."""
-    from coevo.types import Judgment, Rollout
+    from coevo.core.types import Judgment, Rollout
 
     run = tmp_path / "runs" / "tai"
     store = RunStore(run)

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from replay_runs import build_controls, build_taiscore
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.annotate import COOKIE, KIND, SERVED
 from coevo.view.annotate_export import export_annotations
 from coevo.view.annotate_ids import batch_id, pair_id, run_secret
@@ -150,7 +150,7 @@ def test_a_finished_batch_shows_agreement_with_the_judge_with_its_n(controls):
 
 
 def test_few_pairs_give_no_interval_and_a_share_near_half_is_a_tie(tmp_path):
-    from coevo.types import Judgment, Rollout
+    from coevo.core.types import Judgment, Rollout
 
     store = RunStore(tmp_path / "runs" / "pool")
     for i, p in enumerate((0.52, 1.0, 0.0)):  # P(y1 preferred): 0.52 is the judge not choosing

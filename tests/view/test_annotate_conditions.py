@@ -19,9 +19,9 @@ import pytest
 from fastapi.testclient import TestClient
 from test_annotate import _label, _shown
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.tasks.errors import DataError
-from coevo.types import Rollout
+from coevo.core.types import Rollout
 from coevo.view.annotate import COOKIE
 from coevo.view.annotate_export import condition_table, export_annotations
 from coevo.view.annotate_conditions import ComparisonSpec, comparison_spec, run_comparisons, sample_prompts

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from test_annotate import _label, _shown
 
 from coevo import cli
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.tasks.errors import DataError
 from coevo.view.annotate import COOKIE
 from coevo.view.annotate_conditions import run_comparisons

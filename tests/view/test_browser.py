@@ -138,7 +138,7 @@ def test_runs_list_shows_every_run_with_its_status(browser, viewer, run_folders)
 
 @pytest.mark.parametrize("algorithm", ["rlac", "decoevo"])
 def test_run_page_draws_its_plots(browser, viewer, run_folders, algorithm):
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     open_run(browser, viewer, algorithm)
     unfold(browser)  # the grids of every metric and the training curves are folded
@@ -333,7 +333,7 @@ def test_annotation_round_trip_into_agreement(browser, viewer, run_folders, tmp_
     ones the labels made against the judge's scores in the store."""
     from selenium.webdriver.common.action_chains import ActionChains
 
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     run = run_folders["controls"]
     run_id = open_run(browser, viewer, "controls")

@@ -18,7 +18,7 @@ from replay_runs import build_taiscore
 from test_browser import WAIT, check_page, click, go, open_run, text_of
 from view_harness import Viewer
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.annotate_ids import batch_id, run_secret
 from coevo.view.annotate_pairs import store_pairs
 

@@ -16,7 +16,7 @@ from replay_runs import RLAC_VARIANT, build_rlac_pair
 from test_browser import WAIT, By, WebDriverWait, check_page, click, header, table_rows, text_of
 from view_harness import Viewer
 
-from coevo.metric_defs import describe
+from coevo.eval.metric_defs import describe
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -17,7 +17,7 @@ import pytest
 from test_browser import WAIT, check_page, open_run, unfold
 from view_harness import WINDOW, settle
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.export import write_report
 
 pytestmark = pytest.mark.timeout(180)

@@ -10,7 +10,7 @@ import pytest
 from replay_runs import PROMPTS, Y1
 from test_browser import check_page, click, go, header, open_run, table_rows, text_of
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 try:
     from selenium.webdriver.common.by import By

@@ -17,7 +17,7 @@ import pytest
 from test_browser import WAIT, open_run, table_rows, text_of, unfold
 from view_harness import Viewer, settle
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 
 try:
     from selenium.webdriver.common.by import By

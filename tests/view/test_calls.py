@@ -17,8 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 from replay_runs import TAI_REVISION_LIMIT, TAI_TEXTS, build_taiscore
 
-from coevo.store import RunStore
-from coevo.types import Completion
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion
 from coevo.view.app import create_app
 from coevo.view.calls import call_info, cut_off_shares
 

@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from replay_runs import RLAC_VARIANT, build_rlac_pair
 from typer.testing import CliRunner
 
-from coevo.metric_defs import describe, estimate_text
-from coevo.store import RunStore
+from coevo.eval.metric_defs import describe, estimate_text
+from coevo.rundir.store import RunStore
 from coevo.view.app import create_app
 from coevo.view.comparison import compare_runs
 

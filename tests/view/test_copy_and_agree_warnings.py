@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from coevo.monitor.copies import critique_copies
 from coevo.monitor.records import run_summary
-from coevo.store import RunStore
-from coevo.types import Judgment, Rollout
+from coevo.rundir.store import RunStore
+from coevo.core.types import Judgment, Rollout
 from coevo.view.copy_warnings import copied_critiques
 from coevo.view.warnings import agreeing_judges, run_warnings
 

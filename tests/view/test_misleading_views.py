@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from coevo.metric_defs import describe
-from coevo.store import RunStore
-from coevo.types import Completion, Judgment, Rollout
+from coevo.eval.metric_defs import describe
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion, Judgment, Rollout
 from coevo.view import plots
 from coevo.view.app import create_app
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from replay_runs import BAD, CAUGHT, GOOD, INVALID, RLAC_MODELS, RUBRIC, _rlac_fakes, _taiscore_fakes
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.pair_warnings import KIND, MIN_PAIRS, baseline_cause, taiscore_pair_warnings
 from coevo.view.warnings import run_warnings
 
@@ -21,7 +21,7 @@ def _rlac_run(tmp_path, monkeypatch, *, outputs: list[str], proposals: list[str]
     """A two-iteration RLAC run (facts, adversarial critic) on one biography whose K outputs
     cycle through `outputs`; the critic answers `proposals` on any output (None: replay_runs'
     critic, which catches the Vienna biography). Its folder and summary."""
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     monkeypatch.setitem(RLAC_MODELS, "gen_under_test", [
         {"match": "biography of Albert Einstein", "completions": outputs},
@@ -100,7 +100,7 @@ def test_a_run_whose_roles_got_pairs_has_no_such_warning(tmp_path, monkeypatch):
 
 
 def test_a_static_critic_is_never_warned_for_the_pairs_it_was_not_to_get(tmp_path, monkeypatch):
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     monkeypatch.setitem(RLAC_MODELS, "gen_under_test", [
         {"match": "biography of Albert Einstein", "completions": [GOOD, BAD]},
@@ -159,7 +159,7 @@ Y0_RULES.insert(0, TAI_RULES[0])
 
 
 def _taiscore_run(tmp_path, pairs_per_round: int, rules=TAI_RULES):
-    from coevo.runner import run_experiment
+    from coevo.run.runner import run_experiment
 
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Write about topic {i}.", "rubric": RUBRIC})

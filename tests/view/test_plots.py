@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from coevo.metric_defs import describe
+from coevo.eval.metric_defs import describe
 from coevo.view.plot_axes import y_range
 from coevo.view.plots import distribution_figures, metric_figures, small_multiples, training_figures
 

@@ -10,8 +10,8 @@ from replay_runs import build_taiscore
 from typer.testing import CliRunner
 
 from coevo.cli import app as cli
-from coevo.estimate_check import run_comparison
-from coevo.store import RunStore
+from coevo.plan.estimate_check import run_comparison
+from coevo.rundir.store import RunStore
 from coevo.view.app import create_app
 
 

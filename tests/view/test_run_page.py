@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from coevo.runner import run_experiment
-from coevo.store import RunStore
-from coevo.types import Judgment, Rollout
+from coevo.run.runner import run_experiment
+from coevo.rundir.store import RunStore
+from coevo.core.types import Judgment, Rollout
 from coevo.view.app import create_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "algorithms"))
@@ -315,7 +315,7 @@ def test_nav_links(client):
 
 
 def test_static_export_is_self_contained(runs):
-    from coevo.report import build_report
+    from coevo.view.report import build_report
 
     path = build_report(runs / "tai")
     html = path.read_text(encoding="utf-8")
@@ -401,8 +401,8 @@ def test_pass_at_1_at_its_ceiling_on_few_problems(tmp_path):
 
 
 def test_run_info_statuses_durations_and_headlines(tmp_path):
-    from coevo.runinfo import find_runs, format_duration, run_info
-    from coevo.runlock import RunLock
+    from coevo.view.runinfo import find_runs, format_duration, run_info
+    from coevo.rundir.lock import RunLock
 
     for name, status in (("done", "finished"), ("broke", "failed"), ("stopped", "interrupted"),
                          ("live", "running"), ("gone", "running")):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.app import create_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "algorithms"))
@@ -30,7 +30,7 @@ def audited_run(tmp_path_factory) -> Path:
     from test_taiscore_logic import FakeTrainers, _config
 
     from coevo.algorithms.taiscore import run_taiscore
-    from coevo.runner import summary_dict
+    from coevo.run.runner import summary_dict
 
     tmp = tmp_path_factory.mktemp("audited")
     run = tmp / "run"
@@ -168,7 +168,7 @@ def test_browser_draws_the_audit_panel_with_error_bars(audited_run, browser):
     """report.html in headless Chromium: plotly draws the panel, its error bars included."""
     from view_harness import settle
 
-    from coevo.report import build_report
+    from coevo.view.report import build_report
 
     browser.get(build_report(audited_run).resolve().as_uri())
     settle(browser, 30)

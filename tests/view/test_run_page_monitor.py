@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from coevo.monitor import Monitor
 from coevo.monitor.records import keep_report, run_summary
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.app import create_app
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from coevo.store import RunStore, stage_round
-from coevo.types import Completion, Judgment, Rollout
+from coevo.rundir.store import RunStore, stage_round
+from coevo.core.types import Completion, Judgment, Rollout
 from coevo.view.app import create_app
 from coevo.view.samples import word_diff
 

@@ -12,11 +12,11 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from coevo.metric_defs import describe
+from coevo.eval.metric_defs import describe
 from coevo.monitor import Monitor
 from coevo.monitor.records import keep_report
-from coevo.store import RunStore
-from coevo.types import Judgment, PreferencePair, Rollout
+from coevo.rundir.store import RunStore
+from coevo.core.types import Judgment, PreferencePair, Rollout
 from coevo.view.anchors import anchor_words
 from coevo.view.answers import dpo_pairs, round_answers
 from coevo.view.app import create_app
@@ -26,7 +26,7 @@ from coevo.view.monitor import monitor_section, stage_status
 from coevo.view.run_page import _intervals, stage_losses
 from coevo.view.story import next_steps, run_story
 
-ANCHOR = "python:coevo.learning.rewards:checkable_taiscore"
+ANCHOR = "python:coevo.eval.checkable:checkable_taiscore"
 
 
 def _store(tmp_path, name: str = "run") -> RunStore:
@@ -256,7 +256,7 @@ def test_the_monitor_says_too_few_steps_to_tell_and_names_its_anchor_in_words(tm
     assert "less half the share of the met ones" in anchor["about"]  # why its mean can be below 0
     titles = [a["text"] for a in section["figure"]["figure"]["layout"]["annotations"]]
     assert "<b>anchor: A checkable TAIScore on the constraints y0 breaks</b>" in titles
-    assert not any("coevo.learning" in t for t in titles)
+    assert not any("learning" in t for t in titles)
     outputs = [a["text"] for a in section["outputs_figure"]["figure"]["layout"]["annotations"]]
     assert {"<b>repetition</b>", "<b>output length</b>", "<b>empty outputs</b>"} <= set(outputs)
     store.close()

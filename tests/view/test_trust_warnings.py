@@ -5,8 +5,8 @@ past its threshold."""
 
 from __future__ import annotations
 
-from coevo.store import RunStore
-from coevo.types import Completion
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion
 from coevo.view.trust_warnings import adam_first_steps, cut_off_generations, too_few_items
 from coevo.view.warnings import run_warnings
 

@@ -24,7 +24,7 @@ import pytest
 from fastapi.testclient import TestClient
 from replay_runs import build_controls
 
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.view.annotate import KIND, SERVED
 from coevo.view.annotate_pairs import stage_pairs
 from coevo.view.app import create_app

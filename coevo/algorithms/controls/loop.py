@@ -21,18 +21,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from coevo.config import DataConfig, ExperimentConfig
+from coevo.settings.config import DataConfig, ExperimentConfig
 from coevo.eval.both_orders import judge_both_orders, summarise_both_orders
 from coevo.eval.stats import derangement, mean_sd, paired_bootstrap_ci
-from coevo.progress import map_batches
-from coevo.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
+from coevo.core.progress import map_batches
+from coevo.settings.role_specs import REFINEMENT_MOVED, RefinementRoleSpecs
 from coevo.roles.critic import generic_critique
 from coevo.roles.judges import GoldRubricJudge, PairwiseJudge
 from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import build_refinement_roles
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.tasks.loaders import DataError
-from coevo.types import Judgment, Rollout, Table
+from coevo.core.types import Judgment, Rollout, Table
 
 Condition = Literal["none", "generic", "shuffled", "matched"]
 
@@ -72,7 +72,7 @@ class ControlsSummary(BaseModel):
 
 
 def run_controls(config: ControlsConfig, store: RunStore) -> ControlsSummary:
-    """`coevo run` entry for `algorithm: controls`; also what `coevo quickstart` runs."""
+    """`coevo run` entry for `algorithm: controls`."""
     roles = build_refinement_roles(config.roles, store)
     samples = load_data(config.data, roles.judge_model, config.roles.judge.sampling)
     if config.evaluator == "gold_rubric" and any(s.rubric is None for s in samples):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+from coevo.settings.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
     model_named, setting_rows, thinking_settings
-from coevo.planning import PlanRole, PlanStage, RunPlan, read_data, role
+from coevo.plan.planning import PlanRole, PlanStage, RunPlan, read_data, role
 
 #: Table 3b's rows, in its order.
 PAPER_CONDITIONS = ["none", "generic", "shuffled", "matched"]

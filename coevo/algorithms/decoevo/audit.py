@@ -36,7 +36,7 @@ from coevo.audit.in_run import audit_in_run, save_records
 from coevo.audit.measures import Estimate, spearman_interval
 from coevo.llm.base import ModelError
 from coevo.roles.decoevo import CriterionJudge, CriterionJudgment, blind
-from coevo.types import Judgment, Rollout, Rubric, Sample
+from coevo.core.types import Judgment, Rollout, Rubric, Sample
 
 
 

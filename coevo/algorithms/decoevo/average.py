@@ -29,8 +29,8 @@ from pydantic import Field
 from coevo.algorithms.decoevo.skills import SOLVER, versions
 from coevo.eval.paired import RunCI, run_difference
 from coevo.eval.stats import mean_sd
-from coevo.store import RunStore
-from coevo.types import Record, Skill
+from coevo.rundir.store import RunStore
+from coevo.core.types import Record, Skill
 
 
 class BenchmarkScores(Record):

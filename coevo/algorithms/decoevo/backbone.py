@@ -16,7 +16,7 @@ from coevo.roles.decoevo import (
     SolverRewriter,
     StructuralAuditor,
 )
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 
 # ====================================================================== plumbing
@@ -77,7 +77,7 @@ def build_decoevo_roles(config: DecoEvoConfig, model: Any, grader_model: Any, se
         load_scorer,
     )
     from coevo.prompts import load_template
-    from coevo.roles.python_scorers import grader_for
+    from coevo.roles.judging import grader_for
 
     roles = config.roles
     spec = load_template(config.audit_spec).text.strip()

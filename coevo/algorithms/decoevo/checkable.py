@@ -24,7 +24,7 @@ from coevo.llm.base import ModelError, user
 from coevo.llm.python_functions import PROBE_PROMPT, load_python_function
 from coevo.roles.decoevo import BlindVerdict, ContrastiveAuditor, CriterionJudgment, StructuralAudit, rubric_score
 from coevo.roles.judges import order_swapped
-from coevo.types import Message, Rubric, Sample, Sampling
+from coevo.core.types import Message, Rubric, Sample, Sampling
 
 log = logging.getLogger(__name__)
 

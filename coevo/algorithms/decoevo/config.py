@@ -7,9 +7,12 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from coevo.config import AuditConfig, DataConfig, ExperimentConfig, MonitorConfig, StrictModel
-from coevo.role_specs import ModelRole, RoleSet, RoleSpec
-from coevo.types import JudgeSampling, Sampling
+from coevo.core.strict import StrictModel
+from coevo.settings.config import DataConfig, ExperimentConfig
+from coevo.audit.config import AuditConfig
+from coevo.monitor.config import MonitorConfig, Watches
+from coevo.settings.role_specs import ModelRole, RoleSet, RoleSpec
+from coevo.core.types import JudgeSampling, Sampling
 
 Method = Literal["zero_shot", "skillopt", "sc_coevo", "decoevo"]
 METHODS: tuple[str, ...] = ("zero_shot", "skillopt", "sc_coevo", "decoevo")
@@ -86,7 +89,7 @@ class CriterionJudgeRole(RoleSpec):
     sampling: JudgeSampling = JudgeSampling(temperature=0.0, max_tokens=400)
     #: Code standing for the judge (no backbone call): `python:MODULE:FUNCTION`,
     #: `function(question, answer, criterion) -> bool | {"satisfied": bool, "rationale": str}`,
-    #: one call per criterion (e.g. coevo.learning.graders:criterion_met). None: the backbone judges.
+    #: one call per criterion (e.g. coevo.eval.checkable_graders:criterion_met). None: the backbone judges.
     scorer: str | None = None
 
     @field_validator("scorer")
@@ -197,6 +200,16 @@ DECOEVO_MOVED = {
 }
 
 
+class DecoEvoMonitor(MonitorConfig):
+    WATCHES = Watches(algorithm="decoevo", gold=True, models=False, stop=False,
+                      # the audit anchor follows the policy: its rubric-generator skill, part of the grading, evolves
+                      audit=True)
+
+
+class DecoEvoAudit(AuditConfig):
+    ALGORITHM = "decoevo"
+
+
 class DecoEvoConfig(ExperimentConfig):
     """`algorithm: decoevo` — the four methods on one backbone, several seeds."""
 
@@ -236,16 +249,14 @@ class DecoEvoConfig(ExperimentConfig):
     #: The grading (criterion judge + the current rubric-generator skill) probed for gaming on
     #: the initial skills and after every outer step; `audit.gate` refuses a flagged G'
     #: (audit.py). Not in the paper; with `gate` off it changes no decision.
-    audit: AuditConfig = AuditConfig()
+    audit: DecoEvoAudit = DecoEvoAudit()
     #: The reward-hacking monitor (docs/monitor.md), per inner step: the diagnostic questions'
     #: proxy scores against the `gold` anchor (their gold grades) and the `audit` anchor (the
     #: master keys the grading under the current G is not fooled by, from each round's audit).
-    monitor: MonitorConfig = MonitorConfig()
+    monitor: DecoEvoMonitor = DecoEvoMonitor()
 
     @model_validator(mode="after")
     def _check(self) -> "DecoEvoConfig":
-        self.monitor.refuse_unwatched("decoevo", gold=True, models=False, stop=False,
-                                      audit="its rubric-generator skill, part of the grading, evolves")
         if "audit" in self.monitor.anchors and not self.audit.enabled:
             raise ValueError("monitor.anchors: 'audit' reads the judge audit of each round, which audit.enabled: false "
                              "turns off; set audit.enabled: true or drop the anchor")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from coevo.algorithms.decoevo.config import PARTITIONS, Partitions
-from coevo.config import ConfigError
+from coevo.core.strict import ConfigError
 from coevo.roles.decoevo import UNIT_SCORED
 from coevo.tasks.loaders import DataError
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 
 def make_partitions(samples: list[Sample], config: Partitions) -> dict[str, list[Sample]]:

@@ -1,4 +1,4 @@
-"""DecoEvo's model calls counted before a run (`estimate` in paper.py; coevo/estimate.py).
+"""DecoEvo's model calls counted before a run (`estimate` in paper.py; coevo/plan/estimate.py).
 
 The loop (loop.py) is replayed here on symbols instead of texts: every model call it would
 make gets the key the call cache would give it (the role, the sampling seed, and where
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coevo.audit.probes import INJECTIONS, MASTER_KEYS, PADDING, PROMPT_FIELD
-from coevo.estimate import CallEstimate, completion_tokens, template_tokens, text_tokens
+from coevo.plan.estimate import CallEstimate, completion_tokens, template_tokens, text_tokens
 from coevo.prompts import TemplateError
 from coevo.roles.schemas import REASON_LIMIT
 

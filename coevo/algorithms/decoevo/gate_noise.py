@@ -96,7 +96,7 @@ def measure_gate_noise(config: DecoEvoConfig, store: Any, draws: int = DRAWS, k:
 def measure_in(folder: Any, config: DecoEvoConfig, draws: int = DRAWS) -> dict[str, Any]:
     """`measure_gate_noise` in a run store of its own at `folder` (its calls cached there, so
     measuring again asks the model nothing)."""
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
     store = RunStore(folder)
     try:

@@ -88,7 +88,7 @@ from coevo.eval.stats import mean_of_known
 from coevo.llm.call_tags import tagged
 from coevo.llm.python_functions import PythonFunction
 from coevo.monitor.rounds import RoundMonitor
-from coevo.progress import progress_bar
+from coevo.core.progress import progress_bar
 from coevo.roles.decoevo import (
     ContrastiveRecord,
     CriterionJudgment,
@@ -96,8 +96,8 @@ from coevo.roles.decoevo import (
     blind,
     breakdown_block,
 )
-from coevo.store import RunStore
-from coevo.types import Rollout, Rubric, Sample, Skill
+from coevo.rundir.store import RunStore
+from coevo.core.types import Rollout, Rubric, Sample, Skill
 
 log = logging.getLogger(__name__)
 
@@ -680,7 +680,7 @@ def run_decoevo(config: DecoEvoConfig, store: RunStore) -> DecoEvoSummary:
 def grades_itself(config: DecoEvoConfig) -> bool:
     """Whether the backbone grades its own answers: `roles.grader.model` unset, or the same model
     on any engine (`hf:Qwen/Qwen3-8B` grading for `vllm:Qwen/Qwen3-8B` is still the backbone)."""
-    from coevo.departures import model_id
+    from coevo.settings.departures import model_id
 
     grader = config.roles.grader.model
     return grader is None or model_id(grader) == model_id(config.roles.backbone.model)

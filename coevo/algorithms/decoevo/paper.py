@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+from coevo.settings.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
     model_named, setting_rows, thinking_settings
-from coevo.planning import PlanStage, RunPlan, read_data, role
+from coevo.plan.planning import PlanStage, RunPlan, read_data, role
 
 if TYPE_CHECKING:
-    from coevo.estimate import CallEstimate, TrainingEstimate
+    from coevo.plan.estimate import CallEstimate, TrainingEstimate
 
 #: The paper's backbones (Setup: "We test GPT-4o and Qwen3-4B/8B").
 BACKBONES = ("gpt-4o", "qwen3-4b", "qwen3-8b")

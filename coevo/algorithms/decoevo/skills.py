@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from coevo.store import RunStore
-from coevo.types import Skill
+from coevo.rundir.store import RunStore
+from coevo.core.types import Skill
 
 SOLVER = "solver"
 GENERATOR = "rubric_generator"

@@ -21,9 +21,9 @@ from coevo.audit.in_run import run_records
 from coevo.eval.constraints import pass_rate_metrics
 from coevo.eval.paired import PairedCI, RunCI, paired_difference, run_difference
 from coevo.eval.stats import mean_of_known, mean_sd
-from coevo.metric_defs import estimate_text
-from coevo.store import RunStore
-from coevo.types import Record, Skill, Table
+from coevo.eval.metric_defs import estimate_text
+from coevo.rundir.store import RunStore
+from coevo.core.types import Record, Skill, Table
 
 if TYPE_CHECKING:
     from coevo.algorithms.decoevo.config import DecoEvoConfig
@@ -138,7 +138,7 @@ class DecoEvoSummary(Record):
     #: Over pooled (seed, test question) pairs (`level: pooled`).
     decoevo_minus_skillopt_ci: PooledCI | None
     partitions: dict[str, int]
-    #: The paper's cost per inner / outer step (`cost` is the whole run's, coevo/cost.py).
+    #: The paper's cost per inner / outer step (`cost` is the whole run's, coevo/plan/cost.py).
     step_cost: dict[str, StepCostSummary] = Field(default_factory=dict)
     trajectory: dict[str, list[TrajectoryPoint]] = Field(default_factory=dict)
     table: Table

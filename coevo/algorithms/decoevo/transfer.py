@@ -13,7 +13,7 @@ from coevo.roles.decoevo import (
     blind,
 )
 from coevo.tasks.loaders import DataError
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 
 # ====================================================================== transfer
@@ -24,7 +24,7 @@ def evaluate_skill(skill: str, samples: list[Sample], model: Any, grader: Any | 
     grades without gold rubrics (EQ-Bench CW v3, LLMEval-Med) is graded its own way
     (roles/benchmark_graders.py) by the grader's model; any other data needs gold rubrics."""
     from coevo.roles.benchmark_graders import own_grader
-    from coevo.roles.python_scorers import grader_for
+    from coevo.roles.judging import grader_for
 
     roles = roles or DecoEvoRoles()
     own = own_grader(samples)

@@ -41,9 +41,9 @@ from coevo.audit.in_run import audit_in_run, save_records
 from coevo.audit.measures import Estimate
 from coevo.audit.probes import Probe, default_probes, read_probes
 from coevo.audit.records import JudgeAudit
-from coevo.config import AuditConfig
+from coevo.audit.config import AuditConfig
 from coevo.llm.base import ModelError
-from coevo.types import Judgment, Proposal, Rollout, Sample, Verdict
+from coevo.core.types import Judgment, Proposal, Rollout, Sample, Verdict
 
 
 
@@ -169,11 +169,11 @@ class ValidatorScorer:
         self.run = run
         self.known = dict(known or {})
 
-    def score(self, rollouts: Sequence[Rollout], samples_by_id: dict[str, Sample]) -> list[Judgment]:
+    def score(self, rollouts: Sequence[Rollout], samples: dict[str, Sample]) -> list[Judgment]:
         """One judgment per rollout, in order; every unchecked proposal in one batch."""
         keys, todo = [], {}
         for ro in rollouts:
-            sample = samples_by_id[ro.sample_id]
+            sample = samples[ro.sample_id]
             text = self._filled(ro)
             key = (sample.id, ro.y0, text)
             keys.append(key)

@@ -10,10 +10,13 @@ from pydantic import Field, field_validator, model_validator
 
 from coevo.algorithms.rlac.detection import DetectionSettings
 from coevo.algorithms.rlac.reward_model import RewardModelSettings
-from coevo.config import AuditConfig, ExperimentConfig, MonitorConfig, StrictModel
-from coevo.role_specs import ModelRole, RoleSet
+from coevo.core.strict import StrictModel
+from coevo.settings.config import ExperimentConfig
+from coevo.audit.config import AuditConfig
+from coevo.monitor.config import MonitorConfig, Watches
+from coevo.settings.role_specs import ModelRole, RoleSet
 from coevo.train.dpo import DPOSettings
-from coevo.types import Sampling
+from coevo.core.types import Sampling
 
 if TYPE_CHECKING:
     pass
@@ -155,6 +158,15 @@ CRITIC_TEMPLATE = {("facts", "paper"): "critic_fact", ("facts", "schema"): "crit
                    ("code", "paper"): "critic_code", ("code", "schema"): "critic_code_schema"}
 
 
+class RlacMonitor(MonitorConfig):
+    WATCHES = Watches(algorithm="rlac", gold=True, models=False, stop=False)
+
+
+class RlacAudit(AuditConfig):
+    ALGORITHM = "rlac"
+    NO_GATE = "the audited validator is frozen; the critic's claims are checked, not trusted"
+
+
 class RlacConfig(ExperimentConfig):
     """`algorithm: rlac` — the paper's defaults: K=10 outputs, N=4 proposals (facts)."""
 
@@ -220,10 +232,10 @@ class RlacConfig(ExperimentConfig):
     #: Not in the paper (a diagnosis, not a departure): the facts validator's entailment judge
     #: probed with content-free critic proposals before iteration 1 and after every iteration
     #: (rlac/audit.py); its calls are counted apart from the verification calls.
-    audit: AuditConfig = AuditConfig()
+    audit: RlacAudit = RlacAudit()
     #: The reward-hacking monitor (docs/monitor.md), per iteration: the generator's rewards
     #: against the `gold` anchor (held-out pass@1 or FactScore per item).
-    monitor: MonitorConfig = MonitorConfig()
+    monitor: RlacMonitor = RlacMonitor()
     #: Not in the paper's loop (a measurement, not a departure): the critic's detection rate
     #: on fixed failing held-out outputs, before iteration 1 and after each (rlac/detection.py).
     detection: DetectionSettings = DetectionSettings()
@@ -231,8 +243,6 @@ class RlacConfig(ExperimentConfig):
 
     @model_validator(mode="after")
     def _paper_templates_by_default(self) -> RlacConfig:
-        self.audit.refuse_gate("rlac", "the audited validator is frozen; the critic's claims are checked, not trusted")
-        self.monitor.refuse_unwatched("rlac", gold=True, models=False, stop=False)
         # Filled in here, not left None, so summary.json, the plan and the departures name
         # the template a run actually uses.
         critic = CRITIC_TEMPLATE[(self.task, self.critic_form)]

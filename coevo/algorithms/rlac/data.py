@@ -6,7 +6,7 @@ import random
 from typing import TYPE_CHECKING
 
 from coevo.algorithms.rlac.config import RlacConfig
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 if TYPE_CHECKING:
     pass

@@ -33,8 +33,8 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from coevo.config import StrictModel
-from coevo.types import Proposal, Record, Sample, Verdict
+from coevo.core.strict import StrictModel
+from coevo.core.types import Proposal, Record, Sample, Verdict
 
 
 class RlacRun(Protocol):

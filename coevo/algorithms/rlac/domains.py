@@ -9,8 +9,8 @@ from coevo.algorithms.backend import Backend, default_backend
 from coevo.algorithms.rlac.config import RlacConfig
 from coevo.algorithms.rlac.records import HeldoutEval
 from coevo.prompts import load_template
-from coevo.store import RunStore
-from coevo.types import Completion, Conversation, Proposal, Sample, Verdict
+from coevo.rundir.store import RunStore
+from coevo.core.types import Completion, Conversation, Proposal, Sample, Verdict
 from coevo.validators.base import Validator
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """What an RLAC run will cost: its model calls per stage and role, and its DPO stages,
-counted from the config and the plan's data (coevo/estimate.py turns them into tokens,
+counted from the config and the plan's data (coevo/plan/estimate.py turns them into tokens,
 seconds and dollars). The counts follow the loop (rlac/loop.py) under the stage tags its
 cost rows carry:
 
@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from coevo.algorithms.rlac.stages import STAGE, round_stage
-from coevo.estimate import CallEstimate, TrainingEstimate, call_estimate, completion_tokens, text_tokens
+from coevo.plan.estimate import CallEstimate, TrainingEstimate, call_estimate, completion_tokens, text_tokens
 
 #: A judge's answer under its schema: {"answer": "yes"} is about six tokens.
 ANSWER_TOKENS = 6
@@ -288,7 +288,7 @@ def dpo_stage(config: Any, stage: str, role: str, pairs: int, prompt: int, compl
 
 def training(config: Any, sizes: Sizes, r: int) -> list[TrainingEstimate]:
     """Round r's DPO stages, as the run store names them (`rlac/round<r>/<role>`)."""
-    from coevo.estimate import template_tokens
+    from coevo.plan.estimate import template_tokens
 
     roles = config.roles
     out = [dpo_stage(config, round_stage(r, "generator", prefix=STAGE), "generator",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coevo.types import Conversation
+from coevo.core.types import Conversation
 
 if TYPE_CHECKING:
     from coevo.llm.local import LocalModel

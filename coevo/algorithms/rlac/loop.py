@@ -75,8 +75,8 @@ from coevo.llm.specs import base_model_path
 from coevo.monitor.rounds import RoundMonitor
 from coevo.roles.parsing import strip_reasoning
 from coevo.roles.rlac import RlacCritic, RlacGenerator
-from coevo.store import RunStore
-from coevo.types import (
+from coevo.rundir.store import RunStore
+from coevo.core.types import (
     Conversation,
     PreferencePair,
     Proposal,

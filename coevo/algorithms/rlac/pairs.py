@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
-from coevo.types import Conversation, PreferencePair, Sample, Verdict
+from coevo.core.types import Conversation, PreferencePair, Sample, Verdict
 
 if TYPE_CHECKING:
     pass

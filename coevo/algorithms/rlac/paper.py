@@ -18,9 +18,9 @@ import functools
 from typing import Any
 
 from coevo.algorithms.rlac.stages import STAGE, round_stage
-from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+from coevo.settings.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
     model_named, setting_rows, thinking_settings
-from coevo.planning import PlanStage, RunPlan, role, source_missing
+from coevo.plan.planning import PlanStage, RunPlan, role, source_missing
 
 _BUNDLED = ("bundled:bios", "humaneval", "bundled:humaneval", "bundled:code_easy")
 

@@ -14,7 +14,7 @@ from pydantic import Field, model_serializer
 
 from coevo.algorithms.rlac.detection import DetectionEval
 from coevo.roles.parsing import strip_reasoning
-from coevo.types import Conversation, PreferencePair, Record, Sample, Table, Verdict
+from coevo.core.types import Conversation, PreferencePair, Record, Sample, Table, Verdict
 
 
 class HeldoutEval(Record):
@@ -69,7 +69,7 @@ class HeldoutEval(Record):
     def cell(self, name: str) -> float | str | None:
         """A rounds-table cell: the metric, as ``"0.475 [0.329, 0.625] (n=40)"`` where it
         carries an interval and its n (TAIScore's tables write theirs the same way)."""
-        from coevo.metric_defs import estimate_text
+        from coevo.eval.metric_defs import estimate_text
 
         value, lo, hi = self.metric(name), self.metric(f"{name}_lo"), self.metric(f"{name}_hi")
         if value is None or lo is None or hi is None:

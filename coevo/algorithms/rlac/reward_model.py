@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import Field
 
-from coevo.config import StrictModel
+from coevo.core.strict import StrictModel
 from coevo.llm.base import ModelError
-from coevo.types import Conversation
+from coevo.core.types import Conversation
 
 
 class RewardModelSettings(StrictModel):

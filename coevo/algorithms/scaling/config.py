@@ -21,11 +21,12 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from coevo.config import ConfigError, DataConfig, ExperimentConfig
+from coevo.core.strict import ConfigError
+from coevo.settings.config import DataConfig, ExperimentConfig
 from coevo.llm.python_functions import is_python_spec
-from coevo.role_specs import REFINEMENT_MOVED, ActorRole, CriticRole, JudgeRole, ModelRole, RefinementRoleSpecs
-from coevo.strict import StrictModel
-from coevo.types import JudgeSampling
+from coevo.settings.role_specs import REFINEMENT_MOVED, ActorRole, CriticRole, JudgeRole, ModelRole, RefinementRoleSpecs
+from coevo.core.strict import StrictModel
+from coevo.core.types import JudgeSampling
 
 #: Where a block's y0 comes from when read from the data: `column:NAME`.
 COLUMN = "column:"

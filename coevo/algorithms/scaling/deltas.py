@@ -17,8 +17,8 @@ from pydantic import BaseModel
 from coevo.algorithms.scaling.cells import Cell, Comparison, short_name
 from coevo.eval.paired import paired_difference
 from coevo.eval.stats import mean_metrics
-from coevo.store import RunStore
-from coevo.types import Judgment, Rollout, Sample, Table
+from coevo.rundir.store import RunStore
+from coevo.core.types import Judgment, Rollout, Sample, Table
 
 #: The metrics of a comparison, in Table 5's order, and their column titles.
 METRICS = {"critique_quality": "Δ critique quality", "adherence": "Δ critique adherence", "gain": "Δ gain"}

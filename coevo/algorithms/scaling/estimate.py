@@ -16,9 +16,9 @@ from typing import Any
 
 from coevo.algorithms.scaling.cells import grid_cells
 from coevo.algorithms.scaling.config import COLUMN
-from coevo.estimate import RUBRIC_TOKENS, CallEstimate, TrainingEstimate, call_estimate, completion_tokens, \
+from coevo.plan.estimate import RUBRIC_TOKENS, CallEstimate, TrainingEstimate, call_estimate, completion_tokens, \
     refinement_tokens
-from coevo.planning import RunPlan, data_prompt_tokens
+from coevo.plan.planning import RunPlan, data_prompt_tokens
 
 def estimate(config: Any, plan: RunPlan) -> tuple[list[CallEstimate], list[TrainingEstimate], list[str]]:
     """The calls of a scaling run of `config` whose plan is `plan` (its data sizes)."""

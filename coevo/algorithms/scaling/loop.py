@@ -21,15 +21,15 @@ from coevo.algorithms.refine import with_models
 from coevo.algorithms.scaling.cells import Cell, comparisons, grid_cells
 from coevo.algorithms.scaling.config import COLUMN, ScalingConfig
 from coevo.algorithms.scaling.deltas import ScalingSummary, cell_scores, summarise
-from coevo.config import ConfigError
-from coevo.judging import rollout_judge
+from coevo.core.strict import ConfigError
+from coevo.roles.judging import rollout_judge
 from coevo.llm.call_tags import tagged
-from coevo.progress import progress_bar
-from coevo.roles.python_scorers import judge_for
+from coevo.core.progress import progress_bar
+from coevo.roles.judging import judge_for
 from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import RefinementRoles, batches, build_refinement_roles, judge_rollouts
-from coevo.store import RunStore
-from coevo.types import Rollout, Sample
+from coevo.rundir.store import RunStore
+from coevo.core.types import Rollout, Sample
 
 Rollouts = dict[str, Rollout]  # sample id -> its rollout of one stage
 

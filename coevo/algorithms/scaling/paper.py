@@ -9,9 +9,9 @@ from typing import Any
 
 from coevo.algorithms.scaling.cells import comparisons, grid_cells, short_name
 from coevo.algorithms.scaling.config import COLUMN
-from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+from coevo.settings.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
     model_named, setting_rows, thinking_settings
-from coevo.planning import PlanRole, PlanStage, RunPlan, read_data, role
+from coevo.plan.planning import PlanRole, PlanStage, RunPlan, read_data, role
 
 #: Table 5's critic-scaling rows: (setting = the self-refining actor, smaller critic, larger critic).
 PAPER_CRITIC_ROWS = (

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from coevo.audit.in_run import audit_in_run, save_records
 from coevo.audit.probes import AUDIT_KINDS
-from coevo.judging import rollout_judge
+from coevo.roles.judging import rollout_judge
 from coevo.llm.python_functions import PythonFunction
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
-from coevo.roles.python_scorers import judge_for
-from coevo.types import Rollout, Sample
+from coevo.roles.judging import judge_for
+from coevo.core.types import Rollout, Sample
 
 if TYPE_CHECKING:
     from coevo.algorithms.taiscore.context import Context

@@ -38,13 +38,13 @@ from pydantic import BaseModel
 from coevo.algorithms.taiscore.config import TaiScoreConfig
 from coevo.eval.deepresearch_gym import judge_reports, set_metrics
 from coevo.eval.stats import mean_sd
-from coevo.progress import map_batches
+from coevo.core.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.deepresearch import key_points_of
 from coevo.roles.deepresearch_official import report_judges
-from coevo.roles.python_scorers import judge_for
-from coevo.store import RunStore
-from coevo.types import Sample
+from coevo.roles.judging import judge_for, judge_model
+from coevo.rundir.store import RunStore
+from coevo.core.types import Sample
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +168,10 @@ class CheckpointScorer:
         """(gold-rubric judge, DeepResearch-Gym judges or None): the run's judge, loaded once."""
         if self._judge is None:
             from coevo.llm.cache import CachedModel
-            from coevo.llm.python_functions import PythonFunction, is_python_spec, load_python_function
+            from coevo.llm.python_functions import PythonFunction
 
             roles = self.config.roles
-            model = (load_python_function(self.judge_spec) if is_python_spec(self.judge_spec)
-                     else self.backend.load_frozen(self.judge_spec, **roles.options_for("judge")))
+            model = judge_model(self.judge_spec, self.backend.load_frozen, **roles.options_for("judge"))
             cached = model.bound(self.store) if isinstance(model, PythonFunction) else CachedModel(model, self.store)
             reports = (None if isinstance(model, PythonFunction) else
                        report_judges(cached, roles.judge.sampling, self.config.evaluation.deepresearch_protocol))
@@ -257,7 +256,7 @@ def score_checkpoints(run_dir: Path, sources: list[str], *, output_sets: int = 3
 
 def check_run_folder(run_dir: Path) -> None:
     """Refuse a folder that holds no run store (before anything is written into it)."""
-    from coevo.store import STORE_FILE
+    from coevo.rundir.store import STORE_FILE
 
     if not (run_dir / STORE_FILE).is_file():
         raise TableError(f"{run_dir} is not a run folder (no {STORE_FILE}): give the folder `coevo run` wrote")

@@ -9,8 +9,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from coevo.config import AuditConfig, ConfigError, DataConfig, ExperimentConfig, MonitorConfig, StrictModel
-from coevo.role_specs import REFINEMENT_MOVED, JudgeRole, RefinementRoleSpecs
+from coevo.core.strict import ConfigError, StrictModel
+from coevo.settings.config import DataConfig, ExperimentConfig
+from coevo.audit.config import AuditConfig
+from coevo.monitor.config import MonitorConfig, Watches
+from coevo.settings.role_specs import REFINEMENT_MOVED, JudgeRole, RefinementRoleSpecs
 from coevo.roles.judges import REWARD_JUDGES
 from coevo.train.dpo import DPOSettings
 from coevo.train.grpo import GRPOSettings
@@ -108,6 +111,15 @@ class TaiScoreData(DataConfig):
     quality_column: str = "quality"
 
 
+class TaiScoreMonitor(MonitorConfig):
+    WATCHES = Watches(algorithm="taiscore", gold=False, models=True, stop=True)
+
+
+class TaiScoreAudit(AuditConfig):
+    ALGORITHM = "taiscore"
+    NO_GATE = "its critic writes critiques the judge scores; it scores nothing itself"
+
+
 class TaiScoreConfig(ExperimentConfig):
     """`algorithm: taiscore` — co-evolving critic (GRPO) and actor (DPO), Table 12 defaults."""
 
@@ -143,9 +155,9 @@ class TaiScoreConfig(ExperimentConfig):
     dpo: DPOSettings = DPOSettings()
     evaluation: EvaluationConfig = EvaluationConfig()
     #: The judges probed for gaming before round 1 and after every round (taiscore/audit.py).
-    audit: AuditConfig = AuditConfig()
+    audit: TaiScoreAudit = TaiScoreAudit()
     #: The reward-hacking monitor on the critic's GRPO stages (docs/monitor.md).
-    monitor: MonitorConfig = MonitorConfig()
+    monitor: TaiScoreMonitor = TaiScoreMonitor()
     #: Several conditions on the same data: preset names or ConditionSpec mappings.
     conditions: list[str | ConditionSpec] = Field(default_factory=list)
     seeds: int = Field(1, ge=1)
@@ -156,8 +168,6 @@ class TaiScoreConfig(ExperimentConfig):
 
     @model_validator(mode="after")
     def _check(self) -> TaiScoreConfig:
-        self.audit.refuse_gate("taiscore", "its critic writes critiques the judge scores; it scores nothing itself")
-        self.monitor.refuse_unwatched("taiscore", gold=False, models=True, stop=True)
         for item in self.conditions:
             name = item if isinstance(item, str) else (item.preset or item.name)
             if isinstance(item, str) and item not in PRESETS:

@@ -9,8 +9,8 @@ from typing import Any
 from coevo.algorithms.backend import Backend
 from coevo.algorithms.taiscore.config import TaiScoreConfig
 from coevo.llm.python_functions import PythonFunction
-from coevo.store import RunStore
-from coevo.types import Sample
+from coevo.rundir.store import RunStore
+from coevo.core.types import Sample
 
 # ─── the loop ───────────────────────────────────────────────────────────────────────
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from coevo.algorithms.taiscore.config import TaiScoreConfig
-from coevo.config import ConfigError
+from coevo.core.strict import ConfigError
 from coevo.tasks.deepresearch import RULES
 from coevo.tasks.pools import PoolReport, quality_pools
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 # ─── entry point ────────────────────────────────────────────────────────────────────
 

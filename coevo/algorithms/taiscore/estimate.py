@@ -1,5 +1,5 @@
 """What a TAIScore run will cost: its model calls per stage and role, and its training
-stages, counted from the config and the plan's data sizes (coevo/estimate.py turns them into
+stages, counted from the config and the plan's data sizes (coevo/plan/estimate.py turns them into
 tokens, seconds and dollars). The counts follow the loop (taiscore/loop.py), its evaluation
 (taiscore/evaluation.py) and its judge audit (taiscore/audit.py, audit/judge_audit.py):
 
@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from coevo.audit.probes import AUDIT_KINDS, default_probes
-from coevo.estimate import (
+from coevo.plan.estimate import (
     CallEstimate,
     TrainingEstimate,
     call_estimate,
@@ -29,7 +29,7 @@ from coevo.estimate import (
     template_tokens,
 )
 from coevo.llm.python_functions import is_python_spec
-from coevo.planning import RunPlan, data_prompt_tokens
+from coevo.plan.planning import RunPlan, data_prompt_tokens
 from coevo.roles.deepresearch_official import CRITERIA
 
 #: A pairwise verdict is one word ("1", "2", "tie") under its answer schema.

@@ -68,19 +68,19 @@ from coevo.eval.deepresearch_gym import judge_reports, over_sets, set_metrics
 from coevo.eval.paired import paired_difference
 from coevo.llm.call_tags import tagged
 from coevo.eval.stats import mean_metrics, mean_sd
-from coevo.progress import map_batches
+from coevo.core.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
 from coevo.roles.deepresearch import key_points_of
 from coevo.roles.deepresearch_official import report_judges
 from coevo.llm.python_functions import PythonFunction
-from coevo.roles.python_scorers import judge_for
-from coevo.types import Rollout
+from coevo.roles.judging import judge_for
+from coevo.core.types import Rollout
 
 if TYPE_CHECKING:
     from coevo.algorithms.taiscore.context import Context
     from coevo.algorithms.taiscore.records import ConditionResult
-    from coevo.store import RunStore
+    from coevo.rundir.store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -400,8 +400,8 @@ def _invalid_rate(training: dict[str, Any], evaluation: dict[str, Any]) -> dict[
 def _cell(metrics: dict[str, Any], metric: str) -> float | str | None:
     """A rounds-table cell: the value alone, or as the metric registry writes an estimate
     (``"0.417 [0.193, 0.680] (n=12)"``, ``"0.500 (n=2: too few to tell)"``) where its n or
-    interval was logged beside it (coevo/metric_defs.py: the same text the viewer shows)."""
-    from coevo.metric_defs import estimate_of
+    interval was logged beside it (coevo/eval/metric_defs.py: the same text the viewer shows)."""
+    from coevo.eval.metric_defs import estimate_of
 
     estimate = estimate_of(metrics, metric)
     if estimate.value is None or (estimate.n is None and estimate.low is None):
@@ -473,7 +473,7 @@ def gold_gains(store: RunStore, runs: list[ConditionResult], output_sets: int = 
 def format_gain(gain: dict[str, Any] | None) -> str | None:
     """``"+0.250 [-0.500, +1.000] (n=8)"`` for a table cell, as the viewer writes a difference
     (``"+0.250 (n=4: too few to tell)"`` under 5 pairs); None when nothing was paired."""
-    from coevo.metric_defs import estimate_text
+    from coevo.eval.metric_defs import estimate_text
 
     if not gain or gain["mean_diff"] is None:
         return None

@@ -60,23 +60,22 @@ from coevo.algorithms.taiscore.pairs import PairCounts, select_pairs
 from coevo.algorithms.taiscore.records import ConditionResult, RoundRecord, TaiScoreSummary
 from coevo.algorithms.taiscore.rewards import make_reward_fn
 from coevo.audit.in_run import run_records
-from coevo.judging import rollout_judge
+from coevo.roles.judging import judge_for, judge_model as load_judge_model, rollout_judge
 from coevo.llm.call_tags import tagged
-from coevo.llm.python_functions import PythonFunction, is_python_spec, load_python_function
+from coevo.llm.python_functions import PythonFunction, is_python_spec
 from coevo.monitor.records import keep_report as keep_monitor_report
 from coevo.llm.specs import base_model_path
-from coevo.progress import map_batches
+from coevo.core.progress import map_batches
 from coevo.roles.actor import Actor
 from coevo.roles.critic import Critic
-from coevo.roles.python_scorers import judge_for
 from coevo.roles.query_filter import load_data
 from coevo.roles.refinement import refine
-from coevo.store import RunStore
+from coevo.rundir.store import RunStore
 from coevo.tasks.loaders import load_samples
 from coevo.tasks.pools import sample_critic_queries
 from coevo.train.common import TrainResult
 from coevo.train.stages import run_stage
-from coevo.types import PreferencePair, Rollout, Sample
+from coevo.core.types import PreferencePair, Rollout, Sample
 
 log = logging.getLogger(__name__)
 
@@ -415,11 +414,9 @@ def run_taiscore(config: TaiScoreConfig, store: RunStore, backend: Backend | Non
     """`coevo run` entry for `algorithm: taiscore`: every condition × seed, one table."""
     backend = backend or default_backend()
     plans = resolve_conditions(config)
-    if is_python_spec(config.roles.judge.model):  # a Python scorer: no backend, its own call cache
+    if is_python_spec(config.roles.judge.model):
         check_python_judge(config)
-        judge_model = load_python_function(config.roles.judge.model)
-    else:
-        judge_model = backend.load_frozen(config.roles.judge.model, **config.roles.options_for("judge"))
+    judge_model = load_judge_model(config.roles.judge.model, backend.load_frozen, **config.roles.options_for("judge"))
     from coevo.llm.cache import CachedModel
 
     samples = load_samples(config.data.source, columns=config.data.columns or None, limit=config.data.limit)

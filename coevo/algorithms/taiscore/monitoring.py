@@ -16,11 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coevo.algorithms.engines import generating_on
-from coevo.judging import rollout_judge
+from coevo.roles.judging import judge_model, rollout_judge
 from coevo.llm.call_tags import tagged
-from coevo.llm.python_functions import is_python_spec, load_python_function
 from coevo.roles.critic import Critic
-from coevo.types import Sample
+from coevo.core.types import Sample
 
 if TYPE_CHECKING:
     from coevo.monitor.callback import HackingMonitor
@@ -47,8 +46,7 @@ def critic_monitor(run: Any, stage: str, held_out: Sequence[Sample], y0: Mapping
     sample = critique_sampler(critic, held_out, y0, copies if config.critic_engine == "llamacpp" else None)
     anchors = {}
     for spec in config.monitor.anchors:
-        model = (load_python_function(spec) if is_python_spec(spec)
-                 else run.ctx.frozen(spec.removeprefix("judge:"), "judge"))
+        model = judge_model(spec.removeprefix("judge:"), lambda name: run.ctx.frozen(name, "judge"))
         judge = rollout_judge(run.plan.reward, run.ctx.cached(model), config.roles.judge.sampling)
         anchors[spec] = critique_anchor(sample, make_reward(judge), held_out, y0, calls_stage)
     return HackingMonitor(anchors, every=config.monitor.every, stop=config.monitor.stop, stage=stage)

@@ -7,7 +7,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coevo.types import Rollout
+from coevo.core.types import Rollout
 
 
 @dataclass

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coevo.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
+from coevo.settings.departures import Departure, PaperSetting, SettingRow, find_departures, judge_output_setting, \
     model_named, setting_rows, thinking_settings
-from coevo.planning import PlanRole, PlanStage, RunPlan, read_data, role
+from coevo.plan.planning import PlanRole, PlanStage, RunPlan, read_data, role
 
 #: Table 1's conditions and Table 4's critics tailored to other actors (§5.4); the third of
 #: Table 4, tailored to the target Qwen3-8B itself, is the `taiscore` condition.

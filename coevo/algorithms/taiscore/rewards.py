@@ -8,12 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 from coevo.algorithms.taiscore.config import RewardName
-from coevo.judging import judge_as_reward
+from coevo.roles.judging import judge_as_reward
 from coevo.roles.judges import judge_reads
 from coevo.roles.actor import Actor
 from coevo.roles.base import Scorer
 from coevo.roles.parsing import strip_reasoning
-from coevo.types import Rollout
+from coevo.core.types import Rollout
 
 
 def completion_text(completion: Any) -> str:

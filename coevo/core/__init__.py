@@ -1,0 +1,1 @@
+"""Records, strict models, JSONL reading and progress: what every layer shares."""

@@ -1,0 +1,1 @@
+"""A run folder's store (SQLite) and its one-writer lock."""

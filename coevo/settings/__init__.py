@@ -1,0 +1,1 @@
+"""Config files and their shared blocks, role specs, size limits and departures."""
