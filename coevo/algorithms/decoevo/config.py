@@ -201,12 +201,15 @@ DECOEVO_MOVED = {
 
 
 class DecoEvoMonitor(MonitorConfig):
-    WATCHES = Watches(algorithm="decoevo", gold=True, models=False, stop=False,
-                      # the audit anchor follows the policy: its rubric-generator skill, part of the grading, evolves
-                      audit=True)
+    """DecoEvo is watched inner step by inner step against its gold grades and, since its
+    rubric-generator skill is part of the grading and evolves, the audit's fooled rate."""
+
+    WATCHES = Watches(algorithm="decoevo", gold=True, models=False, stop=False, audit=True)
 
 
 class DecoEvoAudit(AuditConfig):
+    """DecoEvo's gate can refuse a rubric-generator update whose audit is flagged."""
+
     ALGORITHM = "decoevo"
 
 

@@ -159,10 +159,14 @@ CRITIC_TEMPLATE = {("facts", "paper"): "critic_fact", ("facts", "schema"): "crit
 
 
 class RlacMonitor(MonitorConfig):
+    """RLAC is watched round by round against its held-out gold (hidden tests, checked facts)."""
+
     WATCHES = Watches(algorithm="rlac", gold=True, models=False, stop=False)
 
 
 class RlacAudit(AuditConfig):
+    """RLAC audits its frozen judges only: no evaluator's update for the gate to refuse."""
+
     ALGORITHM = "rlac"
     NO_GATE = "the audited validator is frozen; the critic's claims are checked, not trusted"
 

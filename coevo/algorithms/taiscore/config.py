@@ -112,10 +112,15 @@ class TaiScoreData(DataConfig):
 
 
 class TaiScoreMonitor(MonitorConfig):
+    """TAIScore's monitor watches the critic's GRPO stage step by step: anchors that score its
+    critiques (`python:`, `judge:`) and a stop at a flag; it has no gold of its own."""
+
     WATCHES = Watches(algorithm="taiscore", gold=False, models=True, stop=True)
 
 
 class TaiScoreAudit(AuditConfig):
+    """TAIScore audits its frozen judges only: no evaluator's update for the gate to refuse."""
+
     ALGORITHM = "taiscore"
     NO_GATE = "its critic writes critiques the judge scores; it scores nothing itself"
 
