@@ -60,6 +60,9 @@ _PROBES: dict[str, tuple[Any, ...]] = {
 
 #: The store's record kind of cached calls.
 RECORD_KIND = "python_judgment"
+#: coevo's own checkable scorers that moved: a config that names the old module is told the new one.
+MOVED_MODULES = {"coevo.learning.rewards": "coevo.eval.checkable",
+                 "coevo.learning.graders": "coevo.eval.checkable_graders"}
 
 
 def is_python_spec(spec: Any) -> bool:
@@ -173,6 +176,10 @@ def load_python_function(spec: str) -> PythonFunction:
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:
+            moved = MOVED_MODULES.get(module_name)
+            if moved:
+                raise ModelError(f"{spec!r}: module {module_name!r} is now {moved!r}; write "
+                                 f"{spec.replace(module_name, moved, 1)!r}") from None
             raise ModelError(f"{spec!r}: cannot import module {module_name!r} ({type(exc).__name__}: {exc}); "
                              "give a FILE.py path or an importable package.module") from exc
         file = getattr(module, "__file__", None)

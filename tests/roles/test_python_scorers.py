@@ -162,6 +162,9 @@ def test_old_judgments_read_as_model_judgments():
     ("{path}:reward_in_words", ["reward"], "returned 'high', not a finite number"),
     ("{path}:gold", ["grader"], "outside [0, 1]"),
     ("no_such_package.module:f", ["reward"], "cannot import module 'no_such_package.module'"),
+    # a scorer module of coevo's that moved: the error names its new place
+    ("coevo.learning.graders:criterion_met", ["grader"],
+     "write 'python:coevo.eval.checkable_graders:criterion_met'"),
 ])
 def test_a_bad_spec_is_refused_naming_it(scorers, target, kinds, message):
     spec = "python:" + target.format(path=scorers)
