@@ -33,6 +33,17 @@ def test_every_arm_runs_the_same_rounds_and_the_critic_arms_the_same_proposals(a
     assert bool(trains_critic) == (arm == "co_trained")
 
 
+@pytest.mark.parametrize("arm", sorted(mini_rlac.ARMS))
+def test_each_round_trains_one_pass_over_its_pairs_whatever_their_number(arm):
+    """A fixed step count would train a role with few pairs (the critic's 1-3 a round) for many
+    passes over them, and one with many pairs for less than one: one epoch, no step cap."""
+    from coevo.algorithms.rlac.config import RlacConfig
+    from coevo.settings.config import apply_overrides, read_yaml, validate
+
+    config = validate(RlacConfig, apply_overrides(read_yaml(mini_rlac.DEFAULT_CONFIG), settings(arm)))
+    assert config.dpo.max_steps is None and config.dpo.epochs == 1
+
+
 def summary(condition: str, used: list[int]) -> dict:
     evaluation = {"pass_at_1": 0.5, "heldout_n": 2, "per_item": {"p/0": 0.0, "p/1": 1.0}}
     return {"condition": condition, "baseline": evaluation,
