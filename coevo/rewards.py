@@ -172,7 +172,7 @@ def taiscore(
     judge answer that cannot be read, gets `invalid_reward` and stays in its GRPO group.
     """
     from coevo.algorithms.taiscore import make_reward_fn
-    from coevo.roles.judging import REWARD_JUDGES
+    from coevo.roles.judges import REWARD_JUDGES
     from coevo.settings.role_specs import RefinementRoleSpecs
 
     if reward not in REWARD_JUDGES:

@@ -9,12 +9,13 @@ Scoring a JSONL file (`coevo judge`) is coevo/eval/judge_file.py's.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from coevo.core.strict import ConfigError
 from coevo.llm.base import ChatModel
 from coevo.roles.base import Scorer
-from coevo.roles.judges import JUDGE_NAMES, KIND_OF_JUDGE, REWARD_JUDGES, judge_reads
+from coevo.roles.judges import JUDGE_NAMES
 from coevo.roles.python_scorers import grader_for, judge_for
 from coevo.core.types import Judgment, Rollout, Sampling
 
@@ -70,4 +71,4 @@ def judge_as_reward(rollouts: list[Rollout], judge: Scorer, name: str,
     return [float(r.judgments[name].reward) for r in rollouts]  # type: ignore[arg-type]
 
 
-__all__ = ["JUDGE_NAMES", "KIND_OF_JUDGE", "REWARD_JUDGES", "grader_for", "judge_as_reward", "judge_for", "judge_model", "judge_name", "judge_reads", "rollout_judge"]
+__all__ = ["JUDGE_NAMES", "grader_for", "judge_as_reward", "judge_for", "judge_model", "judge_name", "rollout_judge"]
