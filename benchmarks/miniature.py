@@ -23,7 +23,8 @@ arms' gains over the keys both scored; beside each, `mde`, the effect that n and
 differences' spread would detect with 80 % power (a null is printed with it). The JSON
 (`--json`) holds `arms: {name: {before, after, gain, gain_ci, n, sd, mde, ...}}`,
 `comparisons: {A_minus_B: {value, ci, n, sd, mde}}`, `measures` (the arms scored another
-way), `seeds`, `seconds`, `settings` and `notes`. Runs are kept in `--work-dir` (default: a
+way), `seeds`, `seconds` (RLAC: the time its runs spent running, summed over seeds and
+resumptions), `settings` and `notes`. Runs are kept in `--work-dir` (default: a
 temporary folder) and resumed from there: a killed miniature continues where it stopped.
 Results: BENCHMARKS.md, "Miniatures"; README, "Does it work?", whose tables are printed from
 the JSON by `benchmarks/miniature.py --table FILE.json` (so they cannot drift from it).

@@ -133,8 +133,8 @@ def measure(*, seeds: list[int], work_dir: Path, heldout_file: str | None = None
     return Miniature(paper=PAPER, target=TARGET, arms=results,
                      comparisons={**comparisons(results, COMPARISONS), **execution_comparison(results)},
                      measures={} if detection is None else {"critic_detection": detection},
-                     seeds=list(seeds), seconds=round(time.perf_counter() - started, 1),
-                     settings={"config": config_path, "overrides": base, "train_file": str(train),
+                     seeds=list(seeds), seconds=sum(r.metrics["run_seconds"] for r in results.values()),
+                     settings={"this_invocation_seconds": round(time.perf_counter() - started, 1), "config": config_path, "overrides": base, "train_file": str(train),
                                "train_problems": n_train, "heldout_file": str(heldout_file or heldout),
                                "heldout_problems": n_heldout, "heldout_dropped_as_seen": dropped,
                                "arms": {a: list(ARMS[a]) for a in arms},
@@ -234,8 +234,16 @@ def arm_from_summaries(summaries: Mapping[int, Mapping[str, Any]], run_dirs: Map
                              if r["detection_scores"] is not None},
         "detection_set_digests": sorted({d.get("digest") for summary in summaries.values()
                                          for d in summary.get("detection") or [] if d.get("digest")}),
+        "run_seconds": run_seconds(summaries),
     }
     return result
+
+
+def run_seconds(summaries: Mapping[int, Mapping[str, Any]]) -> float:
+    """The time the arm's runs spent running, summed over seeds and over the processes of a
+    resumed run (provenance `duration_s`): a miniature resumed across sessions finishes in
+    seconds, and its own wall time would say so."""
+    return round(sum(float((s.get("provenance") or {}).get("duration_s") or 0.0) for s in summaries.values()), 1)
 
 
 def iterations(summaries: Mapping[int, Mapping[str, Any]], run_dirs: Mapping[int, Path]) -> list[dict[str, Any]]:

@@ -124,7 +124,8 @@ class Measure(Record):
 
 class Miniature(Record):
     """What `benchmarks/miniature.py --json` writes: every arm, every comparison, the seeds,
-    the wall time and the settings that produced them."""
+    the time (RLAC's: what its runs spent running, over every resumption; else this
+    invocation's wall time) and the settings that produced them."""
 
     paper: str
     target: str                      # the gold, in words

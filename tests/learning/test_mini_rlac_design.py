@@ -224,6 +224,10 @@ def test_the_json_holds_each_rounds_numbers_and_the_papers_comparisons(measured)
     assert {"co_trained_minus_static_critic", "co_trained_minus_enumerative"} <= set(result.comparisons)
     assert any(line.startswith("co_trained round 2: pass@1") and "critic detection (fixed set)" in line
                for line in result.notes)
+    # Its time is what the runs spent running (a resumed miniature's own wall time is seconds).
+    assert all(arm.metrics["run_seconds"] > 0 for arm in (co, static, enum))
+    assert result.seconds == pytest.approx(sum(arm.metrics["run_seconds"] for arm in (co, static, enum)))
+    assert result.settings["this_invocation_seconds"] > 0
 
 
 def test_every_run_seed_measures_its_critic_on_the_same_outputs(tmp_path, monkeypatch):
