@@ -34,6 +34,9 @@ TAISCORE_TEST_SIZE = [
     "grpo.max_steps=1", "grpo.num_generations=2", "dpo.max_steps=1",
     "roles.actor.sampling.response.max_tokens=24", "roles.critic.sampling.max_tokens=24",
     "roles.actor.sampling.revision.max_tokens=24", "evaluation.win_rate=false",
+    # The real judges audited once, before round 1: the audits were half of this run's time, and
+    # that they run again after each round is checked on replay (algorithms/test_taiscore_audit.py).
+    "audit.after_rounds=false",
 ]
 # examples/rlac_code_tiny.yaml at test size, on the HumanEval problems its estimate was read off. Seeded noisy labels (validator=random) so that
 # both models surely get pairs to train on (on two problems the real validator may find no

@@ -44,12 +44,12 @@ def test_tiny_config_end_to_end_trains_both_models(taiscore_tiny_run):
     assert metrics["critic_weight_delta"] > 0 and metrics["actor_weight_delta"] > 0
     assert metrics["grpo_zero_std_fraction"] <= 0.25 and "grpo_clipped_ratio" in metrics
     assert "reward_mean" in metrics and "invalid_judgment_rate" in metrics
-    # The real judge was audited before round 1 and after it (the reward judge, and the gold
-    # judge behind gold_score: the test size turns the win rate, and so the pairwise judge,
-    # off), with every figure's n.
+    # The real judges were audited before round 1 (the reward judge, and the gold judge behind
+    # gold_score: the test size turns the win rate, and so the pairwise judge, off, and the
+    # audits after each round are checked on replay), with every figure's n.
     audits = [(a["round"], a["judge_role"], a.get("error")) for a in summary["audit"]]
-    assert audits == [(f"coevolution/round{r}", judge, None) for r in (0, 1) for judge in ("reward", "gold")]
-    assert metrics["audit_reward_fooled_rate_n"] >= 1 and "audit_reward_flags" in metrics
+    assert audits == [("coevolution/round0", judge, None) for judge in ("reward", "gold")]
+    assert summary["baseline"]["audit_reward_fooled_rate_n"] >= 1 and "audit_reward_flags" in summary["baseline"]
     assert (out / "report.html").exists()
     # The cost estimated when the run started (`coevo plan`'s) is within 2x of what it counted.
     from coevo.plan.estimate_check import run_comparison
