@@ -131,9 +131,16 @@ def print_tables(path: Path, parser: argparse.ArgumentParser) -> int:
 
 def print_table(arms: dict, found: dict, seeds: int, minutes: str) -> None:
     """One measure's two markdown tables. The MDE column: the effect each n and spread would
-    detect with 80 % power (two-sided α 0.05), so a null reads with what it rules out."""
+    detect with 80 % power (two-sided α 0.05), so a null reads with what it rules out. Where
+    no item moved in any arm, one line says so: rows of identical zeros would say no more."""
     from learning.miniature import mde_cell, shown
 
+    if _nothing_moved(arms, found):
+        arm = next(iter(arms.values()))
+        print(f"Every arm ({', '.join(f'`{a}`' for a in arms)}): {arm.before:.3f} -> {arm.after:.3f} on every "
+              f"item, gain +0.000 (n={arm.n}, no spread), {seeds} seeds, {minutes}; so every comparison "
+              f"({', '.join(f'`{c}`' for c in found)}) is +0.000.")
+        return
     print(f"| arm | before | after | gain [95 % CI] (n) | {MDE_HEADER} | seeds | whole run |\n"
           "|---|---|---|---|---|---|---|")
     for name, arm in arms.items():
@@ -143,6 +150,15 @@ def print_table(arms: dict, found: dict, seeds: int, minutes: str) -> None:
     print(f"\n| comparison | value [95 % CI] (n) | {MDE_HEADER} |\n|---|---|---|")
     for name, comparison in found.items():
         print(f"| `{name}` | {shown(comparison.value, comparison.ci, comparison.n)} | {mde_cell(comparison)} |")
+
+
+def _nothing_moved(arms: dict, found: dict) -> bool:
+    """Every arm's gain 0 on every item, from one shared before, and every comparison 0."""
+    values = list(arms.values())
+    return bool(values) and all(
+        a.gain == 0 and a.sd == 0 and a.before == values[0].before and a.n == values[0].n
+        and all(a.scores_after.get(k) == v for k, v in a.scores_before.items()) for a in values
+    ) and all(c.value == 0 and c.sd == 0 for c in found.values())
 
 
 if __name__ == "__main__":
