@@ -211,6 +211,9 @@ def round_pairs(shared: Shared, actor_model: Any, critic_model: Any, judge: Any,
         batch = critiqued_rollouts(base, critic, chunk, y0, shared.rollouts, folder)
         pairs += preferred_pairs(base, batch, judge, seed=r)
         judged, asked = judged + len(batch), asked + len(chunk)
+        # The round's progress: minutes of rollouts a chunk here, and nothing else logs them.
+        log.info("actor round %d: %d of %d pairs found, %d of %d prompts asked", r, len(pairs),
+                 shared.pairs_per_round, asked, len(candidates))
     found = (f"{judged} rollouts ({shared.rollouts} per y0 of {asked} of the {len(candidates)} prompts whose y0 "
              f"breaks a constraint)")
     return drawn(pairs, shared.pairs_per_round, seed=r), found
