@@ -135,7 +135,7 @@ def print_table(arms: dict, found: dict, seeds: int, minutes: str) -> None:
     no item moved in any arm, one line says so: rows of identical zeros would say no more."""
     from learning.miniature import mde_cell, shown
 
-    if _nothing_moved(arms, found):
+    if _nothing_moved(arms):
         arm = next(iter(arms.values()))
         print(f"Every arm ({', '.join(f'`{a}`' for a in arms)}): {arm.before:.3f} -> {arm.after:.3f} on every "
               f"item, gain +0.000 (n={arm.n}, no spread), {seeds} seeds, {minutes}; so every comparison "
@@ -152,13 +152,11 @@ def print_table(arms: dict, found: dict, seeds: int, minutes: str) -> None:
         print(f"| `{name}` | {shown(comparison.value, comparison.ci, comparison.n)} | {mde_cell(comparison)} |")
 
 
-def _nothing_moved(arms: dict, found: dict) -> bool:
-    """Every arm's gain 0 on every item, from one shared before, and every comparison 0."""
-    values = list(arms.values())
-    return bool(values) and all(
-        a.gain == 0 and a.sd == 0 and a.before == values[0].before and a.n == values[0].n
-        and all(a.scores_after.get(k) == v for k, v in a.scores_before.items()) for a in values
-    ) and all(c.value == 0 and c.sd == 0 for c in found.values())
+def _nothing_moved(arms: dict) -> bool:
+    """Every arm scored the same items as the first, each item after as before: so every gain
+    and every comparison (paired over those gains) is 0 with no spread."""
+    first = next(iter(arms.values())).scores_before if arms else {}
+    return bool(first) and all(a.scores_before == first and a.scores_after == first for a in arms.values())
 
 
 if __name__ == "__main__":

@@ -187,6 +187,12 @@ def test_the_readme_tables_are_printed_from_the_json(tmp_path):
     assert bad.returncode == 2 and "not a miniature's JSON" in bad.stderr
 
 
+def _table(path: Path) -> subprocess.CompletedProcess:
+    """`benchmarks/miniature.py --table path`, as the README's tables are printed."""
+    return subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)], capture_output=True,
+                          text=True, timeout=60, check=True)
+
+
 def test_a_miniature_where_no_item_moved_prints_one_line_not_rows_of_zeros(tmp_path):
     from learning.miniature import Miniature
 
@@ -196,16 +202,14 @@ def test_a_miniature_where_no_item_moved_prints_one_line_not_rows_of_zeros(tmp_p
                        seeds=[0, 1, 2], seconds=600)
     path = tmp_path / "flat.json"
     path.write_text(result.model_dump_json())
-    printed = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)], capture_output=True,
-                             text=True, timeout=60, check=True).stdout
+    printed = _table(path).stdout
     assert printed == ("Every arm (`skillopt`, `decoevo`): 0.250 -> 0.250 on every item, gain +0.000 (n=4, no spread), "
                        "3 seeds, 10 min; so every comparison (`decoevo_minus_skillopt`) is +0.000.\n")
     # One item that moved, even where the gains cancel out, and the tables come back.
     moved = arm_result(BEFORE, {**BEFORE, "p/0#0": 1.0 - BEFORE["p/0#0"]})
     result.arms = {"skillopt": flat, "decoevo": moved}
     path.write_text(result.model_dump_json())
-    printed = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)], capture_output=True,
-                             text=True, timeout=60, check=True).stdout
+    printed = _table(path).stdout
     assert printed.startswith("| arm | before |")
 
 
