@@ -17,6 +17,12 @@ from coevo.core.types import Completion
 BEFORE = {"p/0#0": 0.0, "p/1#0": 0.0, "p/2#0": 1.0, "p/3#0": 0.0}
 
 
+def _table(path: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """`benchmarks/miniature.py --table path`, as the README's tables are printed."""
+    return subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)], capture_output=True,
+                          text=True, timeout=60, check=check)
+
+
 def test_an_arm_pairs_its_keys_and_a_comparison_pairs_the_arms_gains():
     good = arm_result(BEFORE, {"p/0#0": 1.0, "p/1#0": 1.0, "p/2#0": 1.0, "p/3#0": 0.0, "extra#0": 1.0})
     flat = arm_result(BEFORE, dict(BEFORE))
@@ -168,8 +174,7 @@ def test_the_readme_tables_are_printed_from_the_json(tmp_path):
                        measures={"critique": measure})
     path = tmp_path / "rlac.json"
     path.write_text(result.model_dump_json())
-    printed = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)], capture_output=True,
-                             text=True, timeout=60)
+    printed = _table(path, check=False)
     assert printed.returncode == 0, printed.stderr
     lines = printed.stdout.splitlines()
     assert lines[0] == "| arm | before | after | gain [95 % CI] (n) | detectable at 80 % power | seeds | whole run |"
@@ -182,15 +187,8 @@ def test_the_readme_tables_are_printed_from_the_json(tmp_path):
     # The further measure: its target, then its own two tables.
     assert tables[2] == "critiques naming a failure:" and tables[3].splitlines()[2].startswith("| `named` | 0.250 |")
     assert tables[4].splitlines()[2].startswith("| `named_minus_static_critic` | +0.500 [")
-    bad = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(tmp_path / "none.json")],
-                         capture_output=True, text=True, timeout=60)
+    bad = _table(tmp_path / "none.json", check=False)
     assert bad.returncode == 2 and "not a miniature's JSON" in bad.stderr
-
-
-def _table(path: Path) -> subprocess.CompletedProcess:
-    """`benchmarks/miniature.py --table path`, as the README's tables are printed."""
-    return subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)], capture_output=True,
-                          text=True, timeout=60, check=True)
 
 
 def test_a_miniature_where_no_item_moved_prints_one_line_not_rows_of_zeros(tmp_path):
@@ -219,8 +217,7 @@ def test_the_readme_shows_each_recorded_miniature_as_its_json_prints_it():
     readme = open("README.md", encoding="utf-8").read()
     recorded = sorted(Path("benchmarks/results").glob("miniature_*.json"))
     for path in recorded:
-        printed = subprocess.run([sys.executable, "benchmarks/miniature.py", "--table", str(path)],
-                                 capture_output=True, text=True, check=True).stdout
+        printed = _table(path).stdout
         for table in printed.strip().split("\n\n"):
             assert table in readme, f"README.md lacks {path.name}'s table:\n{table}"
 
